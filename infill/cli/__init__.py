@@ -1,19 +1,32 @@
-"""The ``infill`` command line. Each subcommand lives in its own module with ``add_parser`` and ``run``."""
+"""The ``infill`` command line. Each subcommand lives in its own module with ``add_parser`` and ``run``.
+
+Only the chosen subcommand's module is imported (``infill --help`` lists the table below), so that help
+and argument errors answer at once, without importing torch.
+"""
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+from typing import NamedTuple, Optional
 
 from ..errors import InfillError
+from ..optional import missing
 
-# subcommand name -> module under infill.cli
+
+class Command(NamedTuple):
+    module: str  # under infill.cli
+    help: str
+    extra: Optional[str]  # the optional dependencies it needs: pip install 'infill[EXTRA]'
+
+
 COMMANDS = {
-    "sample": "sample",
-    "samplers": "samplers",
-    "eval": "evaluate",
-    "summarize": "summarize",
-    "eval-summarization": "eval_summarization",
+    "sample": Command("sample", "fill the [MASK] blanks of templates with diverse samples", None),
+    "samplers": Command("samplers", "list samplers with their hyperparameters and defaults", None),
+    "eval": Command("evaluate", "evaluate samplers on a corpus protocol (DLP Table 3 columns)", "eval"),
+    "summarize": Command("summarize", "extractive summary of a text file by MCMC", "summarize"),
+    "eval-summarization": Command("eval_summarization", "summarization benchmark (ACLSum): F(S), ROUGE, ESS, "
+                                  "runtime", "summarize"),
 }
 
 
@@ -22,20 +35,33 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"infill: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+    """The parser with ``command``'s full subparser (its module imported); the others are listed with
+    their help from ``COMMANDS`` (the modules' ``add_parser`` need not repeat it)."""
     parser = _Parser(prog="infill", description="Text infilling by gradient-based MCMC over discrete tokens.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name, module in COMMANDS.items():
-        importlib.import_module(f"{__name__}.{module}").add_parser(sub, name)
+    for name, spec in COMMANDS.items():
+        if name == command:
+            importlib.import_module(f"{__name__}.{spec.module}").add_parser(sub, name)
+        else:
+            sub.add_parser(name, help=spec.help)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: Optional[list[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
     try:
+        args = build_parser(command).parse_args(argv)
         return args.run(args) or 0
     except InfillError as exc:
         print(f"infill: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        extra = command and COMMANDS[command].extra
+        if not (extra and exc.name):
+            raise
+        print(f"infill: error: {missing(exc.name, extra)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("infill: interrupted", file=sys.stderr)

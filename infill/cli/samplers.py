@@ -4,18 +4,18 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..samplers import SAMPLERS, sampler_options
-
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(name, help="list samplers with their hyperparameters and defaults",
-                                   description="List the registered samplers, their hyperparameters and defaults.")
+    parser = subparsers.add_parser(name, description="List the registered samplers, their hyperparameters and "
+                                                     "defaults.")
     parser.add_argument("--json", action="store_true", help="print one JSON object per sampler")
     parser.set_defaults(run=run)
     return parser
 
 
 def run(args) -> int:
+    from ..samplers import SAMPLERS, sampler_options
+
     for name in sorted(SAMPLERS):
         options = sampler_options(name)
         summary = (SAMPLERS[name].__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
