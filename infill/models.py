@@ -1,11 +1,14 @@
-"""Loading a Hugging Face masked language model and its tokenizer, with one-line errors."""
+"""Loading a Hugging Face masked language model and its tokenizer, with one-line errors, and the
+prediction head of each masked-LM family as one function of the base model's hidden states."""
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 import torch
+from torch import Tensor, nn
 
 from .errors import InfillError
 
@@ -73,3 +76,39 @@ def load(name: Optional[str] = None, device: Union[str, torch.device] = "cpu",
     if tokenizer.mask_token_id is None:
         raise InfillError(f"model {name!r} has no mask token; use a masked language model")
     return model.to(device).eval(), tokenizer
+
+
+def _deberta_head(model: nn.Module, hidden: Tensor) -> Tensor:
+    if model.legacy:
+        return model.cls(hidden)
+    return model.lm_predictions(hidden, model.deberta.embeddings.word_embeddings)
+
+
+# What each family's forward does after ``model.base_model``: hidden states (..., H) -> logits (..., V).
+HEADS: dict[str, Callable[[nn.Module, Tensor], Tensor]] = {
+    "BertForMaskedLM": lambda m, h: m.cls(h),
+    "RobertaForMaskedLM": lambda m, h: m.lm_head(h),
+    "XLMRobertaForMaskedLM": lambda m, h: m.lm_head(h),
+    "CamembertForMaskedLM": lambda m, h: m.lm_head(h),
+    "MPNetForMaskedLM": lambda m, h: m.lm_head(h),
+    "AlbertForMaskedLM": lambda m, h: m.predictions(h),
+    "DistilBertForMaskedLM": lambda m, h: m.vocab_projector(m.vocab_layer_norm(m.activation(m.vocab_transform(h)))),
+    "ElectraForMaskedLM": lambda m, h: m.generator_lm_head(m.generator_predictions(h)),
+    "ModernBertForMaskedLM": lambda m, h: m.decoder(m.head(h)),
+    "DebertaForMaskedLM": _deberta_head,
+    "DebertaV2ForMaskedLM": _deberta_head,
+}
+_warned: set[str] = set()
+
+
+def prediction_head(model: nn.Module) -> Optional[Callable[[Tensor], Tensor]]:
+    """The model's prediction head as ``hidden (..., H) -> logits (..., V)`` on ``model.base_model``'s output,
+    or None for an architecture not in :data:`HEADS` (the caller then runs the full model; warned once)."""
+    name = type(model).__name__
+    if name in HEADS:
+        return lambda hidden: HEADS[name](model, hidden)
+    if name not in _warned:
+        _warned.add(name)
+        warnings.warn(f"{name} has no known prediction head; computing logits at every position (slower)",
+                      stacklevel=3)
+    return None

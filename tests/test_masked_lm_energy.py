@@ -59,6 +59,17 @@ def test_conditional_logits_are_the_models_masked_prediction(energy):
         torch.testing.assert_close(logits[b], expected, rtol=1e-5, atol=1e-5)
 
 
+def test_blank_logits_mask_the_chosen_blanks(energy):
+    x_idx = torch.tensor([[0, 1, 2], [3, 4, 5]])
+    masked = torch.tensor([[True, False, True], [False, False, False]])
+    logits = energy.blank_logits(x_idx, masked)
+    assert logits.shape == (2, 3, len(CATEGORIES)) and logits.dtype == torch.float32
+    ids = energy.token_ids(x_idx)
+    ids[0, BLANKS[[0, 2]]] = MASK
+    expected = energy.model(input_ids=ids).logits[:, BLANKS][..., CATEGORIES]
+    torch.testing.assert_close(logits, expected, rtol=1e-5, atol=1e-5)
+
+
 def test_parameters_get_no_gradient(energy):
     assert not any(p.requires_grad for p in energy.model.parameters())
 

@@ -6,12 +6,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-
-def _lm_head(model: nn.Module) -> Optional[nn.Module]:
-    """The prediction head as one module on top of ``model.base_model`` (BERT's ``cls``, RoBERTa's
-    ``lm_head``), or None where the head is spread over several modules (then logits come from the full model)."""
-    heads = [m for name, m in model.named_children() if m is not model.base_model and "loss" not in name]
-    return heads[0] if len(heads) == 1 else None
+from ..models import prediction_head
 
 
 class MaskedLMEnergy:
@@ -26,7 +21,7 @@ class MaskedLMEnergy:
     The one-hot ``x (B, d, K)`` enters through ``inputs_embeds``: blank ``j`` gets ``x_j @ E[category_ids]``.
     For each chain and each blank ``i`` there is one copy of the sequence with slot ``i`` holding the real
     ``[MASK]`` embedding; all ``B * d`` copies run in one forward pass, and the LM head runs only at the
-    masked slots. With ``chunk_size`` set, :meth:`value_and_grad` and evaluations without gradient run the
+    masked slots (:func:`infill.models.prediction_head`). With ``chunk_size`` set, :meth:`value_and_grad` and evaluations without gradient run the
     chains in chunks of at most ``chunk_size`` copies (whole chains, at least one), forward and backward per
     chunk, to bound activation memory: same values, less peak memory.
     The model is put in eval mode with its parameters frozen.
@@ -42,7 +37,7 @@ class MaskedLMEnergy:
         self.mask_token_id = mask_token_id
         self.num_categories = len(category_ids)
         self.chunk_size = chunk_size
-        self._head = _lm_head(model)
+        self._head = prediction_head(model)
 
     @property
     def num_blanks(self) -> int:
@@ -61,13 +56,13 @@ class MaskedLMEnergy:
         ids, positions = self._templates(x_idx.shape[0])
         return ids.scatter(1, positions, self.category_ids[x_idx])
 
-    def _logits_at(self, inputs_embeds: Tensor, slots: Tensor) -> Tensor:
-        """Logits over the categories at ``slots[n]`` of sequence ``n``: ``(N, K)``."""
-        rows = torch.arange(inputs_embeds.shape[0], device=inputs_embeds.device)
+    def _logits_at(self, slots: Tensor, **inputs: Tensor) -> Tensor:
+        """Logits ``(N, S, K)`` over the categories at ``slots (N, S)`` of the ``N`` sequences given as
+        ``input_ids`` or ``inputs_embeds``; the head runs only at those slots where the family's is known."""
+        rows = torch.arange(len(slots), device=slots.device)[:, None]
         if self._head is None:
-            return self.model(inputs_embeds=inputs_embeds).logits[rows, slots][:, self.category_ids]
-        hidden = self.model.base_model(inputs_embeds=inputs_embeds)[0][rows, slots]
-        return self._head(hidden)[:, self.category_ids]
+            return self.model(**inputs).logits[rows, slots][..., self.category_ids]
+        return self._head(self.model.base_model(**inputs)[0][rows, slots])[..., self.category_ids]
 
     def __call__(self, x: Tensor) -> Tensor:
         ids, positions = self._templates(x.shape[0])
@@ -90,7 +85,7 @@ class MaskedLMEnergy:
         filled[rows, positions] = x.to(embeddings.dtype) @ embeddings[self.category_ids]
         copies = filled.unsqueeze(1).expand(b, d, ids.shape[1], -1).clone()  # (B, d, L, H)
         copies[rows, torch.arange(d, device=x.device), positions] = embeddings[self.mask_token_id]
-        logits = self._logits_at(copies.flatten(0, 1), positions.flatten()).reshape(b, d, -1)
+        logits = self._logits_at(positions.reshape(-1, 1), inputs_embeds=copies.flatten(0, 1)).reshape(b, d, -1)
         return (torch.log_softmax(logits.float(), dim=-1) * x).sum((1, 2))
 
     def value_and_grad(self, x: Tensor) -> tuple[Tensor, Tensor]:
@@ -107,10 +102,16 @@ class MaskedLMEnergy:
         return torch.cat(values), torch.cat(grads)
 
     @torch.inference_mode()
+    def blank_logits(self, x_idx: Tensor, masked: Tensor) -> Tensor:
+        """The model's logits ``(B, d, K)`` (float32) at every blank, in one forward pass over the ``B``
+        sequences in which blank ``j`` of chain ``b`` holds the mask token where ``masked[b, j]`` (bool
+        ``(B, d)``) and category ``x_idx[b, j]`` elsewhere."""
+        ids, positions = self._templates(len(x_idx))
+        rows = torch.arange(len(ids), device=ids.device)[:, None]
+        ids[rows, positions] = torch.where(masked, self.mask_token_id, self.category_ids[x_idx])
+        return self._logits_at(positions, input_ids=ids).float()
+
     def conditional_logits(self, x_idx: Tensor, i: Tensor) -> Tensor:
         """The model's own logits ``(B, K)`` at blank ``i[b]`` masked, the other blanks filled from ``x_idx``."""
-        ids = self.token_ids(x_idx)
-        rows = torch.arange(len(ids), device=ids.device)
-        slots = self._templates(len(ids))[1][rows, i]
-        ids[rows, slots] = self.mask_token_id
-        return self._logits_at(self.model.get_input_embeddings()(ids), slots).float()
+        masked = torch.nn.functional.one_hot(i, self.num_blanks).bool()
+        return self.blank_logits(x_idx, masked)[torch.arange(len(i), device=i.device), i]
