@@ -5,60 +5,36 @@ Text -> :func:`infill.template.parse` -> :class:`~infill.energies.masked_lm.Mask
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 import secrets
 import sys
-from typing import Iterable, Optional, Sequence, Union
+import time
+from typing import Optional, Sequence, Union
 
 import torch
 from torch import Tensor, nn
 
-from . import models
+from . import mlm_draws, models
+from .config import RunConfig
+from .energies.base import evaluate, one_hot
 from .energies.masked_lm import MaskedLMEnergy
+from .energies.tempered import Tempered
 from .errors import InfillError
-from .results import Diagnostics, InfillResult, Sample
-from .samplers import Sampler, State, Trace, make_sampler
+from .results import Diagnostics, InfillResult, Sample, top_distinct
+from .samplers import State, Trace
 from .template import Template, fill, parse
 from .vocabulary import sampleable_token_ids
 
 MAX_SEQUENCES = 512  # chains x blank tokens per batched sampler run in sample_many
 
 
-def check_run(sampler: str, num_samples: int, steps: int, top: Optional[int], options: dict,
-              seed: Optional[int] = None, allow_subwords: bool = False, forbid: Iterable[str] = ()) -> Sampler:
-    """The configured sampler, after checking the run's settings; raises :class:`InfillError`."""
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
-        raise InfillError(f"seed must be an integer in [0, 2**63), got {seed!r}")
-    if not isinstance(allow_subwords, bool):
-        raise InfillError(f"allow_subwords must be true or false, got {allow_subwords!r}")
-    words = [forbid] if isinstance(forbid, str) else forbid
-    if not isinstance(words, (list, tuple, set, frozenset)) or not all(isinstance(w, str) for w in words):
-        raise InfillError(f"forbid must be a word or a list of words, got {forbid!r}")
-    for name, value in (("num_samples", num_samples), ("steps", steps), ("top", top)):
-        if value is None and name == "top":
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InfillError(f"{name} must be a positive integer, got {value!r}")
-    if top is not None and top > num_samples:
-        raise InfillError(f"top ({top}) cannot exceed num_samples ({num_samples})")
-    return make_sampler(sampler, **options)
-
-
 def _slice_trace(trace: Trace, chains: slice) -> Trace:
     s = trace.final_state
-    state = State(s.x[chains], s.energy[chains], None if s.grad is None else s.grad[chains], s.num_categories)
+    state = State(s.x[chains], s.energy[chains], None if s.grad is None else s.grad[chains], s.num_categories,
+                  s.tuning)
     return Trace(trace.samples[:, chains], trace.energies[:, chains], trace.accepted[:, chains],
                  trace.hops[:, chains], trace.evaluations, trace.seconds, state)
-
-
-def _top(samples: list[Sample], k: Optional[int], template: Template) -> list[Sample]:
-    """The ``k`` highest-energy samples with distinct blank tokens (all samples, in chain order, if ``k`` is None)."""
-    if k is None:
-        return samples
-    best: dict[tuple, Sample] = {}
-    blanks = template.blank_positions.tolist()
-    for s in sorted(samples, key=lambda s: -s.energy):
-        best.setdefault(tuple(s.token_ids[p] for p in blanks), s)
-    return list(best.values())[:k]
 
 
 class Infiller:
@@ -89,57 +65,89 @@ class Infiller:
         self._categories: dict[tuple, Tensor] = {}
 
     def parse(self, template: str) -> Template:
+        if not isinstance(template, str):
+            raise InfillError(f"a template must be a string, got {type(template).__name__}")
         return parse(template, self.tokenizer, self.max_length)
 
-    def category_ids(self, allow_subwords: bool = False, forbid: Iterable[str] = ()) -> Tensor:
+    def category_ids(self, allow_subwords: bool = False, forbid: Sequence[str] = ()) -> Tensor:
         """Token ids a blank may take (cached per option set); see :func:`infill.vocabulary.sampleable_token_ids`."""
-        key = (bool(allow_subwords), (forbid,) if isinstance(forbid, str) else tuple(forbid))
+        key = (bool(allow_subwords), tuple(forbid))
         if key not in self._categories:
             self._categories[key] = sampleable_token_ids(self.tokenizer, *key)
         return self._categories[key]
 
-    def sample(self, template: str, sampler: str = "dmala", num_samples: int = 25, steps: int = 50,
-               top: Optional[int] = None, seed: Optional[int] = None, *, allow_subwords: bool = False,
-               forbid: Iterable[str] = (), progress: bool = False, **sampler_options) -> InfillResult:
-        """Run ``num_samples`` chains of ``steps`` steps on ``template``; each chain's final state is a sample.
+    def sample(self, template: str, sampler: str = RunConfig.method, num_samples: int = RunConfig.num_samples,
+               steps: int = RunConfig.steps, top: Optional[int] = None, seed: Optional[int] = None, *,
+               init: str = RunConfig.init, temperature: float = RunConfig.temperature,
+               decode: str = RunConfig.decode, allow_subwords: bool = False, forbid: Sequence[str] = (),
+               progress: bool = False, **sampler_options) -> InfillResult:
+        """Fill ``template`` with ``num_samples`` chains of ``steps`` steps of ``sampler`` (or draws of a
+        baseline method: ``independent``, ``left-to-right``, ``argmax``); see :class:`~infill.config.RunConfig`.
 
-        Chains start from uniformly random tokens drawn from a ``torch.Generator`` seeded with ``seed``
-        (a random seed when None, reported in the diagnostics). ``top=k`` keeps the ``k`` distinct
-        fillings of highest energy among the final states. ``sampler_options`` are the sampler's
-        hyperparameters (``step_size=...``); ``progress`` shows a tqdm bar on stderr after 2 s.
+        Chains start from ``init`` (draws from the masked LM, or uniform tokens) and target
+        ``exp(PLL / temperature)``. Without ``top`` each chain's final state is a sample; ``top=k`` keeps
+        the ``k`` distinct fillings of highest energy among the states visited after burn-in
+        (``decode="visited"``) or among the final states (``decode="final"``, the papers' protocol).
+        Every draw comes from a ``torch.Generator`` seeded with ``seed`` (a random seed when None,
+        reported in the diagnostics). ``sampler_options`` are the sampler's hyperparameters
+        (``step_size=...``); ``progress`` shows a tqdm bar on stderr after 2 s.
         """
-        return self.sample_many([template], sampler, num_samples, steps, top, seed, allow_subwords=allow_subwords,
+        if not isinstance(template, str):
+            raise InfillError(f"a template must be a string, got {type(template).__name__}")
+        return self.sample_many([template], sampler, num_samples, steps, top, seed, init=init,
+                                temperature=temperature, decode=decode, allow_subwords=allow_subwords,
                                 forbid=forbid, progress=progress, **sampler_options)[0]
 
-    def sample_many(self, templates: Sequence[str], sampler: str = "dmala", num_samples: int = 25, steps: int = 50,
-                    top: Optional[int] = None, seed: Optional[int] = None, *, allow_subwords: bool = False,
-                    forbid: Iterable[str] = (), progress: bool = False, max_sequences: int = MAX_SEQUENCES,
-                    **sampler_options) -> list[InfillResult]:
-        """:meth:`sample` for several templates, in their order. Templates with the same token length and
-        number of blank tokens run as one batch of chains (at most ``max_sequences`` chains x blank tokens
-        per run); one generator seeded with ``seed`` serves all runs in turn, so a template's samples
-        depend on the templates batched with it (a single template gives exactly :meth:`sample`'s)."""
-        chosen = check_run(sampler, num_samples, steps, top, sampler_options, seed, allow_subwords, forbid)
+    def sample_many(self, templates: Sequence[str], sampler: str = RunConfig.method,
+                    num_samples: int = RunConfig.num_samples, steps: int = RunConfig.steps,
+                    top: Optional[int] = None, seed: Optional[int] = None, *, init: str = RunConfig.init,
+                    temperature: float = RunConfig.temperature, decode: str = RunConfig.decode,
+                    allow_subwords: bool = False, forbid: Sequence[str] = (), progress: bool = False,
+                    max_sequences: int = MAX_SEQUENCES, **sampler_options) -> list[InfillResult]:
+        """:meth:`sample` for a list of templates, in their order."""
+        config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed,
+                                  init=init, temperature=temperature, decode=decode,
+                                  allow_subwords=allow_subwords, forbid=forbid, options=sampler_options)
+        return self.run(templates, config, progress=progress, max_sequences=max_sequences)
+
+    def run(self, templates: Sequence[str], config: RunConfig, progress: bool = False,
+            max_sequences: int = MAX_SEQUENCES) -> list[InfillResult]:
+        """Fill every template as ``config`` says. Templates with the same token length and number of blank
+        tokens run as one batch of chains (at most ``max_sequences`` chains x blank tokens per run); one
+        generator serves all runs in turn, so a template's samples depend on the templates batched with it
+        (a single template gives exactly :meth:`sample`'s)."""
+        if isinstance(templates, (str, bytes)) or not isinstance(templates, Sequence):
+            raise InfillError(f"templates must be a list of strings, got {type(templates).__name__}")
         parsed = [self.parse(t) for t in templates]
-        categories = self.category_ids(allow_subwords, forbid)
-        seed = secrets.randbits(32) if seed is None else seed
+        categories = self.category_ids(config.allow_subwords, config.forbid)
+        seed = secrets.randbits(32) if config.seed is None else config.seed
         generator = torch.Generator(self.device).manual_seed(seed)
-        batches = _batches(parsed, num_samples, max_sequences)
+        sampler = config.make_sampler()
+        hyperparameters = {} if sampler is None else sampler.hyperparameters()
+        batches = _batches(parsed, config.num_samples, max_sequences)
         results: list[Optional[InfillResult]] = [None] * len(parsed)
         from tqdm.auto import tqdm
 
-        with tqdm(total=steps * len(batches), disable=not progress, delay=2, file=sys.stderr, unit="step",
-                  desc=f"infill {sampler}", leave=False) as bar:
+        with tqdm(total=(0 if sampler is None else config.steps) * len(batches), disable=not progress, delay=2,
+                  file=sys.stderr, unit="step", desc=f"infill {config.method}", leave=False) as bar:
             for batch in batches:
-                energy = self._energy([parsed[i] for i in batch], categories)
-                x0 = torch.randint(len(categories), (num_samples * len(batch), energy.num_blanks),
-                                   generator=generator, device=self.device)
-                trace = chosen.run(energy, x0, steps, generator, callback=lambda t, state, info: bar.update())
-                token_ids = energy.token_ids(trace.final_state.x).cpu()
+                group = [parsed[i] for i in batch]
+                start = time.perf_counter()
+                n = config.num_samples * len(batch)
+                energy = self._energy(group, categories)
+                if sampler is None:
+                    x = mlm_draws.draw(energy, config.method, n, generator, config.temperature)
+                    states, values, trace = x[None], torch.full((1, n), math.nan), None
+                else:
+                    target = energy if config.temperature == 1 else Tempered(energy, config.temperature)
+                    x0 = mlm_draws.draw(energy, config.init, n, generator, config.temperature)
+                    trace = sampler.run(target, x0, config.steps, generator, callback=lambda *_: bar.update())
+                    states, values = _candidates(trace, config)
                 for g, i in enumerate(batch):
-                    chains = slice(g * num_samples, (g + 1) * num_samples)
-                    results[i] = self._result(parsed[i], _slice_trace(trace, chains), token_ids[chains],
-                                              chosen, top, seed, len(batch))
+                    chains = slice(g * config.num_samples, (g + 1) * config.num_samples)
+                    results[i] = self._result(group[g], categories, states[:, chains], values[:, chains].cpu(),
+                                              None if trace is None else _slice_trace(trace, chains), config,
+                                              hyperparameters, seed, len(batch), start)
         return results
 
     def _energy(self, templates: list[Template], categories: Tensor) -> MaskedLMEnergy:
@@ -147,20 +155,71 @@ class Infiller:
         positions = torch.stack([t.blank_positions for t in templates])
         return MaskedLMEnergy(self.model, ids, positions, categories, self.tokenizer.mask_token_id, self.chunk_size)
 
-    def _result(self, template: Template, trace: Trace, token_ids: Tensor, sampler: Sampler,
-                top: Optional[int], seed: int, batched: int) -> InfillResult:
-        energies = trace.final_state.energy.tolist()
+    def _result(self, template: Template, categories: Tensor, states: Tensor, values: Tensor,
+                trace: Optional[Trace], config: RunConfig, hyperparameters: dict, seed: int, batched: int,
+                start: float) -> InfillResult:
+        """The result of one template from its candidate ``states (S, chains, d)`` and their energies
+        ``values (S, chains)`` at temperature 1 (NaN where the sampler did not compute them)."""
+        rows = states.flatten(0, 1)  # (S * chains, d): step-major, so row r is chain r % chains
+        values = values.flatten().clone()
+        missing = values.isnan()
+        evaluations = 0
+        if missing.any():
+            energy = self._energy([template], categories)
+            unique, inverse = torch.unique(rows[missing], dim=0, return_inverse=True)
+            values[missing] = _evaluate(energy, unique)[inverse].cpu()
+            evaluations = math.ceil(len(unique) / states.shape[1])
+        chains = states.shape[1]
+        keys = [tuple(r) for r in rows.tolist()]
+        order = range(len(keys)) if config.top is None else top_distinct(
+            range(len(keys)), config.top, key=keys.__getitem__, energy=lambda r: values[r].item())
+        token_ids = self._energy([template], categories).token_ids(rows[list(order)]).cpu()
         samples = []
-        for chain, ids in enumerate(token_ids):
+        for r, ids in zip(order, token_ids):
             text, fills = fill(template, self.tokenizer, ids)
             tokens = self.tokenizer.convert_ids_to_tokens(ids[template.content].tolist())
-            samples.append(Sample(text, fills, tokens, ids.tolist(), energies[chain], chain))
+            samples.append(Sample(text, fills, tokens, ids.tolist(), values[r].item(), r % chains))
+        d = template.num_blanks
         diagnostics = Diagnostics(
-            sampler=sampler.name, hyperparameters=sampler.hyperparameters(), model=self.model_name,
-            steps=trace.samples.shape[0], num_samples=len(samples), seed=seed,
-            acceptance_rate=trace.acceptance_rate, mean_hops=trace.mean_hops, evaluations=trace.evaluations,
-            seconds=trace.seconds, batched_templates=batched)
-        return InfillResult(template.text, _top(samples, top, template), diagnostics, trace)
+            sampler=config.method, hyperparameters=hyperparameters,
+            model=self.model_name, steps=0 if trace is None else trace.samples.shape[0],
+            num_samples=config.num_samples, seed=seed, init="-" if trace is None else config.init,
+            temperature=config.temperature, decode=config.decode,
+            acceptance_rate=None if trace is None else trace.acceptance_rate,
+            mean_hops=None if trace is None else trace.mean_hops,
+            tuned=None if trace is None else _tuned(trace.final_state),
+            burn_in=0 if trace is None else _burn_in(trace),
+            evaluations=evaluations + (0 if trace is None else trace.evaluations),
+            forwards=mlm_draws.FORWARDS[config.method if trace is None else config.init](d),
+            candidates=len(set(keys)), seconds=time.perf_counter() - start, batched_templates=batched)
+        return InfillResult(template.text, samples, diagnostics, trace)
+
+
+def _candidates(trace: Trace, config: RunConfig) -> tuple[Tensor, Tensor]:
+    """The states ``(S, B, d)`` that ``top`` may choose from, with their energies ``(S, B)`` at temperature 1:
+    the final states, or with ``top`` and ``decode="visited"`` every state visited after burn-in."""
+    if config.top is None or config.decode == "final":
+        states, values = trace.final_state.x[None], trace.final_state.energy[None]
+    else:
+        states, values = trace.samples[_burn_in(trace):], trace.energies[_burn_in(trace):]
+    return states, values * config.temperature
+
+
+def _burn_in(trace: Trace) -> int:
+    """Steps spent tuning the sampler, whose states are not draws of the target."""
+    return getattr(trace, "burn_in", 0)
+
+
+def _tuned(state: State) -> Optional[dict]:
+    tuning = state.tuning
+    return dataclasses.asdict(tuning) if dataclasses.is_dataclass(tuning) else None
+
+
+def _evaluate(energy: MaskedLMEnergy, x_idx: Tensor) -> Tensor:
+    """Energies of the states ``x_idx (N, d)`` of one template, at most :data:`MAX_SEQUENCES` masked
+    copies per forward pass."""
+    rows = max(1, MAX_SEQUENCES // x_idx.shape[1])
+    return torch.cat([evaluate(energy, one_hot(part, energy.num_categories)) for part in x_idx.split(rows)])
 
 
 def _batches(templates: list[Template], chains: int, max_sequences: int) -> list[list[int]]:

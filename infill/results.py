@@ -2,16 +2,30 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Optional
+from typing import Callable, Hashable, Iterable, Optional, TypeVar
 
 from .samplers import Trace
+
+T = TypeVar("T")
+
+
+def top_distinct(items: Iterable[T], k: Optional[int], key: Callable[[T], Hashable],
+                 energy: Callable[[T], float]) -> list[T]:
+    """The ``k`` items of highest ``energy`` with distinct ``key`` (all distinct ones if ``k`` is None),
+    best first; ties go to the smaller key, so the choice never depends on the order of ``items``."""
+    best: dict = {}
+    for item in items:
+        if key(item) not in best or energy(item) > energy(best[key(item)]):
+            best[key(item)] = item
+    return sorted(best.values(), key=lambda item: (-energy(item), key(item)))[:k]
 
 
 @dataclass(frozen=True)
 class Sample:
-    """One chain's final state: the filled ``text``, the decoded ``fills`` (one per blank), the
+    """One filling (a chain's final state, or a state it visited): the filled ``text``, the decoded ``fills`` (one per blank), the
     content ``tokens`` (WordPiece strings, no ``[CLS]``/``[SEP]``), ``token_ids`` of the whole
-    sequence, its ``energy`` (pseudo-log-likelihood; higher is more likely) and its ``chain`` index."""
+    sequence, its ``energy`` (pseudo-log-likelihood; higher is more likely) and the ``chain`` that reached it
+    (the draw's index for a baseline method)."""
 
     text: str
     fills: list[str]
@@ -28,8 +42,12 @@ class Sample:
 @dataclass(frozen=True)
 class Diagnostics:
     """How the run went. ``acceptance_rate`` and ``mean_hops`` (blank tokens changed per step) are over
-    this template's chains; ``evaluations`` counts energy evaluations per chain; ``seconds`` is the wall
-    time of the sampler run, shared with the templates batched with it (``batched_templates``)."""
+    this template's chains (None for a baseline method, which has no steps); ``tuned`` is what the
+    sampler adapted during its ``burn_in`` steps (e.g. ``{"step_size": 0.21}``); ``evaluations`` counts
+    energy evaluations per chain and ``forwards`` the masked-LM forward passes over the chains spent on
+    starts or baseline draws; ``candidates`` is the number of distinct fillings ``top`` chose from;
+    ``seconds`` is the wall time of the run, shared with the templates batched with it
+    (``batched_templates``)."""
 
     sampler: str
     hyperparameters: dict
@@ -37,9 +55,16 @@ class Diagnostics:
     steps: int
     num_samples: int
     seed: int
-    acceptance_rate: float
-    mean_hops: float
+    init: str
+    temperature: float
+    decode: str
+    acceptance_rate: Optional[float]
+    mean_hops: Optional[float]
+    tuned: Optional[dict]
+    burn_in: int
     evaluations: int
+    forwards: int
+    candidates: int
     seconds: float
     batched_templates: int
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from infill.cli import main
+from infill.config import RunConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,7 +67,8 @@ def test_file_with_jsonl_options_and_empty_lines(capsys, tiny, tmp_path):
     assert code == 0 and counts == {"A [MASK] day.": 3, "My [MASK] cat.": 2, "The [MASK] end.": 3}
     order = ["A [MASK] day.", "My [MASK] cat.", "The [MASK] end."]
     assert [r["template"] for r in records if "diagnostics" in r] == order
-    assert [r["diagnostics"]["sampler"] for r in records if "diagnostics" in r] == ["dmala", "gibbs", "dmala"]
+    default = RunConfig.method
+    assert [r["diagnostics"]["sampler"] for r in records if "diagnostics" in r] == [default, "gibbs", default]
 
 
 def test_samplers_lists_options(capsys):
@@ -87,7 +89,12 @@ def test_samplers_lists_options(capsys):
     (["sample", "A [MASK].", "--sampler", "gibbs", "--step-size", "0.1"], "has no option 'step_size'"),
     (["sample", "A [MASK].", "--steps", "0"], "steps must be a positive integer"),
     (["sample", "A [MASK].", "-n", "-2"], "num_samples must be a positive integer"),
-    (["sample", "A [MASK].", "-n", "3", "--top", "5"], "top (5) cannot exceed num_samples (3)"),
+    (["sample", "A [MASK].", "-n", "3", "--top", "5", "--decode", "final"], "top (5) cannot exceed num_samples (3)"),
+    (["sample", "A [MASK].", "--sampler", "dmala", "-o", "step_size=abc"], "step_size must be a finite number, got 'abc'"),
+    (["sample", "A [MASK].", "--sampler", "dmala", "--step-size", "inf"], "step_size must be a finite number, got inf"),
+    (["sample", "A [MASK].", "--sampler", "dmala", "--adapt-steps", "1.5"], "adapt_steps must be an integer"),
+    (["sample", "A [MASK].", "--init", "zeros"], "init must be one of"),
+    (["sample", "A [MASK].", "--temperature", "-1"], "temperature must be positive"),
     (["sample", "A [MASK].", "--model", "./no/such/dir"], "pass --model PATH"),
     (["sample", "--file", "/no/such/file.txt"], "cannot read /no/such/file.txt"),
     (["sample"], "give a TEMPLATE"),

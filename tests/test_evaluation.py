@@ -80,14 +80,16 @@ class FakeSampler:
         self.calls: list[tuple[str, str]] = []
         self.fail_after = fail_after
 
-    def __call__(self, template, sampler, *, chains, steps, seed, options):
+    def __call__(self, template, config):
         if self.fail_after is not None and len(self.calls) >= self.fail_after:
             raise KeyboardInterrupt
-        self.calls.append((template, sampler))
-        rng = random.Random(f"{seed}-{sampler}")
+        self.calls.append((template, config.method))
+        rng = random.Random(f"{config.seed}-{config.method}")
         blanks = template.split().count("[MASK]")
-        draws = [Draw([rng.choice(self.WORDS) for _ in range(blanks)], rng.uniform(-50, -10)) for _ in range(chains)]
-        return Sampling(draws, {"energy_evaluations": chains * steps, "acceptance_rate": 0.5, "mean_hops": 1.0})
+        draws = [Draw([rng.choice(self.WORDS) for _ in range(blanks)], rng.uniform(-50, -10))
+                 for _ in range(config.num_samples)]
+        return Sampling(draws, {"energy_evaluations": config.num_samples * config.steps, "acceptance_rate": 0.5,
+                                "mean_hops": 1.0})
 
 
 def _error_line(capsys, argv) -> str:
@@ -198,7 +200,7 @@ def test_resume_refuses_units_sampled_with_other_hyperparameters(tmp_path):
     evaluate(protocol, out, model="fake", make_sample_fn=FakeSampler, progress=False)
     units = [json.loads(line) for line in (out / "units.jsonl").read_text().splitlines()]
     for unit in units:
-        unit["hyperparameters"] = {"step_size": 9.0} if unit["sampler"] == "dmala" else {}
+        unit["config"] = {**unit["config"], "options": {"step_size": 9.0}} if unit["sampler"] == "dmala" else unit["config"]
     (out / "units.jsonl").write_text("".join(json.dumps(u) + "\n" for u in units))
     with pytest.raises(InfillError, match="dmala units sampled with"):
         evaluate(protocol, out, model="fake", make_sample_fn=FakeSampler, progress=False)
@@ -220,7 +222,10 @@ def test_limit_and_samplers_select_a_prefix_of_the_units(tmp_path):
     (lambda p: p.replace("fraction = 0.25", "count = 14\nexclude_ends = true"), "cannot have 14 word(s) masked"),
     (lambda p: p.replace("fraction = 0.25", "count = 15"), "some left unmasked"),
     (lambda p: p.replace("min_words = 15", "min_words = 2"), "at least 3"),
-    (lambda p: p.replace("top = 3", 'top = 3\n[sampling.options.dmala]\nstep_size = "x"'), "bad option for sampler"),
+    (lambda p: p.replace("top = 3", 'top = 3\n[sampling.options.dmala]\nstep_size = "x"'), "step_size must be a finite number"),
+    (lambda p: p.replace("top = 3", 'top = 3\n[sampling.options.gwg]\nstep_size = 1.0'), "which is not in [sampling] samplers"),
+    (lambda p: p.replace("top = 3", 'top = 3\ninit = "zeros"'), "init must be one of"),
+    (lambda p: p.replace("top = 3", 'top = 3\ntemperature = 0'), "temperature must be positive"),
     (lambda p: p.replace('path = "tbc.txt"', 'path = "missing.txt"'), "not found"),
     (lambda p: p.replace("sentences = 2", "sentences = 5000"), "fewer than the 5000 asked"),
     (lambda p: p.replace('"gibbs", "dmala"', '"gibbs", "nosuch"'), "unknown sampler"),
@@ -276,7 +281,7 @@ def test_cli_eval_end_to_end_with_the_dev_model(tmp_path, capsys):
     assert report["samplers"]["dmala"]["energy_evaluations"] > 0
     from infill.samplers import sampler_options
 
-    assert report["signature"]["samplers"]["dmala"]["step_size"] == sampler_options("dmala")["step_size"]
+    assert report["signature"]["samplers"]["dmala"]["options"] == {} and sampler_options("dmala")
     units = [json.loads(line) for line in (out / "units.jsonl").read_text().splitlines()]
     assert len(units) == 4
     for unit in units:

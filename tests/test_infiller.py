@@ -4,8 +4,10 @@ import math
 import pytest
 import torch
 
-from infill import InfillResult, Infiller
+from infill import InfillResult, Infiller, mlm_draws
+from infill.energies.base import value_and_grad
 from infill.energies.masked_lm import MaskedLMEnergy
+from infill.energies.tempered import Tempered
 from infill.errors import InfillError
 
 TEMPLATE = "The [MASK] sat on the [MASK*2]."
@@ -17,7 +19,7 @@ def infiller(tiny_model_dir):
 
 
 def test_result_structure(infiller):
-    result = infiller.sample(TEMPLATE, num_samples=4, steps=3, seed=0)
+    result = infiller.sample(TEMPLATE, sampler="dmala", num_samples=4, steps=3, seed=0, init="uniform")
     assert isinstance(result, InfillResult) and result.template == TEMPLATE
     assert len(result.samples) == 4 and result.texts == [s.text for s in result.samples]
     for chain, s in enumerate(result.samples):
@@ -27,7 +29,8 @@ def test_result_structure(infiller):
         assert not any(tok.startswith("##") for tok in s.tokens) and math.isfinite(s.energy)
     d = result.diagnostics
     assert (d.sampler, d.steps, d.num_samples, d.seed, d.evaluations, d.batched_templates) == ("dmala", 3, 4, 0, 4, 1)
-    assert 0 <= d.acceptance_rate <= 1 and d.seconds > 0 and d.hyperparameters["step_size"] == 0.1
+    assert (d.init, d.temperature, d.forwards, d.candidates) == ("uniform", 1.0, 0, 4)
+    assert d.seconds > 0 and "step_size" in d.hyperparameters
     assert result.trace.samples.shape == (3, 4, 3)
 
 
@@ -53,7 +56,7 @@ def test_seed_determinism(infiller):
 
 def test_top_keeps_distinct_best_final_states(infiller):
     full = infiller.sample("A [MASK] day.", num_samples=12, steps=2, seed=3, sampler="gibbs")
-    top = infiller.sample("A [MASK] day.", num_samples=12, steps=2, seed=3, sampler="gibbs", top=4)
+    top = infiller.sample("A [MASK] day.", num_samples=12, steps=2, seed=3, sampler="gibbs", top=4, decode="final")
     distinct = {}
     for s in sorted(full.samples, key=lambda s: -s.energy):
         distinct.setdefault(tuple(s.fills), s)
@@ -67,7 +70,7 @@ def test_forbid_and_subwords(infiller):
     default = infiller.category_ids()
     assert vocab["the"] in default and vocab["##ing"] not in default
     assert vocab["the"] not in infiller.category_ids(forbid=["The"])
-    assert vocab["the"] not in infiller.category_ids(forbid="the") and vocab["t"] in infiller.category_ids(forbid="the")
+    assert vocab["the"] not in infiller.category_ids(forbid=["the"]) and vocab["t"] in infiller.category_ids(forbid=["the"])
     assert vocab["##ing"] in infiller.category_ids(allow_subwords=True)
     result = infiller.sample("[MASK] and [MASK].", num_samples=4, steps=2, seed=0, forbid=["the", "a"])
     assert not {"the", "a"} & {f for s in result.samples for f in s.fills}
@@ -107,15 +110,36 @@ def test_sample_many_batches_by_shape(infiller):
     ({"num_samples": -1}, "num_samples must be a positive integer"),
     ({"num_samples": 2.5}, "num_samples must be a positive integer"),
     ({"top": 0}, "top must be a positive integer"),
-    ({"num_samples": 3, "top": 4}, r"top \(4\) cannot exceed num_samples \(3\)"),
+    ({"num_samples": 3, "top": 4, "decode": "final"}, r"top \(4\) cannot exceed num_samples \(3\)"),
     ({"sampler": "nope"}, "unknown sampler 'nope'"),
-    ({"bogus": 1}, "has no option 'bogus'"),
-    ({"step_size": -1.0}, "step_size must be positive"),
+    ({"sampler": "dmala", "bogus": 1}, "has no option 'bogus'"),
+    ({"sampler": "dmala", "step_size": -1.0}, "step_size must be positive"),
+    ({"sampler": "dmala", "step_size": math.inf}, "step_size must be a finite number"),
+    ({"sampler": "dmala", "step_size": "abc"}, "step_size must be a finite number, got 'abc'"),
+    ({"sampler": "dmala", "adapt_steps": 1.5}, "adapt_steps must be an integer"),
+    ({"sampler": "argmax", "step_size": 0.1}, "'argmax' has no option 'step_size'"),
     ({"forbid": ["ice cream"]}, "cannot forbid"),
+    ({"forbid": "day"}, "forbid must be a list of words"),
+    ({"init": "zeros"}, "init must be one of uniform, independent, left-to-right"),
+    ({"decode": "best"}, "decode must be one of"),
+    ({"temperature": 0}, "temperature must be positive"),
+    ({"temperature": math.nan}, "temperature must be a finite number"),
+    ({"seed": -1}, "seed must be an integer >= 0"),
 ])
 def test_bad_run_options(infiller, kwargs, message):
     with pytest.raises(InfillError, match=message):
         infiller.sample(TEMPLATE, **{"steps": 1, "num_samples": 2, **kwargs})
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda i: i.sample(None), "a template must be a string, got NoneType"),
+    (lambda i: i.sample(b"a [MASK] day ."), "a template must be a string, got bytes"),
+    (lambda i: i.sample_many("a [MASK] day ."), "templates must be a list of strings, got str"),
+    (lambda i: i.sample_many([3]), "a template must be a string, got int"),
+])
+def test_wrong_types_raise_infill_errors(infiller, call, message):
+    with pytest.raises(InfillError, match=message):
+        call(infiller)
 
 
 def test_bad_templates_and_models(infiller, tiny_model_dir):
@@ -147,3 +171,77 @@ def test_dev_model_fills_a_plausible_word(dev_model_path):
     random_start = torch.randint(len(categories), (16, 1), generator=torch.Generator().manual_seed(0))
     baseline = energy(torch.nn.functional.one_hot(random_start, len(categories)).float()).mean().item()
     assert min(s.energy for s in result.samples) > baseline + 3
+
+
+def _energy(infiller, template):
+    t = infiller.parse(template)
+    return MaskedLMEnergy(infiller.model, t.input_ids, t.blank_positions, infiller.category_ids(),
+                          infiller.tokenizer.mask_token_id)
+
+
+@pytest.mark.parametrize("method", ["independent", "left-to-right", "argmax"])
+def test_baselines_are_methods_with_pll_energies(infiller, method):
+    result = infiller.sample(TEMPLATE, sampler=method, num_samples=5, seed=2)
+    energy, t = _energy(infiller, TEMPLATE), infiller.parse(TEMPLATE)
+    x = torch.searchsorted(infiller.category_ids(), torch.tensor([s.token_ids for s in result.samples])[:, t.blank_positions])
+    expected = energy(torch.nn.functional.one_hot(x, energy.num_categories).float())
+    assert torch.allclose(torch.tensor([s.energy for s in result.samples]), expected, atol=1e-4)
+    d = result.diagnostics
+    assert (d.sampler, d.steps, d.acceptance_rate, d.forwards) == (method, 0, None, 3 if method == "left-to-right" else 1)
+    assert result.texts == infiller.sample(TEMPLATE, sampler=method, num_samples=5, seed=2).texts
+    if method == "argmax":
+        assert len(set(result.texts)) == 1
+
+
+def test_mlm_draws_follow_the_masked_conditionals(infiller):
+    """At a temperature near 0, independent draws are the all-masked argmax, and left-to-right draws are
+    greedy: blank j's argmax given the earlier draws with the later blanks masked."""
+    energy = _energy(infiller, TEMPLATE)
+    generator = torch.Generator().manual_seed(0)
+    masked = torch.ones(2, 3, dtype=torch.bool)
+    zeros = torch.zeros(2, 3, dtype=torch.long)
+    assert torch.equal(mlm_draws.draw(energy, "independent", 2, generator, 1e-6),
+                       energy.blank_logits(zeros, masked).argmax(-1))
+    greedy = mlm_draws.draw(energy, "left-to-right", 2, generator, 1e-6)
+    for j in range(3):
+        masked[:, j] = False
+        before = torch.where(masked, 0, greedy)
+        masked_j = masked.clone()
+        masked_j[:, j] = True
+        assert torch.equal(greedy[:, j], energy.blank_logits(before, masked_j)[:, j].argmax(-1))
+    independent = mlm_draws.draw(energy, "independent", 400, torch.Generator().manual_seed(1))
+    assert len(set(independent[:, 0].tolist())) > 100  # a random tiny model: draws, not argmax
+
+
+def test_init_and_temperature_reach_the_sampler(infiller):
+    cold = infiller.sample(TEMPLATE, sampler="gibbs-mh", num_samples=6, steps=2, seed=0, init="independent",
+                           temperature=0.5)
+    assert (cold.diagnostics.init, cold.diagnostics.temperature, cold.diagnostics.forwards) == ("independent", 0.5, 1)
+    energy = _energy(infiller, TEMPLATE)
+    x = cold.trace.final_state.x
+    pll = energy(torch.nn.functional.one_hot(x, energy.num_categories).float())
+    assert torch.allclose(cold.trace.final_state.energy, pll / 0.5, atol=1e-4)  # the chain targets PLL / T
+    assert torch.allclose(torch.tensor([s.energy for s in cold.samples]), pll, atol=1e-4)  # reported at T = 1
+
+
+def test_tempered_energy_scales_value_gradient_and_conditionals(infiller):
+    energy = _energy(infiller, TEMPLATE)
+    tempered = Tempered(energy, 0.25)
+    x_idx = torch.randint(energy.num_categories, (3, 3), generator=torch.Generator().manual_seed(0))
+    x = torch.nn.functional.one_hot(x_idx, energy.num_categories).float()
+    value, grad = value_and_grad(energy, x)
+    t_value, t_grad = value_and_grad(tempered, x)
+    assert torch.allclose(t_value, value * 4) and torch.allclose(t_grad, grad * 4)
+    i = torch.tensor([0, 1, 2])
+    assert torch.allclose(tempered.conditional_logits(x_idx, i), energy.conditional_logits(x_idx, i) * 4)
+
+
+def test_top_decodes_from_every_visited_state(infiller):
+    result = infiller.sample(TEMPLATE, sampler="gibbs-mh", num_samples=4, steps=6, seed=0, top=3, init="uniform")
+    trace = result.trace
+    assert result.samples[0].energy == pytest.approx(trace.energies.max().item(), abs=1e-4)
+    assert result.diagnostics.candidates == len({tuple(r) for r in trace.samples.flatten(0, 1).tolist()})
+    final = infiller.sample(TEMPLATE, sampler="gibbs-mh", num_samples=4, steps=6, seed=0, top=3, init="uniform",
+                            decode="final")
+    assert final.samples[0].energy == pytest.approx(trace.final_state.energy.max().item(), abs=1e-4)
+    assert result.samples[0].energy >= final.samples[0].energy

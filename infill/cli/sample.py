@@ -2,8 +2,9 @@
 
 Templates come from the argument, from stdin (``-``) or from ``--file``: one per line, empty lines
 skipped; a line starting with ``{`` is a JSON object with ``"template"`` and optional per-line options
-(``sampler``, ``num_samples``, ``steps``, ``top``, ``seed``, ``allow_subwords``, ``forbid`` and sampler
-hyperparameters such as ``step_size``) overriding the command line's.
+(``sampler``, ``num_samples``, ``steps``, ``top``, ``seed``, ``init``, ``temperature``, ``decode``,
+``allow_subwords``, ``forbid`` and sampler hyperparameters such as ``step_size``) overriding the command
+line's. Every line is checked (:class:`infill.config.RunConfig`) before the model loads.
 """
 from __future__ import annotations
 
@@ -12,19 +13,16 @@ import json
 import sys
 
 from ..errors import InfillError
-from ..samplers import SAMPLERS, sampler_options
 
-RUN_KEYS = ("sampler", "num_samples", "steps", "top", "seed", "allow_subwords", "forbid")
-
-
-def _sampler_option_names() -> list[str]:
-    """Every hyperparameter name of every registered sampler."""
-    return sorted({option for name in SAMPLERS for option in sampler_options(name)})
+RUN_KEYS = ("sampler", "num_samples", "steps", "top", "seed", "init", "temperature", "decode", "allow_subwords",
+            "forbid")
+HYPERPARAMETER_FLAGS = ("step_size", "adapt_steps")
+"""Sampler hyperparameters with a flag of their own; ``-o KEY=VALUE`` reaches every hyperparameter."""
 
 
 def parse_value(text: str) -> object:
     """A command-line value as int, float, bool (true/false) or, failing those, the string itself;
-    the sampler checks it."""
+    the run configuration checks it."""
     for kind in (int, float):
         try:
             return kind(text)
@@ -36,16 +34,22 @@ def parse_value(text: str) -> object:
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         name, help="fill the [MASK] blanks of templates with diverse samples",
-        description="Fill the blanks of a template by MCMC on a masked LM. [MASK] is one token, [MASK*3] "
-                    "three consecutive tokens. Prints one filled sentence per line.")
+        description="Fill the blanks of a template by MCMC on a masked LM (or by drawing from the masked LM "
+                    "itself). [MASK] is one token, [MASK*3] three consecutive tokens. Prints one filled "
+                    "sentence per line.")
     parser.add_argument("template", nargs="?", help="the template, or - to read templates from stdin")
     parser.add_argument("--file", "-f", help="read templates from FILE (one per line, or JSONL with options)")
     parser.add_argument("--json", action="store_true",
                         help="print JSONL: one object per sample, then one {'diagnostics': ...} per template")
-    parser.add_argument("--sampler", default="dmala", help="sampler name (see `infill samplers`; default dmala)")
-    parser.add_argument("--num-samples", "-n", type=int, default=25, help="chains = samples per template (25)")
-    parser.add_argument("--steps", type=int, default=50, help="MCMC steps per chain (50)")
+    parser.add_argument("--sampler", help="a sampler (see `infill samplers`) or a baseline: independent, "
+                                          "left-to-right, argmax (default: see docs/usage.md)")
+    parser.add_argument("--num-samples", "-n", type=int, help="chains (or draws) per template")
+    parser.add_argument("--steps", type=int, help="MCMC steps per chain")
     parser.add_argument("--top", type=int, help="keep the K distinct fillings of highest energy")
+    parser.add_argument("--decode", help="where --top takes fillings from: visited (every state after burn-in) "
+                                         "or final (the chains' final states)")
+    parser.add_argument("--init", help="chain start: uniform, independent (all-masked MLM draws) or left-to-right")
+    parser.add_argument("--temperature", type=float, help="target exp(PLL / T); T < 1 favours likely fillings")
     parser.add_argument("--seed", type=int, help="random seed (same seed, same samples)")
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
     parser.add_argument("--device", default="cpu", help="torch device (cpu)")
@@ -57,14 +61,11 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser.add_argument("--forbid", action="append", metavar="WORDS",
                         help="words the blanks may not take, comma-separated (repeatable)")
     parser.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
-                        help="a sampler hyperparameter, for any sampler (repeatable)")
+                        help="a sampler hyperparameter, for any sampler (repeatable; see `infill samplers`)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
-    hyper = parser.add_argument_group("sampler hyperparameters (defaults per sampler: see `infill samplers`)")
-    for option in _sampler_option_names():
-        flag = "--" + option.replace("_", "-")
-        if any(flag in a.option_strings for a in parser._actions):
-            continue  # clashes with a run option: --option KEY=VALUE still reaches it
-        hyper.add_argument(flag, dest=f"hp_{option}", metavar="X")
+    hyper = parser.add_argument_group("sampler hyperparameters (others: -o KEY=VALUE; see `infill samplers`)")
+    for option in HYPERPARAMETER_FLAGS:
+        hyper.add_argument("--" + option.replace("_", "-"), dest=f"hp_{option}", metavar="X")
     parser.set_defaults(run=run)
     return parser
 
@@ -74,9 +75,9 @@ def _cli_options(args) -> dict:
     options = {key: getattr(args, key) for key in RUN_KEYS if getattr(args, key) is not None}
     if args.forbid:
         options["forbid"] = [w.strip() for item in args.forbid for w in item.split(",") if w.strip()]
-    for key, value in vars(args).items():
-        if key.startswith("hp_") and value is not None:
-            options[key[3:]] = parse_value(value)
+    for option in HYPERPARAMETER_FLAGS:
+        if getattr(args, f"hp_{option}") is not None:
+            options[option] = parse_value(getattr(args, f"hp_{option}"))
     for item in args.option:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -128,39 +129,31 @@ def read_jobs(args) -> list[tuple[str, str, dict]]:
     return jobs
 
 
-def _split(options: dict) -> tuple[dict, dict]:
-    run = {"sampler": "dmala", "num_samples": 25, "steps": 50, "top": None, "seed": None,
-           "allow_subwords": False, "forbid": ()}
-    run.update({k: v for k, v in options.items() if k in RUN_KEYS})
-    return run, {k: v for k, v in options.items() if k not in RUN_KEYS}
-
-
 def run(args) -> int:
-    from ..infiller import Infiller, check_run
+    from ..config import RunConfig
 
     jobs = read_jobs(args)
-    groups: dict[str, list[int]] = {}
+    configs, groups = [], {}
     for i, (where, _, options) in enumerate(jobs):
-        run_options, hyper = _split(options)
         try:
-            check_run(run_options["sampler"], run_options["num_samples"], run_options["steps"], run_options["top"],
-                      hyper, run_options["seed"], run_options["allow_subwords"], run_options["forbid"])
+            config = RunConfig.create(**options)
         except InfillError as exc:
             raise InfillError(f"{where}{exc}") from None
-        groups.setdefault(json.dumps(options, sort_keys=True, default=list), []).append(i)
+        configs.append(config)
+        groups.setdefault(repr(config), []).append(i)
+    from ..infiller import Infiller
+
     infiller = Infiller(args.model, device=args.device, dtype=args.dtype, chunk_size=args.chunk_size)
-    for where, template, options in jobs:  # every template checked before any sampling
-        run_options, _ = _split(options)
+    for (where, template, _), config in zip(jobs, configs):  # every template checked before any sampling
         try:
             infiller.parse(template)
-            infiller.category_ids(run_options["allow_subwords"], run_options["forbid"])
+            infiller.category_ids(config.allow_subwords, config.forbid)
         except InfillError as exc:
             raise InfillError(f"{where}{exc}") from None
     progress = not args.quiet and sys.stderr.isatty()
     results = [None] * len(jobs)
     for members in groups.values():
-        run_options, hyper = _split(jobs[members[0]][2])
-        batch = infiller.sample_many([jobs[i][1] for i in members], progress=progress, **run_options, **hyper)
+        batch = infiller.run([jobs[i][1] for i in members], configs[members[0]], progress=progress)
         for i, result in zip(members, batch):
             results[i] = result
     for result in results:

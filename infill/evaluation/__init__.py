@@ -15,30 +15,27 @@ from .corpora import load_corpus
 from .protocol import Protocol, load_protocol
 from .report import library_versions, write_report
 from .distributed import World, close_world, init_world
-from .runner import SampleFn, infiller_sample_fn, run_units
+from .runner import SampleFn, config_signature, infiller_sample_fn, run_units
 from .store import UnitStore, write_atomic
 from .tasks import Task, limit_tasks, make_tasks, references
 
 __all__ = ["evaluate", "load_protocol", "Protocol", "Task"]
 
 
-def _hyperparameters(protocol: Protocol, samplers: Sequence[str]) -> dict[str, dict]:
-    """Each sampler's full hyperparameters (the protocol's options over the defaults), as stored in JSON."""
-    from ..samplers import make_sampler
-
-    if not samplers or len(set(samplers)) < len(samplers):
+def _configs(protocol: Protocol, rows: Sequence[str]) -> dict[str, dict]:
+    """Each report row's settings (the protocol's over the defaults), as stored with its units."""
+    if not rows or len(set(rows)) < len(rows):
         raise InfillError("give one or more distinct samplers")
-    return {s: json.loads(json.dumps(make_sampler(s, **protocol.sampler_options.get(s, {})).hyperparameters()))
-            for s in samplers}
+    return {row: json.loads(json.dumps(config_signature(protocol.run_config(row)))) for row in rows}
 
 
-def _check_stored(store: UnitStore, hyperparameters: dict[str, dict]) -> None:
-    """Refuse to mix units sampled with other hyperparameters (e.g. after a change of defaults)."""
-    for (sentence_id, sampler), unit in store.units.items():
-        stored = unit.get("hyperparameters")
-        if sampler in hyperparameters and stored is not None and stored != hyperparameters[sampler]:
-            raise InfillError(f"{store.directory} has {sampler} units sampled with {stored}, not "
-                              f"{hyperparameters[sampler]}; use another --out")
+def _check_stored(store: UnitStore, configs: dict[str, dict]) -> None:
+    """Refuse to mix units sampled with other settings (e.g. after a change of defaults)."""
+    for (sentence_id, row), unit in store.units.items():
+        stored = unit.get("config")
+        if row in configs and stored is not None and stored != configs[row]:
+            raise InfillError(f"{store.directory} has {row} units sampled with {stored}, not "
+                              f"{configs[row]}; use another --out")
 
 
 def _tasks_jsonl(tasks: list[Task]) -> str:
@@ -47,7 +44,7 @@ def _tasks_jsonl(tasks: list[Task]) -> str:
                    for t in tasks)
 
 
-def _open_store(world: World, out: Path, fingerprint: dict, hyperparameters: dict[str, dict],
+def _open_store(world: World, out: Path, fingerprint: dict, configs: dict[str, dict],
                 tasks: list[Task]) -> Optional[UnitStore]:
     """Rank 0 opens (or resumes) the output directory; its error, if any, is raised on every rank."""
     store, error = None, None
@@ -56,7 +53,7 @@ def _open_store(world: World, out: Path, fingerprint: dict, hyperparameters: dic
             if out.exists() and not out.is_dir():
                 raise InfillError(f"--out {out} exists and is not a directory")
             store = UnitStore(out, fingerprint)
-            _check_stored(store, hyperparameters)
+            _check_stored(store, configs)
             write_atomic(out / "tasks.jsonl", _tasks_jsonl(tasks))
         except InfillError as exc:
             error = str(exc)
@@ -81,7 +78,7 @@ def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: O
     """
     protocol = load_protocol(protocol_path)
     samplers = list(samplers or protocol.samplers)
-    hyperparameters = _hyperparameters(protocol, samplers)
+    configs = _configs(protocol, samplers)
     if limit is not None and limit < 1:
         raise InfillError(f"--limit must be at least 1, not {limit}")
     corpora = {spec.name: load_corpus(spec, protocol.lowercase) for spec in protocol.corpora}
@@ -100,7 +97,7 @@ def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: O
                 return infiller_sample_fn(Infiller(model=model, device=device))
         sample_fn = make_sample_fn()  # a bad model or device fails here, before anything is written
         store = _open_store(world, Path(out), {"protocol": protocol.name, "protocol_sha256": protocol.sha256,
-                                               "model": model}, hyperparameters, tasks)
+                                               "model": model}, configs, tasks)
         done = world.broadcast(set(store.units) if world.is_main else None)
         units = run_units(chosen, samplers, protocol, store, sample_fn, done, world, progress)
     finally:
@@ -108,7 +105,7 @@ def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: O
     if not world.is_main:
         return None
     signature = {
-        "model": model, "device": device, "samplers": hyperparameters, "seed": protocol.seed,
+        "model": model, "device": device, "samplers": configs, "seed": protocol.seed,
         "protocol": {"name": protocol.name, "file": protocol.path.name, "sha256": protocol.sha256,
                      "chains": protocol.chains, "steps": protocol.steps, "top": protocol.top,
                      "words": [protocol.min_words, protocol.max_words],

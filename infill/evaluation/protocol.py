@@ -11,6 +11,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import RunConfig
 from ..errors import InfillError
 
 CONVENTIONS = ("wikitext103", "tbc", "plain")
@@ -61,14 +62,22 @@ class Protocol:
     chains: int
     steps: int
     top: int
+    defaults: dict = field(default_factory=dict)
     sampler_options: dict = field(default_factory=dict)
+
+    def run_config(self, row: str, seed: int | None = None) -> RunConfig:
+        """The run of the report row ``row``: the protocol's chains, steps, top and [sampling] defaults,
+        overridden by ``[sampling.options.ROW]`` (whose ``method`` defaults to the row's name)."""
+        options = {"method": row, "num_samples": self.chains, "steps": self.steps, "top": self.top,
+                   **self.defaults, **self.sampler_options.get(row, {})}
+        return RunConfig.create(seed=seed, **options)
 
 
 _TOP_KEYS = {"name", "seed", "lowercase", "corpora", "selection", "mask", "sampling"}
 _CORPUS_KEYS = {"name", "path", "dataset", "config", "split", "column", "convention", "sentences"}
 _SELECTION_KEYS = {"min_words", "max_words"}
 _MASK_KEYS = {"fraction", "count", "exclude_ends"}
-_SAMPLING_KEYS = {"samplers", "chains", "steps", "top", "options"}
+_SAMPLING_KEYS = {"samplers", "chains", "steps", "top", "options", "init", "temperature", "decode"}
 
 
 def _check_keys(table: dict, allowed: set[str], where: str) -> None:
@@ -137,14 +146,18 @@ def _sampling(table: dict) -> dict:
     if not samplers or not all(isinstance(s, str) and s for s in samplers) or len(set(samplers)) < len(samplers):
         raise InfillError("[sampling]: 'samplers' must be a non-empty list of distinct sampler names")
     options = _typed(table, "options", dict, "[sampling]", {})
-    for sampler, opts in options.items():
-        if sampler not in samplers or not isinstance(opts, dict):
-            raise InfillError(f"[sampling.options]: {sampler!r} must be a table for one of the listed samplers")
+    for row, opts in options.items():
+        if row not in samplers:
+            raise InfillError(f"[sampling.options.{row}] configures {row!r}, which is not in [sampling] samplers "
+                              f"({', '.join(samplers)})")
+        if not isinstance(opts, dict):
+            raise InfillError(f"[sampling.options]: {row!r} must be a table of options")
     values = {key: _positive(_typed(table, key, int, "[sampling]", required=True), key, "[sampling]")
               for key in ("chains", "steps", "top")}
     if values["top"] > values["chains"]:
         raise InfillError(f"[sampling]: 'top' ({values['top']}) cannot exceed 'chains' ({values['chains']})")
-    return {"samplers": tuple(samplers), "sampler_options": options, **values}
+    defaults = {key: table[key] for key in ("init", "temperature", "decode") if key in table}
+    return {"samplers": tuple(samplers), "defaults": defaults, "sampler_options": options, **values}
 
 
 def load_protocol(path: str | Path) -> Protocol:
@@ -182,8 +195,14 @@ def load_protocol(path: str | Path) -> Protocol:
         raise InfillError(f"sentences of {min_words}-{max_words} words cannot have {mask.num_masked(min_words)} "
                           f"word(s) masked{' other than the first and last' if mask.exclude_ends else ''} and "
                           "some left unmasked; raise [selection] min_words or mask fewer")
-    return Protocol(
+    protocol = Protocol(
         name=_typed(table, "name", str, str(path), path.stem), path=path,
         sha256=hashlib.sha256(raw).hexdigest(), seed=_typed(table, "seed", int, str(path), 0), corpora=specs,
         min_words=min_words, max_words=max_words, lowercase=_typed(table, "lowercase", bool, str(path), True),
         mask=mask, **_sampling(table["sampling"]))
+    for row in protocol.samplers:
+        try:
+            protocol.run_config(row)
+        except InfillError as exc:
+            raise InfillError(f"{path}: [sampling] {row!r}: {exc}") from None
+    return protocol

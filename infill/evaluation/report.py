@@ -92,8 +92,9 @@ def markdown(report: dict) -> str:
     columns = [("self_bleu", "Self-BLEU ↓")]
     for name in ["self", *corpora]:
         columns += [(f"unique_{n}_{name}", f"Uniq {n}-gr {name} ↑") for n in NGRAM_ORDERS]
-    columns += [("corpus_bleu", "Corpus BLEU ↑"), ("seconds", "Wall s"), ("energy_evaluations", "Energy evals"),
-                ("acceptance_rate", "Accept"), ("distinct_per_sentence", "Distinct/sent")]
+    columns += [("corpus_bleu", "Corpus BLEU ↑"), ("mean_energy", "Mean PLL ↑"), ("seconds", "Wall s"),
+                ("energy_evaluations", "Energy evals"), ("acceptance_rate", "Accept"), ("mean_hops", "Hops/step"),
+                ("distinct_per_sentence", "Distinct/sent")]
     lines = [f"# {report['signature']['protocol']['name']}: text infilling, diversity vs quality", "",
              "| Sampler | " + " | ".join(title for _, title in columns) + " |",
              "|---|" + "---:|" * len(columns)]
@@ -102,7 +103,9 @@ def markdown(report: dict) -> str:
                                                       else _fmt(row.get(key), 0) for key, _ in columns) + " |")
     lines += ["", "Metrics in percent on each sampler's kept fillings, all sentences pooled (self-BLEU and corpus "
               "BLEU: nltk corpus BLEU-4, no smoothing; corpus BLEU against all reference corpora, which exclude "
-              "the chosen sentences). Wall time and energy evaluations are totals over all sentences and chains.",
+              "the chosen sentences). Mean PLL: the pseudo-log-likelihood of the kept fillings (higher is more likely). "
+              "Wall time and energy evaluations are totals over all sentences and chains; baselines (no steps) "
+              "show no acceptance or hops.",
               "", "## Signature", "", "```json",
               json.dumps(report["signature"], indent=2, ensure_ascii=False), "```", ""]
     return "\n".join(lines)

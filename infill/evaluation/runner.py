@@ -1,6 +1,6 @@
 """Running (sentence, sampler) units: sample the chains, keep the best distinct fillings, store the unit.
 
-The sampling itself is injected: ``sample_fn(template, sampler, chains=, steps=, seed=, options=)``
+The sampling itself is injected: ``sample_fn(template, config)`` (a :class:`~infill.config.RunConfig`)
 returns a ``Sampling``. ``infiller_sample_fn`` adapts ``infill.Infiller``; tests pass a fake.
 
 Filled sentences are rebuilt from the fills in the corpus' whitespace tokenization (``Task.fill``), not
@@ -16,6 +16,8 @@ from typing import Optional, Protocol as Interface
 
 from tqdm.auto import tqdm
 
+from ..config import RunConfig
+from ..results import top_distinct
 from .distributed import World
 from .protocol import Protocol
 from .store import UnitStore
@@ -24,7 +26,7 @@ from .tasks import Task
 
 @dataclass(frozen=True)
 class Draw:
-    """One chain's final filling: one string per blank, and its energy ``U`` (target ``∝ exp(U)``,
+    """One filling the run kept: one string per blank, and its energy ``U`` (the pseudo-log-likelihood,
     higher is more probable, as in the DLP paper)."""
     fills: list[str]
     energy: float
@@ -37,11 +39,10 @@ class Sampling:
 
 
 class SampleFn(Interface):
-    def __call__(self, template: str, sampler: str, *, chains: int, steps: int, seed: int,
-                 options: dict) -> Sampling: ...
+    def __call__(self, template: str, config: RunConfig) -> Sampling: ...
 
 
-DIAGNOSTICS = ("energy_evaluations", "acceptance_rate", "mean_hops", "hyperparameters")
+DIAGNOSTICS = ("energy_evaluations", "forwards", "acceptance_rate", "mean_hops", "tuned", "candidates")
 
 
 def unit_seed(protocol_seed: int, sentence_id: str) -> int:
@@ -50,29 +51,30 @@ def unit_seed(protocol_seed: int, sentence_id: str) -> int:
 
 
 def best_distinct(task: Task, draws: list[Draw], top: int) -> list[dict]:
-    """The ``top`` distinct filled sentences with the highest energy (ties by text, for determinism)."""
-    best: dict[str, dict] = {}
-    for draw in draws:
-        text = task.fill(list(draw.fills))
-        if text not in best or draw.energy > best[text]["energy"]:
-            best[text] = {"text": text, "fills": list(draw.fills), "energy": float(draw.energy)}
-    return sorted(best.values(), key=lambda f: (-f["energy"], f["text"]))[:top]
+    """The ``top`` distinct filled sentences (in the corpus' tokenization) of highest energy."""
+    kept = top_distinct(draws, top, key=lambda d: task.fill(list(d.fills)), energy=lambda d: d.energy)
+    return [{"text": task.fill(list(d.fills)), "fills": list(d.fills), "energy": float(d.energy)} for d in kept]
 
 
-def run_unit(task: Task, sampler: str, protocol: Protocol, sample_fn: SampleFn) -> dict:
-    """Sample one sentence with one sampler and summarise it as a storable unit."""
+def run_unit(task: Task, row: str, protocol: Protocol, sample_fn: SampleFn) -> dict:
+    """Sample one sentence as the report row ``row`` says and summarise it as a storable unit."""
     seed = unit_seed(protocol.seed, task.sentence_id)
+    config = protocol.run_config(row, seed)
     start = time.perf_counter()
-    result = sample_fn(task.template, sampler, chains=protocol.chains, steps=protocol.steps, seed=seed,
-                       options=dict(protocol.sampler_options.get(sampler, {})))
+    result = sample_fn(task.template, config)
     seconds = time.perf_counter() - start
     fillings = best_distinct(task, result.draws, protocol.top)
-    unit = {"sentence_id": task.sentence_id, "corpus": task.corpus, "sampler": sampler, "seed": seed,
+    unit = {"sentence_id": task.sentence_id, "corpus": task.corpus, "sampler": row, "seed": seed,
             "original": task.text, "template": task.template, "masked": list(task.masked),
             "distinct": len({task.fill(list(d.fills)) for d in result.draws}),
-            "fillings": fillings, "seconds": seconds}
+            "fillings": fillings, "seconds": seconds, "config": config_signature(config)}
     unit.update({key: result.diagnostics[key] for key in DIAGNOSTICS if key in result.diagnostics})
     return unit
+
+
+def config_signature(config: RunConfig) -> dict:
+    """A row's settings as stored with each unit and in the report (the seed varies per sentence)."""
+    return {key: value for key, value in config.signature().items() if key != "seed"}
 
 
 def run_units(tasks: list[Task], samplers: list[str], protocol: Protocol, store: Optional[UnitStore],
@@ -96,15 +98,15 @@ def run_units(tasks: list[Task], samplers: list[str], protocol: Protocol, store:
 
 
 def infiller_sample_fn(infiller) -> SampleFn:
-    """A ``SampleFn`` over an ``infill.Infiller``: each chain's final sample is one draw."""
+    """A ``SampleFn`` over an ``infill.Infiller``: the run's ``top`` fillings are the draws."""
 
-    def sample(template: str, sampler: str, *, chains: int, steps: int, seed: int, options: dict) -> Sampling:
-        result = infiller.sample(template, sampler=sampler, num_samples=chains, steps=steps, seed=seed, **options)
-        diagnostics = result.diagnostics
+    def sample(template: str, config: RunConfig) -> Sampling:
+        (result,) = infiller.run([template], config)
+        d = result.diagnostics
         return Sampling(
             draws=[Draw(fills=list(s.fills), energy=float(s.energy)) for s in result.samples],
-            diagnostics={"energy_evaluations": diagnostics.evaluations * chains,
-                         "acceptance_rate": diagnostics.acceptance_rate, "mean_hops": diagnostics.mean_hops,
-                         "hyperparameters": dict(diagnostics.hyperparameters)})
+            diagnostics={"energy_evaluations": d.evaluations * config.num_samples, "forwards": d.forwards,
+                         "acceptance_rate": d.acceptance_rate, "mean_hops": d.mean_hops, "tuned": d.tuned,
+                         "candidates": d.candidates})
 
     return sample

@@ -1,0 +1,134 @@
+"""One validated run configuration, shared by the API, the CLI, JSONL template lines and eval protocols.
+
+``RunConfig.create(**options)`` checks every value and raises :class:`InfillError` with one line naming the
+option and the type it expects; unknown keys are taken as the method's hyperparameters and checked against
+its defaults' types. Nothing here imports torch, so the CLI can validate before loading a model.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Optional
+
+from .errors import InfillError
+
+BASELINES = ("independent", "left-to-right", "argmax")
+"""Methods that draw from the masked LM directly, without MCMC: usable wherever a sampler name is."""
+INITS = ("uniform", "independent", "left-to-right")
+"""Chain starts: uniform tokens, or draws from the masked LM (see :mod:`infill.mlm_draws`)."""
+DECODES = ("visited", "final")
+"""Where ``top`` takes its fillings from: every state visited after burn-in, or the chains' final states."""
+
+
+def _integer(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise InfillError(f"{name} must be {kind}, got {value!r}")
+    return value
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InfillError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise InfillError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def check_hyperparameters(method: str, options: dict, defaults: dict) -> dict:
+    """``options`` checked against ``defaults`` (name -> default value) of ``method``: known names, and
+    values of the defaults' type (integers for integer options, finite numbers for float ones)."""
+    checked = {}
+    for key, value in options.items():
+        if key not in defaults:
+            known = ", ".join(sorted(defaults)) or "none"
+            raise InfillError(f"{method!r} has no option {key!r} (its options: {known})")
+        default = defaults[key]
+        name = f"{method} option {key}"
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise InfillError(f"{name} must be true or false, got {value!r}")
+        elif isinstance(default, int):
+            value = _integer(name, value, minimum=0)
+        elif isinstance(default, float):
+            value = _number(name, value)
+        elif isinstance(default, str) and not isinstance(value, str):
+            raise InfillError(f"{name} must be a string, got {value!r}")
+        checked[key] = value
+    return checked
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How to fill a template. ``method`` is a sampler name (``infill samplers``) or a baseline
+    (:data:`BASELINES`); ``num_samples`` chains (or draws) of ``steps`` steps from ``init``; the target is
+    ``exp(U / temperature)`` (baselines temper the masked LM's softmax); ``top=k`` keeps the ``k`` distinct
+    fillings of highest energy, taken as ``decode`` says; ``options`` are the sampler's hyperparameters."""
+
+    method: str = "gibbs-mh"
+    num_samples: int = 25
+    steps: int = 12
+    top: Optional[int] = None
+    seed: Optional[int] = None
+    init: str = "left-to-right"
+    temperature: float = 1.0
+    decode: str = "visited"
+    allow_subwords: bool = False
+    forbid: tuple[str, ...] = ()
+    options: dict = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, **values) -> "RunConfig":
+        """A checked configuration: known keys are run settings, the rest the method's hyperparameters
+        (``sampler`` is accepted for ``method``)."""
+        if "sampler" in values:
+            values["method"] = values.pop("sampler")
+        names = {f.name for f in fields(cls)} - {"options"}
+        options = dict(values.pop("options", None) or {})
+        options.update({k: values.pop(k) for k in list(values) if k not in names})
+        return cls(**values, options=options)
+
+    def __post_init__(self):
+        from .samplers import SAMPLERS, sampler_options  # torch: only once a run is configured
+
+        if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *BASELINES):
+            raise InfillError(f"unknown sampler {self.method!r}; choose from "
+                              f"{', '.join(sorted(SAMPLERS))} or a baseline: {', '.join(BASELINES)}")
+        _integer("num_samples", self.num_samples)
+        _integer("steps", self.steps)
+        if self.top is not None and _integer("top", self.top) > self.num_samples and self.decode == "final":
+            raise InfillError(f"top ({self.top}) cannot exceed num_samples ({self.num_samples}) with final-state decoding")
+        if self.seed is not None:
+            _integer("seed", self.seed, minimum=0)
+            if self.seed >= 2**63:
+                raise InfillError(f"seed must be below 2**63, got {self.seed}")
+        _choice("init", self.init, INITS)
+        _choice("decode", self.decode, DECODES)
+        if _number("temperature", self.temperature) <= 0:
+            raise InfillError(f"temperature must be positive, got {self.temperature!r}")
+        if not isinstance(self.allow_subwords, bool):
+            raise InfillError(f"allow_subwords must be true or false, got {self.allow_subwords!r}")
+        if not isinstance(self.forbid, (list, tuple)) or not all(isinstance(w, str) and w for w in self.forbid):
+            raise InfillError(f"forbid must be a list of words, got {self.forbid!r}")
+        object.__setattr__(self, "forbid", tuple(self.forbid))
+        defaults = {} if self.is_baseline else sampler_options(self.method)
+        object.__setattr__(self, "options", check_hyperparameters(self.method, self.options, defaults))
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.method in BASELINES
+
+    def make_sampler(self):
+        """The configured sampler (None for a baseline)."""
+        from .samplers import make_sampler
+
+        return None if self.is_baseline else make_sampler(self.method, **self.options)
+
+    def signature(self) -> dict:
+        """The settings that reproduce a run (everything but ``top``), for diagnostics and reports."""
+        return {"method": self.method, "num_samples": self.num_samples, "steps": self.steps, "init": self.init,
+                "temperature": self.temperature, "decode": self.decode, "seed": self.seed, "options": self.options}

@@ -1,0 +1,25 @@
+"""An energy at temperature ``T``: the target ``exp(U / T)``."""
+from __future__ import annotations
+
+from torch import Tensor
+
+from .base import value_and_grad
+
+
+class Tempered:
+    """``U(x) / temperature`` for any energy ``U``, with its gradient and (where ``U`` has them) its
+    conditionals scaled alike: ``T < 1`` sharpens the target toward high-energy states, ``T > 1`` flattens it."""
+
+    def __init__(self, energy, temperature: float):
+        self.energy, self.temperature = energy, float(temperature)
+        self.num_categories = energy.num_categories
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return self.energy(x) / self.temperature
+
+    def value_and_grad(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        value, grad = value_and_grad(self.energy, x)
+        return value / self.temperature, grad / self.temperature
+
+    def conditional_logits(self, x_idx: Tensor, i: Tensor) -> Tensor:
+        return self.energy.conditional_logits(x_idx, i) / self.temperature
