@@ -63,8 +63,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             raise
         print(f"infill: error: {missing(exc.name, extra)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("infill: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # Ctrl-C: a subcommand may say what was kept
+        print(f"infill: interrupted{'; ' + str(exc) if exc.args else ''}", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0

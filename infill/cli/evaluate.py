@@ -25,15 +25,21 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from ..evaluation import evaluate
+    from ..evaluation.store import check_unlocked
     from ..models import default_model
+
+    check_unlocked(args.out)  # a busy --out fails at once, before the model loads
 
     samplers = None
     if args.samplers is not None:
         samplers = [s.strip() for s in args.samplers.split(",")]
         if not all(samplers):
             raise InfillError(f"--samplers {args.samplers!r} has an empty name")
-    report = evaluate(args.protocol, args.out, model=args.model or default_model(), samplers=samplers,
-                      device=args.device, limit=args.limit, progress=not args.no_progress)
+    try:
+        report = evaluate(args.protocol, args.out, model=args.model or default_model(), samplers=samplers,
+                          device=args.device, limit=args.limit, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(f"finished units are kept in {args.out}; the same command resumes") from None
     if report is not None:  # rank 0 of a torchrun launch, or the only process
         print(f"wrote {args.out}/report.md ({len(report['samplers'])} samplers)")
     return 0
