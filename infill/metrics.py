@@ -10,8 +10,7 @@ Sentences are whitespace-tokenized strings (or lists of tokens). The definitions
 * ``corpus_bleu``: nltk corpus BLEU where every generated sentence is scored against the whole
   reference corpus (higher = closer to real text), computed from precomputed reference statistics.
 
-``sacrebleu_bleu`` (parallel references, standard signature) and ``rouge`` (Google's rouge-score) are
-offered for users who need the usual MT / summarization scores.
+``rouge`` (Google's rouge-score, with stemming) scores extractive summaries.
 """
 from __future__ import annotations
 
@@ -177,21 +176,6 @@ def unique_ngrams(sentences: Iterable[Sentence], n: int,
         for sentence in reference:
             seen.update(ngram_counts(tokens(sentence), n))
     return sum(1 for gram in counts if gram not in seen) / total
-
-
-def sacrebleu_bleu(hypotheses: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]],
-                   **options) -> dict:
-    """sacreBLEU's standard corpus BLEU (0-100) with parallel references and its signature.
-
-    ``references`` is one reference per hypothesis, or a list of such reference streams; ``options``
-    go to ``sacrebleu.metrics.BLEU`` (e.g. ``tokenize="13a"``, ``lowercase=True``).
-    """
-    from sacrebleu.metrics import BLEU
-
-    streams = [list(references)] if references and isinstance(references[0], str) else [list(r) for r in references]
-    metric = BLEU(**options)
-    score = metric.corpus_score(list(hypotheses), streams)
-    return {"score": score.score, "signature": str(metric.get_signature())}
 
 
 @functools.lru_cache(maxsize=1)
