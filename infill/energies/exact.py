@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import torch
 from torch import Tensor
@@ -38,3 +39,11 @@ def empirical_distribution(samples: Tensor, k: int) -> Tensor:
 def total_variation(p: Tensor, q: Tensor) -> float:
     """Total variation distance ``1/2 sum |p - q|``."""
     return 0.5 * (p.double() - q.double()).abs().sum().item()
+
+
+def tv_noise_floor(p: Tensor, n: float) -> float:
+    """Expected total variation between ``p`` and the empirical distribution of ``n`` independent draws from
+    it (normal approximation, ``1/2 sum_i sqrt(2 p_i (1 - p_i) / (pi n))``): the least TV a sampler can reach
+    with ``n`` effective samples."""
+    p = p.double()
+    return 0.5 * torch.sqrt(2 * p * (1 - p) / (math.pi * n)).sum().item()

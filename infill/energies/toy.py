@@ -5,17 +5,6 @@ import torch
 from torch import Tensor
 
 
-class IndependentCategorical:
-    """``U(x) = sum_i theta[i, x_i]``: independent categorical variables with logits ``theta (d, K)``."""
-
-    def __init__(self, logits: Tensor):
-        self.logits = logits
-        self.num_categories = logits.shape[1]
-
-    def __call__(self, x: Tensor) -> Tensor:
-        return (x * self.logits.to(x)).sum(dim=(1, 2))
-
-
 class PottsEnergy:
     """Pairwise categorical energy ``U(x) = sum_i h_i . x_i + 1/2 sum_{i != j} x_i^T J_ij x_j``.
 

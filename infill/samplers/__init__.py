@@ -4,11 +4,11 @@ from __future__ import annotations
 import dataclasses
 
 from ..errors import InfillError
-from .base import Sampler, State, StepInfo, Trace, sample_categorical
+from .base import Sampler, State, StepInfo, Trace, Tuning, sample_categorical
 from .registry import SAMPLERS, register
 
 # Importing the modules registers their samplers.
-from . import gibbs, gwg, langevin, newton, locally_balanced, dlmc, ncg, pas, auxiliary_gaussian  # noqa: E402,F401
+from . import auxiliary_gaussian, presets  # noqa: E402,F401
 
 
 def make_sampler(name: str, **hyperparameters) -> Sampler:
@@ -34,5 +34,5 @@ def sampler_options(name: str) -> dict:
     return {f.name: f.default for f in dataclasses.fields(SAMPLERS[name])}
 
 
-__all__ = ["SAMPLERS", "Sampler", "State", "StepInfo", "Trace", "make_sampler", "register",
+__all__ = ["SAMPLERS", "Sampler", "State", "StepInfo", "Trace", "Tuning", "make_sampler", "register",
            "sample_categorical", "sampler_options"]

@@ -1,76 +1,123 @@
-"""Step-size tuning during burn-in, shared by the MH-corrected gradient samplers.
+"""Adaptation during burn-in: a wrapper around a kernel whose tuned value is an argument of its transition.
 
-A sampler that mixes in :class:`AdaptiveStepSize` gains two hyperparameters: ``adapt_steps`` (0: no
-tuning) and ``target_accept`` (0.574, the optimal acceptance rate of locally balanced and Langevin-type
-proposals). During the first ``adapt_steps`` steps its step parameter ``s`` follows the Robbins-Monro
-recursion on ``log s``:
+A :class:`Tuned` kernel implements ``transition(energy, state, generator, value)``: one step with the tuned
+argument ``value`` (a step size, or PAS's path length), a float or a per-variable ``(d, 1)`` tensor. Its
+``step`` passes ``state.tuning``'s value and updates the tuning with :class:`Adaptation`.
 
-    log s_{t+1} = log s_t + (a_t - target_accept) / (t + 1)^0.6
+By default a run adapts during its first half (``adapt_steps=None``; ``0`` never adapts). The criterion
+sees stay-put acceptances: it is the mean Metropolis-Hastings acceptance probability of the proposals that
+*move* (change at least one variable), driven toward ``target_accept`` (0.574, the optimal acceptance of
+Langevin-type proposals) by the Robbins-Monro recursion on ``log value``
 
-with ``a_t`` the fraction of chains accepted at step ``t`` (one step size shared by all chains); afterwards
-``s`` is frozen, so the chain from then on is a fixed MH kernel and targets the energy exactly. The value in
-use lives in ``State.tuning`` (a :class:`Tuning`): after a run, ``trace.final_state.tuning.value`` is the
-chosen step size.
+    log v_{t+1} = log v_t + (a_t - target_accept) / (t + 1)^0.6.
+
+A too-small step proposes to stay put: those proposals are accepted but do not count, so ``a_t`` is low
+only where real moves are rejected, and a step that never moves grows. Afterwards the value is frozen, so
+the chain from then on is a fixed MH kernel and targets the energy exactly.
+
+``precondition`` (factorised kernels) scales the value per variable, ``value * g_i``: over the first half of
+the adaptation ``g`` is estimated from the scores as ``g_i ∝ 1 / rms_i``, ``rms_i`` the root mean square of
+variable ``i``'s score differences ``scores[i, k] - scores[i, x_i]`` over chains and steps (normalised to a
+geometric mean of 1); then it is frozen and the common value adapts on. This is the DLP paper's diagonal
+preconditioner (Zhang, Liu & Liu, 2022, Appendix H): one step size per variable scale.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import ClassVar, Optional, Union
 
 import torch
+from torch import Tensor
 
 from ..energies.base import Energy
 from ..errors import InfillError
-from .base import Sampler, State, StepInfo
+from .base import Sampler, State, StepInfo, Tuning
 
-DECAY = 0.6  # Robbins-Monro gains (t + 1)^-DECAY: sum diverges, sum of squares converges
+GAIN_DECAY = 0.6  # Robbins-Monro gains (t + 1)^-0.6: sum diverges, sum of squares converges
+
+
+def moving_acceptance(info: StepInfo) -> float:
+    """Mean acceptance probability of the proposals that change something (1 where none does: the step is
+    too small to move)."""
+    moved = info.proposed_hops > 0
+    if not moved.any():
+        return 1.0
+    return info.accept_prob[moved].float().mean().item()
+
+
+def score_spread(state: State) -> Tensor:
+    """Per-variable mean square of the score differences ``scores[i, k] - scores[i, x_i]``, ``(d,)``."""
+    current = state.scores.gather(2, state.x.unsqueeze(-1))
+    return (state.scores - current).double().pow(2).mean((0, 2))
 
 
 @dataclass(frozen=True)
-class Tuning:
-    """The step parameter in use (``value``) and the number of steps taken so far."""
+class Adaptation:
+    """Tunes ``Tuning.value`` toward ``target`` acceptance of moving proposals (module docstring), keeping it
+    at or above ``minimum``; ``decay < 1`` multiplies it by ``decay`` every step down to ``floor`` (a schedule,
+    each step's kernel exact); ``precondition`` also estimates the per-variable scale."""
 
-    value: float
-    steps: int = 0
+    target: float
+    minimum: float = 0.0
+    decay: float = 1.0
+    floor: float = 0.0
+    precondition: bool = False
+
+    def update(self, tuning: Tuning, info: StepInfo, after: State) -> Tuning:
+        t, value = tuning.steps, tuning.value
+        if t < tuning.adapt_steps:
+            step = (moving_acceptance(info) - self.target) / (t + 1) ** GAIN_DECAY
+            value = max(value * math.exp(step), self.minimum)
+        if self.decay < 1:
+            value = max(value * self.decay, self.floor)
+        tuning = dataclasses.replace(tuning, value=value, steps=t + 1)
+        if self.precondition and t < tuning.adapt_steps // 2:
+            moments = score_spread(after) + (0 if tuning.moments is None else tuning.moments)
+            tuning = dataclasses.replace(tuning, moments=moments)
+            if t + 1 == tuning.adapt_steps // 2:
+                log_rms = 0.5 * moments.clamp_min(1e-12).log()
+                scale = torch.exp(log_rms.mean() - log_rms).to(after.scores.dtype)
+                tuning = dataclasses.replace(tuning, preconditioner=scale, moments=None)
+        return tuning
 
 
 @dataclass
-class AdaptiveStepSize(Sampler):
-    """Mixin: tunes the hyperparameter named by ``tuned`` toward ``target_accept`` for ``adapt_steps`` steps.
+class Tuned(Sampler):
+    """A kernel with a tuned argument: ``adapt_steps`` (None: the first half of the run; 0: none) and
+    ``target_accept`` of :class:`Adaptation`. Subclasses give ``start_value()`` and ``transition``."""
 
-    Subclasses implement ``move(energy, state, value, generator)``, one MH step with step parameter ``value``
-    (``state.tuning`` is set when it is called); the tuned value stays at or above ``tuned_minimum``.
-    """
-
-    adapt_steps: int = 0
+    adapt_steps: Optional[int] = None
     target_accept: float = 0.574
-    tuned: ClassVar[str] = "step_size"
     tuned_minimum: ClassVar[float] = 0.0
 
     def __post_init__(self):
-        parent = getattr(super(), "__post_init__", None)
-        if parent is not None:
-            parent()
-        if self.adapt_steps < 0:
-            raise InfillError(f"adapt_steps must be 0 or more, got {self.adapt_steps}")
+        if self.adapt_steps is not None and (isinstance(self.adapt_steps, bool) or not isinstance(
+                self.adapt_steps, int) or self.adapt_steps < 0):
+            raise InfillError(f"adapt_steps must be 0 or more (or None: half the run), got {self.adapt_steps!r}")
         if not 0 < self.target_accept < 1:
             raise InfillError(f"target_accept must lie strictly between 0 and 1, got {self.target_accept}")
 
-    def initial_tuning(self) -> Tuning:
-        return Tuning(float(getattr(self, self.tuned)))
+    def start_value(self) -> float:
+        raise NotImplementedError
+
+    def adaptation(self) -> Adaptation:
+        return Adaptation(self.target_accept, self.tuned_minimum)
+
+    def initial_tuning(self, steps: Optional[int]) -> Tuning:
+        """The tuning at the start of a run of ``steps`` steps (unknown: no default adaptation)."""
+        adapt = self.adapt_steps if self.adapt_steps is not None else (steps or 0) // 2
+        return Tuning(float(self.start_value()), adapt, adapt)
+
+    def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator],
+                   value: Union[float, Tensor]) -> tuple[State, StepInfo]:
+        raise NotImplementedError
 
     def step(self, energy: Energy, state: State, generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
-        tuning = state.tuning if state.tuning is not None else self.initial_tuning()
-        new_state, info = self.move(energy, dataclasses.replace(state, tuning=tuning), tuning.value, generator)
-        return dataclasses.replace(new_state, tuning=self.update_tuning(tuning, state, new_state, info)), info
-
-    def update_tuning(self, tuning: Tuning, before: State, after: State, info: StepInfo) -> Tuning:
-        """After a step ``before -> after``: one Robbins-Monro update while ``steps < adapt_steps``, then none."""
+        tuning = state.tuning if state.tuning is not None else self.initial_tuning(None)
         value = tuning.value
-        if tuning.steps < self.adapt_steps:
-            rate = info.accepted.float().mean().item()
-            value = max(value * math.exp((rate - self.target_accept) / (tuning.steps + 1) ** DECAY),
-                        self.tuned_minimum)
-        return dataclasses.replace(tuning, value=value, steps=tuning.steps + 1)
+        if tuning.preconditioner is not None:
+            value = value * tuning.preconditioner[:, None]
+        new_state, info = self.transition(energy, state, generator, value)
+        return dataclasses.replace(new_state, tuning=self.adaptation().update(tuning, info, new_state)), info

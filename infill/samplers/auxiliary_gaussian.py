@@ -14,7 +14,8 @@ vectors. The MH ratio in the extended space is
     log N(z; A x', I) - log N(z; A x, I) = u^T (x' - x) - gamma/2 (x'^T W x' - x^T W x);
 
 ``A`` itself is never formed. A proposal is exact (always accepted) when ``f`` is quadratic with cross-site
-curvature ``gamma W``. One value-and-gradient evaluation per step (at ``x'``, cached).
+curvature ``gamma W``. One value-and-gradient evaluation per step (at ``x'``, cached). AVG's step size adapts during burn-in
+(:mod:`.adaptive`).
 
 - AVG: ``gamma = 0``, ``c = 1/alpha`` with ``alpha`` the ``step_size``, i.e. ``z ~ N(x, alpha I)``: logits
   ``grad f(x) + x/alpha + N(0, I/alpha)``, exact for linear ``f``.
@@ -27,6 +28,7 @@ curvature ``gamma W``. One value-and-gradient evaluation per step (at ``x'``, ca
   largest mean jump ``(x' - x)^T C (x' - x)`` (accepted moves, weighted toward the directions in which the
   target varies most) wins; ``gamma = 0`` is AVG. ``c = 1/alpha + gamma max(0, -lambda_min(W))`` keeps
   ``S`` positive definite. After ``burn_in`` steps ``W`` and ``gamma`` are frozen, so the chain is exact.
+  The step size adapts (:mod:`.adaptive`) during the first half of the run, at most ``burn_in`` steps.
   ``W`` is a dense ``dK x dK`` matrix: PAVG is for small category sets.
 """
 from __future__ import annotations
@@ -40,9 +42,10 @@ from torch import Tensor
 
 from ..energies.base import Energy, one_hot
 from ..errors import InfillError
-from .adaptive import AdaptiveStepSize, Tuning
-from .base import State, StepInfo, mh_accept, sample_categorical, transition
+from .adaptive import Tuned
+from .base import State, StepInfo, Tuning, mh_transition, sample_categorical
 from .registry import register
+from .scores import GRADIENT
 
 GAMMAS = (0.0, 0.0625, 0.125, 0.25, 0.5, 1.0, 2.0)
 DELTA = 1e-2  # ridge added to the variances
@@ -62,13 +65,13 @@ class Preconditioner:
         return self.gamma * ((flat @ self.basis) * self.spectrum) @ self.basis.T
 
 
-def auxiliary_move(sampler, energy: Energy, state: State, alpha: float, pre: Optional[Preconditioner],
+def auxiliary_move(energy: Energy, state: State, alpha: float, pre: Optional[Preconditioner],
                    generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
     """One block-wise step: ``z | x`` exactly, then MH for ``x | z`` (module docstring; ``pre=None`` is AVG)."""
     x, k = state.x, state.num_categories
     b, d = x.shape
     pre = pre if pre is not None and pre.gamma != 0 else None
-    flat_x = one_hot(x, k, state.grad.dtype).flatten(1)
+    flat_x = one_hot(x, k, state.scores.dtype).flatten(1)
     noise = torch.randn(flat_x.shape, generator=generator, device=x.device, dtype=flat_x.dtype)
     c = 1.0 / alpha
     if pre is None:
@@ -80,18 +83,17 @@ def auxiliary_move(sampler, energy: Energy, state: State, alpha: float, pre: Opt
         curv_x = pre.apply(flat_x)
         u = c * flat_x + curv_x + ((noise @ pre.basis) * scale) @ pre.basis.T
     u = u.view(b, d, k)
-    log_fwd = torch.log_softmax(state.grad - curv_x.view(b, d, k) + u, dim=-1)
+    log_fwd = torch.log_softmax(state.scores - curv_x.view(b, d, k) + u, dim=-1)
     y = sample_categorical(log_fwd, generator)
-    y_energy, y_grad = sampler.evaluate_state(energy, y, k)
+    y_energy, y_scores = GRADIENT.evaluate(energy, y, k)
     flat_y = one_hot(y, k, flat_x.dtype).flatten(1)
     curv_y = torch.zeros_like(flat_y) if pre is None else pre.apply(flat_y)
-    log_rev = torch.log_softmax(y_grad - curv_y.view(b, d, k) + u, dim=-1)
+    log_rev = torch.log_softmax(y_scores - curv_y.view(b, d, k) + u, dim=-1)
     log_q_fwd = log_fwd.gather(2, y.unsqueeze(-1)).sum((1, 2))
     log_q_rev = log_rev.gather(2, x.unsqueeze(-1)).sum((1, 2))
     quadratic = (flat_y * curv_y).sum(-1) - (flat_x * curv_x).sum(-1)
-    log_z = (u.flatten(1) * (flat_y - flat_x)).sum(-1) - 0.5 * quadratic
-    accept = mh_accept(y_energy - state.energy + log_z + log_q_rev - log_q_fwd, generator)
-    return transition(state, accept, y, y_energy, y_grad, 1)
+    log_z = (u.flatten(1) * (flat_y - flat_x)).sum(-1) - 0.5 * quadratic  # the auxiliary density's ratio
+    return mh_transition(state, y, y_energy, y_scores, log_q_fwd - log_z, log_q_rev, 1, generator)
 
 
 def estimate_curvature(cov: Tensor, d: int, k: int, kind: str) -> tuple[Tensor, Tensor]:
@@ -110,11 +112,10 @@ def estimate_curvature(cov: Tensor, d: int, k: int, kind: str) -> tuple[Tensor, 
 
 @register
 @dataclass
-class AVG(AdaptiveStepSize):
+class AVG(Tuned):
     """Auxiliary variable gradient sampler: ``z ~ N(x, alpha I)``, ``alpha`` = ``step_size``."""
 
     name = "avg"
-    uses_grad = True
     step_size: float = 1.0
 
     def __post_init__(self):
@@ -122,9 +123,16 @@ class AVG(AdaptiveStepSize):
         if not self.step_size > 0:
             raise InfillError(f"step_size must be positive, got {self.step_size}")
 
-    def move(self, energy: Energy, state: State, step_size: float,
-             generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
-        return auxiliary_move(self, energy, state, step_size, None, generator)
+    def start_value(self) -> float:
+        return self.step_size
+
+    def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
+        value, scores = GRADIENT.evaluate(energy, x_idx, k)
+        return State(x_idx, value, scores, k, self.initial_tuning(steps))
+
+    def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator],
+                   value: float) -> tuple[State, StepInfo]:
+        return auxiliary_move(energy, state, value, None, generator)
 
 
 @dataclass(frozen=True)
@@ -138,7 +146,7 @@ class PreconditionerTuning(Tuning):
     basis: Optional[Tensor] = None
     spectrum: Optional[Tensor] = None
     covariance: Optional[Tensor] = None
-    scores: tuple = (0.0,) * len(GAMMAS)
+    jumps: tuple = (0.0,) * len(GAMMAS)
     gamma: float = 0.0
 
 
@@ -158,19 +166,18 @@ class PAVG(AVG):
             raise InfillError(f"preconditioner must be 'precision' or 'covariance', got {self.preconditioner!r}")
         if self.burn_in < 2 * len(GAMMAS):
             raise InfillError(f"burn_in must be at least {2 * len(GAMMAS)} steps, got {self.burn_in}")
-        if self.adapt_steps > self.burn_in:  # everything tuned must be frozen after burn-in
+        if self.adapt_steps is not None and self.adapt_steps > self.burn_in:  # all tuning ends with burn-in
             raise InfillError(f"adapt_steps ({self.adapt_steps}) cannot exceed burn_in ({self.burn_in})")
 
-    def init(self, energy: Energy, x0: Tensor) -> State:
-        state = super().init(energy, x0)
-        if state.x.shape[1] * state.num_categories > MAX_PRECONDITIONED:
-            raise InfillError(f"pavg keeps a dense (d*K)^2 preconditioner; d*K = "
-                              f"{state.x.shape[1] * state.num_categories} exceeds {MAX_PRECONDITIONED}: "
-                              "use avg or fewer categories")
-        return state
+    def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
+        if x_idx.shape[1] * k > MAX_PRECONDITIONED:
+            raise InfillError(f"pavg keeps a dense (d*K)^2 preconditioner; d*K = {x_idx.shape[1] * k} exceeds "
+                              f"{MAX_PRECONDITIONED}: use avg or fewer categories")
+        return super().start(energy, x_idx, k, steps)
 
-    def initial_tuning(self) -> Tuning:
-        return PreconditionerTuning(float(self.step_size))
+    def initial_tuning(self, steps: Optional[int]) -> Tuning:
+        adapt = min(super().initial_tuning(steps).adapt_steps, self.burn_in)
+        return PreconditionerTuning(float(self.step_size), adapt, self.burn_in)
 
     def current(self, tuning: PreconditionerTuning) -> Optional[Preconditioner]:
         """The preconditioner of the next step: none while moments are gathered, then the candidates in turn."""
@@ -182,13 +189,17 @@ class PAVG(AVG):
             gamma = tuning.gamma
         return Preconditioner(tuning.basis, tuning.spectrum, gamma)
 
-    def move(self, energy: Energy, state: State, step_size: float,
-             generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
-        return auxiliary_move(self, energy, state, step_size, self.current(state.tuning), generator)
+    def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator],
+                   value: float) -> tuple[State, StepInfo]:
+        return auxiliary_move(energy, state, value, self.current(state.tuning), generator)
 
-    def update_tuning(self, tuning: Tuning, before: State, after: State, info: StepInfo) -> Tuning:
-        t, half = tuning.steps, self.burn_in // 2
-        tuning = super().update_tuning(tuning, before, after, info)
+    def step(self, energy: Energy, state: State, generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
+        new_state, info = super().step(energy, state, generator)
+        return dataclasses.replace(new_state, tuning=self.learn(new_state.tuning, state, new_state)), info
+
+    def learn(self, tuning: PreconditionerTuning, before: State, after: State) -> PreconditionerTuning:
+        """After step ``t`` (``before -> after``): moments (first half of burn-in), then the jumps of ``gamma``."""
+        t, half = tuning.steps - 1, self.burn_in // 2
         k = after.num_categories
         b, d = after.x.shape
         if t < half:
@@ -200,15 +211,15 @@ class PAVG(AVG):
                 mean = first / tuning.count
                 cov = second / tuning.count - torch.outer(mean, mean)
                 basis, spectrum = estimate_curvature(cov, d, k, self.preconditioner)
-                dtype = after.grad.dtype
+                dtype = after.scores.dtype
                 tuning = dataclasses.replace(tuning, first=None, second=None, basis=basis.to(dtype),
                                              spectrum=spectrum.to(dtype), covariance=cov.to(dtype))
         elif t < self.burn_in:
-            scores = list(tuning.scores)
+            jumps = list(tuning.jumps)
             dtype = tuning.covariance.dtype
             jump = (one_hot(after.x, k, dtype) - one_hot(before.x, k, dtype)).flatten(1)
-            scores[(t - half) % len(GAMMAS)] += ((jump @ tuning.covariance) * jump).sum(-1).mean().item()
+            jumps[(t - half) % len(GAMMAS)] += ((jump @ tuning.covariance) * jump).sum(-1).mean().item()
             turns = [len(range(j, t + 1 - half, len(GAMMAS))) or 1 for j in range(len(GAMMAS))]
-            gamma = GAMMAS[max(range(len(GAMMAS)), key=lambda j: scores[j] / turns[j])]
-            tuning = dataclasses.replace(tuning, scores=tuple(scores), gamma=gamma)
+            gamma = GAMMAS[max(range(len(GAMMAS)), key=lambda j: jumps[j] / turns[j])]
+            tuning = dataclasses.replace(tuning, jumps=tuple(jumps), gamma=gamma)
         return tuning

@@ -1,51 +1,84 @@
 """The sampler contract: ``init(energy, x0) -> State`` and ``step(energy, state, generator) -> (State, StepInfo)``.
 
 States hold category indices ``x (B, d)`` and, where the sampler uses them, the cached energy value and
-gradient of the current state, so an MH step costs one new evaluation. Everything random comes from the
-``torch.Generator`` passed to ``step``: the same seed gives the same trace. Samplers know nothing about
-text; they see an energy (see :mod:`infill.energies.base`) and ``K`` categories per variable.
+scores of the current state (gradients or exact neighbour differences, :mod:`.scores`), so an MH step costs
+one new evaluation. Everything random comes from the ``torch.Generator`` passed to ``step``: the same seed
+gives the same trace. Samplers know nothing about text; they see an energy (see :mod:`infill.energies.base`)
+and ``K`` categories per variable.
 """
 from __future__ import annotations
 
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Optional
+from typing import Callable, ClassVar, Optional
 
 import torch
 from torch import Tensor
 
-from ..energies.base import Energy, evaluate, one_hot, value_and_grad
+from ..energies.base import Energy
 from ..errors import InfillError
 
 
 @dataclass(frozen=True)
-class State:
-    """The chains' current states ``x (B, d)`` with cached ``energy (B,)`` and ``grad (B, d, K)``.
+class Tuning:
+    """What a sampler adapts during burn-in: the kernel argument ``value`` in use (a step size or a path
+    length), adapted during the first ``adapt_steps`` steps and frozen afterwards; ``burn_in`` steps tune
+    anything at all (``>= adapt_steps``); ``steps`` counts the steps taken. ``preconditioner`` is a
+    per-variable scale of ``value`` ``(d,)`` (None: one value for all variables), ``moments`` its running
+    estimate during burn-in."""
 
-    ``tuning`` is what a sampler adapts during burn-in (e.g. its step size, see :mod:`.adaptive`), else None.
+    value: float
+    adapt_steps: int
+    burn_in: int
+    steps: int = 0
+    preconditioner: Optional[Tensor] = None
+    moments: Optional[Tensor] = None
+
+    @property
+    def adapting(self) -> bool:
+        return self.steps < self.burn_in
+
+
+@dataclass(frozen=True)
+class State:
+    """The chains' current states ``x (B, d)`` with cached ``energy (B,)`` and ``scores (B, d, K)``.
+
+    ``scores`` are the gradient of the energy at the one-hot ``x`` or the exact differences
+    ``U(x with x_i := k) - U(x)`` (:mod:`.scores`), None where unused. ``energy`` is NaN where the sampler
+    never needs it (plain ``gibbs`` with the model's proposal). ``tuning`` is what the sampler adapts, else None.
     """
 
     x: Tensor
     energy: Tensor
-    grad: Optional[Tensor] = None
+    scores: Optional[Tensor] = None
     num_categories: int = 0
-    tuning: Any = None
+    tuning: Optional[Tuning] = None
+
+    def select(self, chains) -> "State":
+        """The state of the chains ``chains`` (an index, slice or mask over ``B``), tuning kept."""
+        return dataclasses.replace(self, x=self.x[chains], energy=self.energy[chains],
+                                   scores=None if self.scores is None else self.scores[chains])
 
 
 @dataclass(frozen=True)
 class StepInfo:
-    """Per-chain diagnostics of one step: ``accepted (B,)``, ``hops (B,)`` (coordinates changed) and
-    ``evaluations``, the number of energy evaluations (value or value-and-gradient) spent per chain."""
+    """Per-chain diagnostics of one step: ``accepted (B,)``, ``hops (B,)`` (coordinates changed),
+    ``evaluations`` (energy evaluations per chain, value or value-and-gradient), and of the proposal:
+    ``proposed_hops (B,)`` and ``accept_prob (B,)``, its Metropolis-Hastings acceptance probability
+    (computed for unadjusted samplers too, which accept regardless)."""
 
     accepted: Tensor
     hops: Tensor
     evaluations: int
+    proposed_hops: Tensor
+    accept_prob: Tensor
 
 
 @dataclass
 class Trace:
-    """What a run produced. ``samples (steps, B, d)`` is the state after each step."""
+    """What a run produced. ``samples (steps, B, d)`` is the state after each step; ``burn_in`` the number of
+    first steps spent adapting (0 when nothing adapts): from then on the kernel is fixed and exact."""
 
     samples: Tensor
     energies: Tensor
@@ -54,6 +87,7 @@ class Trace:
     evaluations: int
     seconds: float
     final_state: State
+    burn_in: int = 0
 
     @property
     def acceptance_rate(self) -> float:
@@ -63,6 +97,12 @@ class Trace:
     def mean_hops(self) -> float:
         """Mean number of coordinates changed per chain per step."""
         return self.hops.float().mean().item()
+
+    def select(self, chains) -> "Trace":
+        """The trace of the chains ``chains`` (an index, slice or mask over ``B``)."""
+        return dataclasses.replace(self, samples=self.samples[:, chains], energies=self.energies[:, chains],
+                                   accepted=self.accepted[:, chains], hops=self.hops[:, chains],
+                                   final_state=self.final_state.select(chains))
 
 
 def sample_categorical(logits: Tensor, generator: Optional[torch.Generator]) -> Tensor:
@@ -76,6 +116,31 @@ def mh_accept(log_ratio: Tensor, generator: Optional[torch.Generator]) -> Tensor
     """Metropolis-Hastings test: accept where ``log u < log_ratio``, per chain."""
     u = torch.rand(log_ratio.shape, generator=generator, device=log_ratio.device, dtype=log_ratio.dtype)
     return torch.log(u) < log_ratio
+
+
+def per_chain(choose: Tensor, new: Tensor, old: Tensor) -> Tensor:
+    """Per-chain choice between two batched tensors (first dimension is the chain)."""
+    return torch.where(choose.view(-1, *([1] * (new.dim() - 1))), new, old)
+
+
+def mh_transition(state: State, y: Tensor, y_energy: Tensor, y_scores: Optional[Tensor], log_q_fwd: Tensor,
+                  log_q_rev: Tensor, evaluations: int, generator: Optional[torch.Generator],
+                  adjusted: bool = True) -> tuple[State, StepInfo]:
+    """The one Metropolis-Hastings step of every kernel: from ``state`` to the proposals ``y`` (with their
+    energy and scores) drawn with log-probability ``log_q_fwd (B,)``, ``log_q_rev (B,)`` that of the reverse
+    move. ``adjusted=False`` accepts every proposal (unadjusted samplers); the acceptance probability is
+    reported either way."""
+    log_ratio = y_energy - state.energy + log_q_rev - log_q_fwd
+    accept_prob = torch.nan_to_num(log_ratio.clamp_max(0.0).exp(), nan=0.0)
+    if adjusted:
+        accept = mh_accept(log_ratio, generator)
+    else:
+        accept = torch.ones(y.shape[0], dtype=torch.bool, device=y.device)
+    x = per_chain(accept, y, state.x)
+    scores = None if y_scores is None else per_chain(accept, y_scores, state.scores)
+    new_state = dataclasses.replace(state, x=x, energy=per_chain(accept, y_energy, state.energy), scores=scores)
+    info = StepInfo(accept, (x != state.x).sum(-1), evaluations, (y != state.x).sum(-1), accept_prob)
+    return new_state, info
 
 
 def as_indices(energy: Energy, x0: Tensor) -> tuple[Tensor, int]:
@@ -92,44 +157,22 @@ def as_indices(energy: Energy, x0: Tensor) -> tuple[Tensor, int]:
     return x0, int(k)
 
 
-def select(accept: Tensor, new: Tensor, old: Tensor) -> Tensor:
-    """Per-chain choice between two batched tensors (first dimension is the chain)."""
-    return torch.where(accept.view(-1, *([1] * (new.dim() - 1))), new, old)
-
-
-def transition(state: State, accept: Tensor, y: Tensor, y_energy: Tensor, y_grad: Optional[Tensor],
-               evaluations: int, tuning: Any = None) -> tuple[State, StepInfo]:
-    """The chains' next state after the test ``accept (B,)`` of proposals ``y`` (with their energy and
-    gradient), and the step's diagnostics."""
-    x = select(accept, y, state.x)
-    grad = None if y_grad is None else select(accept, y_grad, state.grad)
-    new_state = State(x, select(accept, y_energy, state.energy), grad, state.num_categories, tuning)
-    return new_state, StepInfo(accept, (x != state.x).sum(-1), evaluations)
-
-
 class Sampler:
-    """Base class: hyperparameters are dataclass fields of the subclass; override :meth:`step`.
-
-    ``uses_grad`` says whether the state caches the energy's gradient.
-    """
+    """Base class: hyperparameters are dataclass fields of the subclass; subclasses implement :meth:`init`
+    (through :meth:`start`) and :meth:`step`."""
 
     name: ClassVar[str] = ""
-    uses_grad: ClassVar[bool] = False
 
-    def init(self, energy: Energy, x0: Tensor) -> State:
-        """Start from ``x0``: one-hot ``(B, d, K)``, or indices ``(B, d)`` with ``energy.num_categories``."""
+    def init(self, energy: Energy, x0: Tensor, steps: Optional[int] = None) -> State:
+        """Start from ``x0``: one-hot ``(B, d, K)``, or indices ``(B, d)`` with ``energy.num_categories``.
+        ``steps``, the length of the run, sets the default burn-in of samplers that adapt."""
         x_idx, k = as_indices(energy, x0)
-        value, grad = self.evaluate_state(energy, x_idx, k)
-        return State(x_idx, value, grad, k)
+        return self.start(energy, x_idx, k, steps)
 
-    def evaluate_state(self, energy: Energy, x_idx: Tensor, num_categories: int) -> tuple[Tensor, Optional[Tensor]]:
-        """Value (and gradient, for gradient samplers) at ``x_idx``: the one evaluation of a step."""
-        x = one_hot(x_idx, num_categories)
-        if self.uses_grad:
-            return value_and_grad(energy, x)
-        return evaluate(energy, x), None
+    def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
+        raise NotImplementedError
 
-    def init_evaluations(self, d: int, k: int) -> int:
+    def init_evaluations(self, energy: Energy, d: int, k: int) -> int:
         """Energy evaluations per chain that :meth:`init` spends on ``d`` variables of ``k`` categories."""
         return 1
 
@@ -148,8 +191,8 @@ class Sampler:
         if steps <= 0:
             raise InfillError(f"steps must be positive, got {steps}")
         start = time.perf_counter()
-        state = self.init(energy, x0)
-        evaluations = self.init_evaluations(state.x.shape[1], state.num_categories)
+        state = self.init(energy, x0, steps)
+        evaluations = self.init_evaluations(energy, state.x.shape[1], state.num_categories)
         samples, energies, accepted, hops = [], [], [], []
         for t in range(steps):
             state, info = self.step(energy, state, generator)
@@ -168,6 +211,7 @@ class Sampler:
             evaluations=evaluations,
             seconds=time.perf_counter() - start,
             final_state=state,
+            burn_in=0 if state.tuning is None else min(state.tuning.burn_in, steps),
         )
 
     def hyperparameters(self) -> dict:

@@ -16,20 +16,21 @@ category ``a`` the jump probabilities after time ``h`` are
   is renormalised over the moves (the variable then always jumps).
 
 The joint proposal is the product over variables; an MH test with the reverse proposal (gradient at the
-proposal, cached for the next step) makes the chain exact: DMALA's step (:mod:`.langevin`) with this
-proposal. One value-and-gradient evaluation per step.
+proposal, cached for the next step) makes the chain exact: the factorised kernel (:mod:`.factorised`) with
+this proposal. One value-and-gradient evaluation per step. ``h`` is a number or a per-variable ``(d, 1)`` tensor.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from typing import Union
 
 import torch
 from torch import Tensor
 
 from .balancing import balancing_function, log_rates
-from .langevin import DMALA
-from .registry import register
+
+
+def _log(h: Union[float, Tensor], like: Tensor) -> Tensor:
+    return torch.log(torch.as_tensor(h, dtype=like.dtype, device=like.device))
 
 
 def _log_one_minus_exp_neg(log_r: Tensor) -> Tensor:
@@ -38,54 +39,19 @@ def _log_one_minus_exp_neg(log_r: Tensor) -> Tensor:
     return torch.where(log_r < -20, log_r, torch.log(-torch.expm1(-r)))
 
 
-def interpolated_log_proposal(x: Tensor, grad: Tensor, h: float, balancing: str) -> Tensor:
+def interpolated_log_proposal(x: Tensor, grad: Tensor, h: Union[float, Tensor], balancing: str) -> Tensor:
     """DLMC's per-variable log jump probabilities ``(B, d, K)`` (eq. 39, diagonal completing each row)."""
     log_nu = torch.log_softmax(grad, dim=-1)
-    log_r = math.log(h) + log_rates(x, grad, balancing_function(balancing)) - log_nu  # log(h Q_ab / nu_b); -inf at b = a
+    log_r = _log(h, grad) + log_rates(x, grad, balancing_function(balancing)) - log_nu  # log(h Q_ab / nu_b); -inf at b = a
     moves = log_nu + _log_one_minus_exp_neg(log_r)
     stays = torch.logsumexp(log_nu - log_r.exp(), dim=-1, keepdim=True)  # nu_a + sum nu_b exp(-h Q_ab / nu_b)
     return moves.scatter(2, x.unsqueeze(-1), stays)
 
 
-def euler_log_proposal(x: Tensor, grad: Tensor, h: float, balancing: str) -> Tensor:
+def euler_log_proposal(x: Tensor, grad: Tensor, h: Union[float, Tensor], balancing: str) -> Tensor:
     """DLMCf's per-variable log jump probabilities ``(B, d, K)``: ``I + hQ``, renormalised where it overshoots."""
-    log_moves = math.log(h) + log_rates(x, grad, balancing_function(balancing))
+    log_moves = _log(h, grad) + log_rates(x, grad, balancing_function(balancing))
     log_total = torch.logsumexp(log_moves, dim=-1, keepdim=True).clamp_max(0.0)
     moves = log_moves - torch.logsumexp(log_moves, dim=-1, keepdim=True) + log_total
     stays = torch.log(-torch.expm1(log_total))  # log(1 - min(h sum Q, 1))
     return moves.scatter(2, x.unsqueeze(-1), stays)
-
-
-@dataclass
-class _DLMC(DMALA):
-    """DLMC and DLMCf share DMALA's MH step with their own factorised proposal: simulation time ``h``
-    (``step_size``), balancing ``sqrt`` or ``ratio``; ``adapt_steps > 0`` tunes ``h`` (:mod:`.adaptive`)."""
-
-    step_size: float = 1.0
-    balancing: str = "sqrt"
-    transition = staticmethod(interpolated_log_proposal)
-
-    def __post_init__(self):
-        super().__post_init__()
-        balancing_function(self.balancing)
-
-    def log_proposal(self, x: Tensor, grad: Tensor, step_size: float) -> Tensor:
-        return self.transition(x, grad, step_size, self.balancing)
-
-
-@register
-@dataclass
-class DLMC(_DLMC):
-    """DLMC: the interpolated transition of eq. 39 (exact for binary variables), MH-corrected."""
-
-    name = "dlmc"
-
-
-@register
-@dataclass
-class DLMCf(_DLMC):
-    """DLMCf: the forward-Euler transition ``I + hQ``, MH-corrected (a shorter default ``h``: Euler overshoots)."""
-
-    name = "dlmcf"
-    step_size: float = 0.5
-    transition = staticmethod(euler_log_proposal)

@@ -1,15 +1,30 @@
-"""Random-scan Gibbs, plain (``gibbs``) and Metropolis-corrected (``gibbs-mh``)."""
+"""The random-scan Gibbs kernel: pick one variable per chain uniformly, redraw it from a conditional.
+
+``proposal`` says which conditional:
+
+- ``exact``: the energy's own conditional, all ``K`` values enumerated in one batch (``K`` evaluations).
+  Every move is then accepted, and the chain targets the energy.
+- ``model``: the energy's ``conditional_logits(x_idx, i)`` (one forward pass), e.g. the masked LM's own
+  prediction at the blank, as in Wang & Cho (2019). That is *not* the conditional of the pseudo-log-likelihood
+  energy, so a plain chain does not target the PLL distribution; ``gibbs-mh`` adds the Metropolis-Hastings
+  test that makes it exact. An energy without ``conditional_logits`` is its own model: its exact conditional.
+
+Plain Gibbs with the model's proposal never needs the energy: it costs one forward pass per step, and its
+``State.energy`` (hence ``Trace.energies``) is NaN. Compute the energies of the states you use.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import ClassVar, Optional
 
 import torch
 from torch import Tensor
 
-from ..energies.base import Energy, HasConditionals, evaluate, one_hot
-from .base import Sampler, State, StepInfo, mh_accept, sample_categorical, transition
-from .registry import register
+from ..energies.base import Energy, evaluate, one_hot
+from ..errors import InfillError
+from .base import Sampler, State, StepInfo, mh_transition, sample_categorical
+
+PROPOSALS = ("model", "exact")
 
 
 def enumerate_conditional(energy: Energy, x_idx: Tensor, i: Tensor, k: int) -> Tensor:
@@ -20,56 +35,52 @@ def enumerate_conditional(energy: Energy, x_idx: Tensor, i: Tensor, k: int) -> T
     return evaluate(energy, one_hot(candidates.reshape(b * k, d), k)).reshape(b, k)
 
 
-def _with_value(x_idx: Tensor, i: Tensor, value: Tensor) -> Tensor:
-    y = x_idx.clone()
-    y[torch.arange(x_idx.shape[0], device=x_idx.device), i] = value
-    return y
-
-
-@register
 @dataclass
 class Gibbs(Sampler):
-    """Random-scan Gibbs: pick one variable per chain uniformly, redraw it from its conditional.
+    """Random-scan Gibbs with the conditional named by ``proposal`` (``model`` or ``exact``), MH-tested where
+    ``corrected``."""
 
-    On an energy with ``conditional_logits`` (a masked LM) the redraw comes from the model's own
-    conditional at that blank, as in Wang & Cho (2019). That is *not* the conditional of the
-    pseudo-log-likelihood energy, so this chain does not target the PLL distribution; use
-    ``gibbs-mh`` for that. On any other energy the conditional is exact (all K values enumerated
-    in one batch), and the chain targets the energy.
-    """
+    proposal: str = "model"
+    corrected: ClassVar[bool] = False
 
-    name = "gibbs"
-    corrected = False
+    def __post_init__(self):
+        if self.proposal not in PROPOSALS:
+            raise InfillError(f"proposal must be one of {', '.join(PROPOSALS)}, got {self.proposal!r}")
+
+    def uses_model(self, energy: Energy) -> bool:
+        return self.proposal == "model" and hasattr(energy, "conditional_logits")
+
+    def needs_energy(self, energy: Energy) -> bool:
+        return self.corrected or not self.uses_model(energy)
+
+    def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
+        if self.needs_energy(energy):
+            value = evaluate(energy, one_hot(x_idx, k))
+        else:
+            value = torch.full((x_idx.shape[0],), float("nan"), device=x_idx.device)
+        return State(x_idx, value, None, k)
+
+    def init_evaluations(self, energy: Energy, d: int, k: int) -> int:
+        return int(self.needs_energy(energy))
 
     def step(self, energy: Energy, state: State, generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
         x, k = state.x, state.num_categories
         b, d = x.shape
+        rows = torch.arange(b, device=x.device)
         i = torch.randint(d, (b,), generator=generator, device=x.device)
-        if isinstance(energy, HasConditionals):
+        if self.uses_model(energy):
             logits = energy.conditional_logits(x, i)
-            y = _with_value(x, i, sample_categorical(logits, generator))
-            y_energy = evaluate(energy, one_hot(y, k))
-            evaluations = 2
+            value = sample_categorical(logits, generator)
+            y = x.clone()
+            y[rows, i] = value
+            y_energy = evaluate(energy, one_hot(y, k)) if self.corrected else torch.full_like(state.energy, float("nan"))
+            evaluations = 1 + int(self.corrected)
         else:
             logits = enumerate_conditional(energy, x, i, k)
             value = sample_categorical(logits, generator)
-            y, y_energy = _with_value(x, i, value), logits.gather(1, value[:, None]).squeeze(1)
-            evaluations = k
-        if self.corrected:
-            log_q = torch.log_softmax(logits, dim=-1)
-            rows = torch.arange(b, device=x.device)
-            log_ratio = y_energy - state.energy + log_q[rows, x[rows, i]] - log_q[rows, y[rows, i]]
-            accept = mh_accept(log_ratio, generator)
-        else:
-            accept = torch.ones(b, dtype=torch.bool, device=x.device)
-        return transition(state, accept, y, y_energy, None, evaluations)
-
-
-@register
-@dataclass
-class GibbsMH(Gibbs):
-    """Gibbs proposal (the model's conditional where the energy has one) with a Metropolis-Hastings
-    test, so the chain targets the energy exactly. With exact conditionals every move is accepted."""
-
-    name = "gibbs-mh"
-    corrected = True
+            y = x.clone()
+            y[rows, i] = value
+            y_energy, evaluations = logits[rows, value], k
+        log_q = torch.log_softmax(logits.to(y_energy.dtype), dim=-1)
+        return mh_transition(state, y, y_energy, None, log_q[rows, value], log_q[rows, x[rows, i]], evaluations,
+                             generator, self.corrected)

@@ -7,7 +7,6 @@ import torch
 from torch import Tensor
 
 from ..energies.base import Energy, evaluate, one_hot
-from .base import Sampler
 
 _CHUNK_ELEMENTS = 1 << 24
 
@@ -42,15 +41,3 @@ def differences(value: Tensor, table: Tensor, x_idx: Tensor) -> Tensor:
     """``Delta (B, d, K) = table - value``, exactly zero at the current categories."""
     delta = table - value[:, None, None]
     return delta.scatter(2, x_idx[:, :, None], 0.0)
-
-
-class NeighbourDifferences(Sampler):
-    """A sampler whose state caches the exact differences ``U(x with x_i := k) - U(x)`` in ``State.grad``
-    in place of a gradient: one batched evaluation of ``1 + d (K - 1)`` states."""
-
-    def evaluate_state(self, energy: Energy, x_idx: Tensor, num_categories: int):
-        value, table = neighbour_values(energy, x_idx, num_categories)
-        return value, differences(value, table, x_idx)
-
-    def init_evaluations(self, d: int, k: int) -> int:
-        return 1 + d * (k - 1)

@@ -1,0 +1,70 @@
+"""The factorised-proposal kernel: every variable proposed in parallel from a score table, then (optionally)
+one Metropolis-Hastings test with the reverse proposal built from the scores at the proposal.
+
+A preset picks the score source (the gradient, or exact neighbour differences: :mod:`.scores`), the
+per-variable proposal ``log_proposal(x, scores, value) -> (B, d, K)`` (discrete Langevin, DLMC, ...),
+whether the MH test is applied (``adjusted``) and the default of its tuned argument ``step_size``. One
+evaluation of the proposal's energy and scores per step (the current state's are cached).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, ClassVar, Optional, Union
+
+import torch
+from torch import Tensor
+
+from ..energies.base import Energy
+from ..errors import InfillError
+from .adaptive import Adaptation, Tuned
+from .base import State, StepInfo, mh_transition, sample_categorical
+from .scores import GRADIENT, ScoreSource
+
+LogProposal = Callable[[Tensor, Tensor, Union[float, Tensor]], Tensor]
+
+
+def gather_sum(log_q: Tensor, x: Tensor) -> Tensor:
+    """``sum_i log_q[b, i, x[b, i]]``: the log-probability ``(B,)`` of the joint proposal ``x``."""
+    return log_q.gather(2, x.unsqueeze(-1)).sum((1, 2))
+
+
+@dataclass
+class Factorised(Tuned):
+    """Factorised proposal from scores with step ``step_size``, MH-tested where ``adjusted``; ``precondition``
+    scales the step per variable (:mod:`.adaptive`)."""
+
+    step_size: float = 1.0
+    precondition: bool = False
+    score_source: ClassVar[ScoreSource] = GRADIENT
+    adjusted: ClassVar[bool] = True
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.step_size > 0:
+            raise InfillError(f"step_size must be positive, got {self.step_size}")
+
+    def log_proposal(self, x: Tensor, scores: Tensor, value: Union[float, Tensor]) -> Tensor:
+        raise NotImplementedError
+
+    def start_value(self) -> float:
+        return self.step_size
+
+    def adaptation(self) -> Adaptation:
+        return Adaptation(self.target_accept, precondition=self.precondition)
+
+    def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
+        value, scores = self.score_source.evaluate(energy, x_idx, k)
+        return State(x_idx, value, scores, k, self.initial_tuning(steps))
+
+    def init_evaluations(self, energy: Energy, d: int, k: int) -> int:
+        return self.score_source.evaluations(d, k)
+
+    def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator],
+                   value: Union[float, Tensor]) -> tuple[State, StepInfo]:
+        x, k = state.x, state.num_categories
+        log_fwd = self.log_proposal(x, state.scores, value)
+        y = sample_categorical(log_fwd, generator)
+        y_energy, y_scores = self.score_source.evaluate(energy, y, k)
+        log_rev = self.log_proposal(y, y_scores, value)
+        return mh_transition(state, y, y_energy, y_scores, gather_sum(log_fwd, y), gather_sum(log_rev, x),
+                             self.score_source.evaluations(x.shape[1], k), generator, self.adjusted)

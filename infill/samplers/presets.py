@@ -1,0 +1,199 @@
+"""The registered samplers as thin presets of the kernels (:mod:`.factorised`, :mod:`.single_change`,
+:mod:`.gibbs`; the auxiliary-Gaussian family registers in :mod:`.auxiliary_gaussian`).
+
+Every step size (and PAS's path length) adapts during the first half of a run by default (:mod:`.adaptive`):
+the ``step_size`` given is where the adaptation starts; ``adapt_steps=0`` keeps it fixed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from torch import Tensor
+
+from ..errors import InfillError
+from .adaptive import Adaptation
+from .dlmc import euler_log_proposal, interpolated_log_proposal
+from .factorised import Factorised
+from .gibbs import Gibbs
+from .langevin import langevin_log_proposal, ncg_log_proposal
+from .registry import register
+from .scores import DIFFERENCES
+from .single_change import SingleChange
+from .balancing import balancing_function
+
+
+@dataclass
+class Langevin(Factorised):
+    """The discrete Langevin proposal (:func:`.langevin.langevin_log_proposal`) on the gradient."""
+
+    step_size: float = 0.1
+
+    def log_proposal(self, x: Tensor, scores: Tensor, value: Union[float, Tensor]) -> Tensor:
+        return langevin_log_proposal(x, scores, value)
+
+
+@register
+@dataclass
+class DULA(Langevin):
+    """Discrete unadjusted Langevin (Zhang, Liu & Liu, 2022): every proposal accepted; biased, the bias
+    shrinking with ``step_size``. It adapts toward a high would-be acceptance (``target_accept`` 0.9), which
+    keeps the bias small."""
+
+    name = "dula"
+    adjusted = False
+    target_accept: float = 0.9
+
+
+@register
+@dataclass
+class DMALA(Langevin):
+    """Discrete Metropolis-adjusted Langevin (Zhang, Liu & Liu, 2022): the discrete Langevin proposal plus an
+    MH test with the reverse proposal; ``precondition`` gives each variable its own step scale."""
+
+    name = "dmala"
+
+
+@register
+@dataclass
+class NCG(Langevin):
+    """Norm-constrained gradient sampler (Rhodes & Gutmann, 2022) with step ``eps`` (``step_size``): DMALA
+    with ``alpha = 2 eps`` for binary variables and ``alpha = eps`` for categorical ones."""
+
+    name = "ncg"
+
+    def log_proposal(self, x: Tensor, scores: Tensor, value: Union[float, Tensor]) -> Tensor:
+        return ncg_log_proposal(x, scores, value)
+
+
+@dataclass
+class NewtonSeries(Factorised):
+    """The discrete Langevin proposal on exact differences (Xiang et al., 2023): no gradient, one batch of
+    ``1 + d (K - 1)`` evaluations per step. ``decay < 1`` also shrinks the step by ``decay`` every step, down
+    to ``min_step_size``."""
+
+    decay: float = 1.0
+    min_step_size: float = 0.0
+    score_source = DIFFERENCES
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not 0 < self.decay <= 1:
+            raise InfillError(f"{self.name}: decay must be in (0, 1], got {self.decay}")
+        if not 0 <= self.min_step_size <= self.step_size:
+            raise InfillError(f"{self.name}: min_step_size must be in [0, step_size], got {self.min_step_size}")
+        if self.decay < 1 and not self.min_step_size > 0:
+            raise InfillError(f"{self.name}: a decaying step size (decay {self.decay}) needs a positive min_step_size")
+
+    def adaptation(self) -> Adaptation:
+        return Adaptation(self.target_accept, decay=self.decay, floor=self.min_step_size,
+                          precondition=self.precondition)
+
+    def log_proposal(self, x: Tensor, scores: Tensor, value: Union[float, Tensor]) -> Tensor:
+        return langevin_log_proposal(x, scores, value)
+
+
+@register
+@dataclass
+class UNA(NewtonSeries):
+    """Unadjusted Newton approximation: the Newton proposal, always accepted (biased for ``alpha > 0``; it
+    adapts toward a high would-be acceptance, ``target_accept`` 0.9)."""
+
+    name = "una"
+    adjusted = False
+    step_size: float = 0.5
+    target_accept: float = 0.9
+
+
+@register
+@dataclass
+class MANA(NewtonSeries):
+    """Metropolis-adjusted Newton approximation: the Newton proposal with the MH correction (exact)."""
+
+    name = "mana"
+    step_size: float = 1.0
+
+
+@dataclass
+class DiscreteLangevinMC(Factorised):
+    """Discrete Langevin Monte Carlo (Sun et al., 2023, :mod:`.dlmc`): simulation time ``h`` (``step_size``)
+    of the locally balanced rate matrix with ``balancing`` ``sqrt`` or ``ratio``, MH-corrected."""
+
+    balancing: str = "sqrt"
+
+    def __post_init__(self):
+        super().__post_init__()
+        balancing_function(self.balancing)
+
+
+@register
+@dataclass
+class DLMC(DiscreteLangevinMC):
+    """DLMC: the interpolated transition of eq. 39 (exact for binary variables), MH-corrected."""
+
+    name = "dlmc"
+
+    def log_proposal(self, x: Tensor, scores: Tensor, value: Union[float, Tensor]) -> Tensor:
+        return interpolated_log_proposal(x, scores, value, self.balancing)
+
+
+@register
+@dataclass
+class DLMCf(DiscreteLangevinMC):
+    """DLMCf: the forward-Euler transition ``I + hQ``, MH-corrected (a shorter start ``h``: Euler overshoots)."""
+
+    name = "dlmcf"
+    step_size: float = 0.5
+
+    def log_proposal(self, x: Tensor, scores: Tensor, value: Union[float, Tensor]) -> Tensor:
+        return euler_log_proposal(x, scores, value, self.balancing)
+
+
+@register
+@dataclass
+class GWG(SingleChange):
+    """Gibbs-with-Gradients (Grathwohl et al., 2021): one (variable, category) change per step proposed from
+    the gradient's estimate of the energy change, MH-corrected. One value-and-gradient evaluation per step."""
+
+    name = "gwg"
+    adapt_steps: int = 0
+
+
+@register
+@dataclass
+class PAS(SingleChange):
+    """Path auxiliary sampler (Sun et al., 2022): on average ``path_length`` gradient-informed single-variable
+    moves per MH step, the mean adapted during burn-in."""
+
+    name = "pas"
+    path_length: float = 2.0
+
+
+@register
+@dataclass
+class LocallyBalanced(SingleChange):
+    """Zanella's locally balanced sampler (2020) over single-variable changes, from exact neighbour
+    differences (no gradient): ``d (K - 1)`` evaluations per step."""
+
+    name = "lb"
+    adapt_steps: int = 0
+    score_source = DIFFERENCES
+
+
+@register
+@dataclass
+class GibbsSampler(Gibbs):
+    """Random-scan Gibbs: one variable per chain redrawn from its conditional; ``proposal="model"`` (default) is
+    Wang & Cho's sampler on a masked LM, which does not target the PLL energy (``gibbs-mh`` does)."""
+
+    name = "gibbs"
+
+
+@register
+@dataclass
+class GibbsMH(Gibbs):
+    """Gibbs proposal with a Metropolis-Hastings test, so the chain targets the energy exactly (with the
+    exact conditional every move is accepted)."""
+
+    name = "gibbs-mh"
+    corrected = True
