@@ -1,28 +1,47 @@
-"""Which vocabulary tokens a blank may take."""
+"""Which vocabulary tokens a blank may take, told from the tokenizer's own behaviour.
+
+A token is a *word start* when the tokenizer, given its text as a word after a space (``"a " + text``),
+produces exactly that token: BERT's ``cat`` (not ``##cat``), RoBERTa's ``Ġcat`` (not ``cat``), XLM-R's
+``▁cat`` (not ``cat``). No family's marker is written here, so a new tokenizer style needs no new code.
+"""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Iterable
 
 import torch
 
 from .errors import InfillError
 
-_RESERVED = re.compile(r"^\[.*\]$|^<.*>$")  # [unused12], [CLS], <s>, <mask>, ...
+_RESERVED = re.compile(r"^\[.*\]$|^<.*>$")  # [unused12], [CLS], <s>, <mask>, <0x41>, ...
+
+
+@lru_cache(maxsize=8)
+def token_words(tokenizer) -> tuple[dict[int, str], frozenset[int]]:
+    """``(texts, word_starts)``: the decoded text of every ordinary token (not special, reserved or blank)
+    and the ids of the tokens that are word starts. Computed once per tokenizer (a second or two)."""
+    special = set(tokenizer.all_special_ids)
+    ids = [i for token, i in tokenizer.get_vocab().items() if i not in special and not _RESERVED.match(token)]
+    decoded = tokenizer.batch_decode([[i] for i in ids], clean_up_tokenization_spaces=False)
+    texts = {i: text.strip() for i, text in zip(ids, decoded) if text.strip()}
+    probe = tokenizer("a", add_special_tokens=False)["input_ids"]
+    encoded = tokenizer([f"a {text}" for text in texts.values()], add_special_tokens=False)["input_ids"]
+    return texts, frozenset(i for i, got in zip(texts, encoded) if got == probe + [i])
 
 
 def sampleable_token_ids(tokenizer, allow_subwords: bool = False, forbid: Iterable[str] = ()) -> torch.Tensor:
-    """Sorted ids of the tokens a blank may take: the vocabulary minus special and reserved tokens
-    (``[CLS]``, ``[unused7]``, ``<s>``...), minus word-continuation pieces (``##ing``) unless
-    ``allow_subwords``, minus the ``forbid`` words (each must be a single token of the vocabulary;
-    an uncased model lowercases them first)."""
-    vocab = tokenizer.get_vocab()
-    banned = set(tokenizer.all_special_ids)
+    """Sorted ids of the tokens a blank may take: the word starts of :func:`token_words` (with
+    ``allow_subwords``, every ordinary token, continuation pieces included), minus every form of each
+    ``forbid`` word (``the``, ``Ġthe``, ``▁The``...: tokens whose text equals the word's, ignoring case).
+    A forbidden word must be a single token of the vocabulary."""
+    texts, word_starts = token_words(tokenizer)
+    allowed = set(texts) if allow_subwords else set(word_starts)
     for word in forbid:
-        pieces = tokenizer.tokenize(word)
-        if len(pieces) != 1:
-            raise InfillError(f"cannot forbid {word!r}: it is {len(pieces)} tokens for this model, not one")
-        banned.add(vocab[pieces[0]])
-    ids = [i for token, i in vocab.items()
-           if i not in banned and not _RESERVED.match(token) and (allow_subwords or not token.startswith("##"))]
-    return torch.tensor(sorted(ids), dtype=torch.long)
+        key = tokenizer.decode(tokenizer(word, add_special_tokens=False)["input_ids"]).strip().casefold()
+        forms = {i for i, text in texts.items() if text.casefold() == key}
+        if not forms:
+            pieces = len(tokenizer.tokenize(word))
+            raise InfillError(f"cannot forbid {word!r}: it is {pieces} tokens for this model, not one")
+        allowed -= forms
+    return torch.tensor(sorted(allowed), dtype=torch.long)

@@ -22,6 +22,12 @@ def test_spaced_count_and_adjacent_punctuation(bert_tokenizer):
     assert bert_tokenizer.convert_ids_to_tokens(t.input_ids[3:5].tolist()) == [",", "he"]
 
 
+def test_punctuation_glued_to_a_blank_is_kept_where_wordpiece_splits_it(bert_tokenizer):
+    t = parse('he said "[MASK]" ([MASK]).', bert_tokenizer, 512)
+    tokens = bert_tokenizer.convert_ids_to_tokens(t.input_ids.tolist())
+    assert tokens == ["[CLS]", "he", "said", '"', "[MASK]", '"', "(", "[MASK]", ")", ".", "[SEP]"]
+
+
 def test_fill_decodes_uncased_with_punctuation_cleanup(bert_tokenizer):
     t = parse("Don't you think, [MASK]?", bert_tokenizer, 512)
     ids = t.input_ids.clone()
@@ -47,6 +53,9 @@ def test_multi_token_fill_and_unknown_characters(bert_tokenizer):
     ("The [MASK*x] sat", "malformed"),
     ("The [mask] sat [MASK]", "malformed"),
     ("The [MASK*100000000] sat", "more than the model.s maximum"),
+    ("un[MASK] cat", "glued to 'n'"),
+    ("the [MASK]ing cat", "glued to 'i'"),
+    ("the [MASK][MASK] cat", "glued to the text next to it"),
 ])
 def test_bad_templates(bert_tokenizer, text, message):
     with pytest.raises(InfillError, match=message):
