@@ -47,10 +47,12 @@ sys.stdin.read()
 """
 
 
+CORPUS = "".join(" ".join(WORDS[i:i + 16]) + "\n" for i in range(12))  # 12 sentences of 16 words
+
+
 def write_protocol(tmp_path: Path, sentences: int = 2, steps: int = 2) -> Path:
-    """A protocol over a synthetic plain-text corpus of 12 sentences of 16 words."""
-    lines = [" ".join(WORDS[i:i + 16]) for i in range(12)]
-    (tmp_path / "corpus.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    """A protocol over ``CORPUS`` (plain text)."""
+    (tmp_path / "corpus.txt").write_text(CORPUS, encoding="utf-8")
     path = tmp_path / "protocol.toml"
     path.write_text(PROTOCOL.format(sentences=sentences, steps=steps), encoding="utf-8")
     return path
