@@ -66,7 +66,8 @@ def check_hyperparameters(method: str, options: dict, defaults: dict) -> dict:
 class RunConfig:
     """How to fill a template. ``method`` is a sampler name (``infill samplers``) or a baseline
     (:data:`BASELINES`); ``num_samples`` chains (or draws) of ``steps`` steps from ``init``; the target is
-    ``exp(U / temperature)`` (baselines temper the masked LM's softmax); ``top=k`` keeps the ``k`` distinct
+    ``exp(U / temperature)`` (baselines temper the masked LM's softmax), after an optional annealing from
+    ``anneal_from`` during the first half of the steps (see :func:`annealing_schedule`); ``top=k`` keeps the ``k`` distinct
     fillings of highest energy, taken as ``decode`` says; ``options`` are the sampler's hyperparameters."""
 
     method: str = "gibbs-mh"
@@ -76,6 +77,7 @@ class RunConfig:
     seed: Optional[int] = None
     init: str = "left-to-right"
     temperature: float = 1.0
+    anneal_from: Optional[float] = None
     decode: str = "visited"
     allow_subwords: bool = False
     forbid: tuple[str, ...] = ()
@@ -110,6 +112,10 @@ class RunConfig:
         _choice("decode", self.decode, DECODES)
         if _number("temperature", self.temperature) <= 0:
             raise InfillError(f"temperature must be positive, got {self.temperature!r}")
+        if self.anneal_from is not None and _number("anneal_from", self.anneal_from) <= self.temperature:
+            raise InfillError(f"anneal_from ({self.anneal_from}) must be above the temperature ({self.temperature})")
+        if self.anneal_from is not None and (self.is_baseline or self.steps < 4):
+            raise InfillError("anneal_from needs an MCMC sampler and at least 4 steps")
         if not isinstance(self.allow_subwords, bool):
             raise InfillError(f"allow_subwords must be true or false, got {self.allow_subwords!r}")
         if not isinstance(self.forbid, (list, tuple)) or not all(isinstance(w, str) and w for w in self.forbid):
@@ -131,4 +137,18 @@ class RunConfig:
     def signature(self) -> dict:
         """The settings that reproduce a run (everything but ``top``), for diagnostics and reports."""
         return {"method": self.method, "num_samples": self.num_samples, "steps": self.steps, "init": self.init,
-                "temperature": self.temperature, "decode": self.decode, "seed": self.seed, "options": self.options}
+                "temperature": self.temperature, "anneal_from": self.anneal_from, "decode": self.decode,
+                "seed": self.seed, "options": self.options}
+
+    def annealing_schedule(self) -> list[tuple[float, int]]:
+        """``(temperature, steps)`` stages of the run: without ``anneal_from`` one stage; with it, the first
+        half of the steps in up to 4 equal stages at temperatures spaced geometrically from ``anneal_from``
+        toward ``temperature`` (each stage a fresh run from the last one's final state, so no cached
+        energy is stale), then the rest at ``temperature``. Only the last stage's states are candidates."""
+        if self.anneal_from is None:
+            return [(self.temperature, self.steps)]
+        stages = min(4, self.steps // 2)
+        ratio = (self.temperature / self.anneal_from) ** (1 / stages)
+        length = self.steps // 2 // stages
+        return [(self.anneal_from * ratio**k, length) for k in range(stages)] + \
+            [(self.temperature, self.steps - stages * length)]

@@ -79,13 +79,14 @@ class Infiller:
     def sample(self, template: str, sampler: str = RunConfig.method, num_samples: int = RunConfig.num_samples,
                steps: int = RunConfig.steps, top: Optional[int] = None, seed: Optional[int] = None, *,
                init: str = RunConfig.init, temperature: float = RunConfig.temperature,
-               decode: str = RunConfig.decode, allow_subwords: bool = False, forbid: Sequence[str] = (),
-               progress: bool = False, **sampler_options) -> InfillResult:
+               anneal_from: Optional[float] = None, decode: str = RunConfig.decode, allow_subwords: bool = False,
+               forbid: Sequence[str] = (), progress: bool = False, **sampler_options) -> InfillResult:
         """Fill ``template`` with ``num_samples`` chains of ``steps`` steps of ``sampler`` (or draws of a
         baseline method: ``independent``, ``left-to-right``, ``argmax``); see :class:`~infill.config.RunConfig`.
 
         Chains start from ``init`` (draws from the masked LM, or uniform tokens) and target
-        ``exp(PLL / temperature)``. Without ``top`` each chain's final state is a sample; ``top=k`` keeps
+        ``exp(PLL / temperature)``, optionally annealed from ``anneal_from`` during the first half of the
+        steps. Without ``top`` each chain's final state is a sample; ``top=k`` keeps
         the ``k`` distinct fillings of highest energy among the states visited after burn-in
         (``decode="visited"``) or among the final states (``decode="final"``, the papers' protocol).
         Every draw comes from a ``torch.Generator`` seeded with ``seed`` (a random seed when None,
@@ -95,18 +96,19 @@ class Infiller:
         if not isinstance(template, str):
             raise InfillError(f"a template must be a string, got {type(template).__name__}")
         return self.sample_many([template], sampler, num_samples, steps, top, seed, init=init,
-                                temperature=temperature, decode=decode, allow_subwords=allow_subwords,
+                                temperature=temperature, anneal_from=anneal_from, decode=decode, allow_subwords=allow_subwords,
                                 forbid=forbid, progress=progress, **sampler_options)[0]
 
     def sample_many(self, templates: Sequence[str], sampler: str = RunConfig.method,
                     num_samples: int = RunConfig.num_samples, steps: int = RunConfig.steps,
                     top: Optional[int] = None, seed: Optional[int] = None, *, init: str = RunConfig.init,
-                    temperature: float = RunConfig.temperature, decode: str = RunConfig.decode,
+                    temperature: float = RunConfig.temperature, anneal_from: Optional[float] = None,
+                    decode: str = RunConfig.decode,
                     allow_subwords: bool = False, forbid: Sequence[str] = (), progress: bool = False,
                     max_sequences: int = MAX_SEQUENCES, **sampler_options) -> list[InfillResult]:
         """:meth:`sample` for a list of templates, in their order."""
         config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed,
-                                  init=init, temperature=temperature, decode=decode,
+                                  init=init, temperature=temperature, anneal_from=anneal_from, decode=decode,
                                   allow_subwords=allow_subwords, forbid=forbid, options=sampler_options)
         return self.run(templates, config, progress=progress, max_sequences=max_sequences)
 
@@ -139,9 +141,13 @@ class Infiller:
                     x = mlm_draws.draw(energy, config.method, n, generator, config.temperature)
                     states, values, trace = x[None], torch.full((1, n), math.nan), None
                 else:
-                    target = energy if config.temperature == 1 else Tempered(energy, config.temperature)
-                    x0 = mlm_draws.draw(energy, config.init, n, generator, config.temperature)
-                    trace = sampler.run(target, x0, config.steps, generator, callback=lambda *_: bar.update())
+                    x = mlm_draws.draw(energy, config.init, n, generator, config.anneal_from or config.temperature)
+                    evaluations = 0
+                    for temperature, steps in config.annealing_schedule():
+                        target = energy if temperature == 1 else Tempered(energy, temperature)
+                        trace = sampler.run(target, x, steps, generator, callback=lambda *_: bar.update())
+                        x, evaluations = trace.final_state.x, evaluations + trace.evaluations
+                    trace = dataclasses.replace(trace, evaluations=evaluations)
                     states, values = _candidates(trace, config)
                 for g, i in enumerate(batch):
                     chains = slice(g * config.num_samples, (g + 1) * config.num_samples)
@@ -182,13 +188,13 @@ class Infiller:
         d = template.num_blanks
         diagnostics = Diagnostics(
             sampler=config.method, hyperparameters=hyperparameters,
-            model=self.model_name, steps=0 if trace is None else trace.samples.shape[0],
+            model=self.model_name, steps=0 if trace is None else config.steps,
             num_samples=config.num_samples, seed=seed, init="-" if trace is None else config.init,
             temperature=config.temperature, decode=config.decode,
             acceptance_rate=None if trace is None else trace.acceptance_rate,
             mean_hops=None if trace is None else trace.mean_hops,
             tuned=None if trace is None else _tuned(trace.final_state),
-            burn_in=0 if trace is None else _burn_in(trace),
+            burn_in=0 if trace is None else config.steps - trace.samples.shape[0] + _burn_in(trace),
             evaluations=evaluations + (0 if trace is None else trace.evaluations),
             forwards=mlm_draws.FORWARDS[config.method if trace is None else config.init](d),
             candidates=len(set(keys)), seconds=time.perf_counter() - start, batched_templates=batched)

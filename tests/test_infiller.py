@@ -245,3 +245,17 @@ def test_top_decodes_from_every_visited_state(infiller):
                             decode="final")
     assert final.samples[0].energy == pytest.approx(trace.final_state.energy.max().item(), abs=1e-4)
     assert result.samples[0].energy >= final.samples[0].energy
+
+
+def test_annealing_runs_stages_and_keeps_only_the_last(infiller):
+    from infill.config import RunConfig
+
+    schedule = RunConfig.create(method="gibbs-mh", steps=12, temperature=0.5, anneal_from=4.0).annealing_schedule()
+    assert [steps for _, steps in schedule] == [1, 1, 1, 1, 8]
+    assert [round(t, 3) for t, _ in schedule] == [4.0, 2.378, 1.414, 0.841, 0.5]
+    result = infiller.sample(TEMPLATE, sampler="gibbs-mh", num_samples=3, steps=12, seed=0, temperature=0.5,
+                             anneal_from=4.0, top=2)
+    d = result.diagnostics
+    assert (d.steps, d.burn_in, result.trace.samples.shape[0]) == (12, 4, 8)
+    with pytest.raises(InfillError, match="must be above the temperature"):
+        infiller.sample(TEMPLATE, steps=12, temperature=0.5, anneal_from=0.5)

@@ -2,7 +2,7 @@
 
 Templates come from the argument, from stdin (``-``) or from ``--file``: one per line, empty lines
 skipped; a line starting with ``{`` is a JSON object with ``"template"`` and optional per-line options
-(``sampler``, ``num_samples``, ``steps``, ``top``, ``seed``, ``init``, ``temperature``, ``decode``,
+(``sampler``, ``num_samples``, ``steps``, ``top``, ``seed``, ``init``, ``temperature``, ``anneal_from``, ``decode``,
 ``allow_subwords``, ``forbid`` and sampler hyperparameters such as ``step_size``) overriding the command
 line's. Every line is checked (:class:`infill.config.RunConfig`) before the model loads.
 """
@@ -14,8 +14,8 @@ import sys
 
 from ..errors import InfillError
 
-RUN_KEYS = ("sampler", "num_samples", "steps", "top", "seed", "init", "temperature", "decode", "allow_subwords",
-            "forbid")
+RUN_KEYS = ("sampler", "num_samples", "steps", "top", "seed", "init", "temperature", "anneal_from", "decode",
+            "allow_subwords", "forbid")
 HYPERPARAMETER_FLAGS = ("step_size", "adapt_steps")
 """Sampler hyperparameters with a flag of their own; ``-o KEY=VALUE`` reaches every hyperparameter."""
 
@@ -50,6 +50,8 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
                                          "or final (the chains' final states)")
     parser.add_argument("--init", help="chain start: uniform, independent (all-masked MLM draws) or left-to-right")
     parser.add_argument("--temperature", type=float, help="target exp(PLL / T); T < 1 favours likely fillings")
+    parser.add_argument("--anneal-from", type=float, metavar="T0",
+                        help="anneal from temperature T0 down to --temperature over the first half of the steps")
     parser.add_argument("--seed", type=int, help="random seed (same seed, same samples)")
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
     parser.add_argument("--device", default="cpu", help="torch device (cpu)")
