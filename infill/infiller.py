@@ -29,14 +29,6 @@ from .vocabulary import sampleable_token_ids
 MAX_SEQUENCES = 512  # chains x blank tokens per batched sampler run in sample_many
 
 
-def _slice_trace(trace: Trace, chains: slice) -> Trace:
-    s = trace.final_state
-    state = State(s.x[chains], s.energy[chains], None if s.grad is None else s.grad[chains], s.num_categories,
-                  s.tuning)
-    return Trace(trace.samples[:, chains], trace.energies[:, chains], trace.accepted[:, chains],
-                 trace.hops[:, chains], trace.evaluations, trace.seconds, state)
-
-
 class Infiller:
     """A masked LM loaded once, sampling fillings of templates.
 
@@ -152,7 +144,7 @@ class Infiller:
                 for g, i in enumerate(batch):
                     chains = slice(g * config.num_samples, (g + 1) * config.num_samples)
                     results[i] = self._result(group[g], categories, states[:, chains], values[:, chains].cpu(),
-                                              None if trace is None else _slice_trace(trace, chains), config,
+                                              None if trace is None else trace.select(chains), config,
                                               hyperparameters, seed, len(batch), start)
         return results
 
@@ -194,7 +186,7 @@ class Infiller:
             acceptance_rate=None if trace is None else trace.acceptance_rate,
             mean_hops=None if trace is None else trace.mean_hops,
             tuned=None if trace is None else _tuned(trace.final_state),
-            burn_in=0 if trace is None else config.steps - trace.samples.shape[0] + _burn_in(trace),
+            burn_in=0 if trace is None else config.steps - trace.samples.shape[0] + trace.burn_in,
             evaluations=evaluations + (0 if trace is None else trace.evaluations),
             forwards=mlm_draws.FORWARDS[config.method if trace is None else config.init](d),
             candidates=len(set(keys)), seconds=time.perf_counter() - start, batched_templates=batched)
@@ -207,18 +199,17 @@ def _candidates(trace: Trace, config: RunConfig) -> tuple[Tensor, Tensor]:
     if config.top is None or config.decode == "final":
         states, values = trace.final_state.x[None], trace.final_state.energy[None]
     else:
-        states, values = trace.samples[_burn_in(trace):], trace.energies[_burn_in(trace):]
+        states, values = trace.samples[trace.burn_in:], trace.energies[trace.burn_in:]
     return states, values * config.temperature
 
 
-def _burn_in(trace: Trace) -> int:
-    """Steps spent tuning the sampler, whose states are not draws of the target."""
-    return getattr(trace, "burn_in", 0)
-
-
 def _tuned(state: State) -> Optional[dict]:
-    tuning = state.tuning
-    return dataclasses.asdict(tuning) if dataclasses.is_dataclass(tuning) else None
+    """What the sampler tuned during burn-in, as JSON-ready values (None if it tunes nothing)."""
+    t = state.tuning
+    if t is None:
+        return None
+    tuned = {"value": t.value, "adapt_steps": t.adapt_steps, "burn_in": t.burn_in}
+    return tuned if t.preconditioner is None else {**tuned, "preconditioner": t.preconditioner.tolist()}
 
 
 def _evaluate(energy: MaskedLMEnergy, x_idx: Tensor) -> Tensor:

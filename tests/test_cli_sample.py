@@ -76,7 +76,7 @@ def test_samplers_lists_options(capsys):
     assert code == 0 and "dmala" in out and "--step-size=0.1" in out and "gibbs" in out
     code, out, _ = run_main(capsys, "samplers", "--json")
     by_name = {r["name"]: r for r in map(json.loads, out.splitlines())}
-    assert by_name["dmala"]["options"]["step_size"] == 0.1 and by_name["gibbs"]["options"] == {}
+    assert by_name["dmala"]["options"]["step_size"] == 0.1 and by_name["gibbs"]["options"] == {"proposal": "model"}
 
 
 @pytest.mark.parametrize("args, message", [
@@ -92,7 +92,7 @@ def test_samplers_lists_options(capsys):
     (["sample", "A [MASK].", "-n", "3", "--top", "5", "--decode", "final"], "top (5) cannot exceed num_samples (3)"),
     (["sample", "A [MASK].", "--sampler", "dmala", "-o", "step_size=abc"], "step_size must be a finite number, got 'abc'"),
     (["sample", "A [MASK].", "--sampler", "dmala", "--step-size", "inf"], "step_size must be a finite number, got inf"),
-    (["sample", "A [MASK].", "--sampler", "dmala", "--adapt-steps", "1.5"], "adapt_steps must be an integer"),
+    (["sample", "A [MASK].", "--sampler", "dmala", "--adapt-steps", "1.5"], "adapt_steps must be 0 or more"),
     (["sample", "A [MASK].", "--init", "zeros"], "init must be one of"),
     (["sample", "A [MASK].", "--temperature", "-1"], "temperature must be positive"),
     (["sample", "A [MASK].", "--model", "./no/such/dir"], "pass --model PATH"),

@@ -116,7 +116,7 @@ def test_sample_many_batches_by_shape(infiller):
     ({"sampler": "dmala", "step_size": -1.0}, "step_size must be positive"),
     ({"sampler": "dmala", "step_size": math.inf}, "step_size must be a finite number"),
     ({"sampler": "dmala", "step_size": "abc"}, "step_size must be a finite number, got 'abc'"),
-    ({"sampler": "dmala", "adapt_steps": 1.5}, "adapt_steps must be an integer"),
+    ({"sampler": "dmala", "adapt_steps": 1.5}, "adapt_steps must be 0 or more"),
     ({"sampler": "argmax", "step_size": 0.1}, "'argmax' has no option 'step_size'"),
     ({"forbid": ["ice cream"]}, "cannot forbid"),
     ({"forbid": "day"}, "forbid must be a list of words"),
