@@ -1,0 +1,110 @@
+"""Every masked-LM family on tiny random models with real vocabularies (tests/families.py): the PLL against a
+masked forward pass, the tokenizer's own sequence, whole-word fills, clean text, forbid, dmala and gibbs."""
+import warnings
+
+import pytest
+import torch
+import transformers as tf
+
+from infill import Infiller
+from infill.energies import MaskedLMEnergy, evaluate, one_hot
+from infill.errors import InfillError
+from infill.template import parse
+from infill.vocabulary import sampleable_token_ids, token_words
+
+from families import FAMILIES, build, tokenizer
+
+TEMPLATE = "the [MASK] sat on the [MASK*2]."
+MARKERS = {"wordpiece": "", "bpe": "Ġ", "bpe-lstrip": "Ġ"}  # what a word start looks like, to check; else "▁"
+each_family = pytest.mark.parametrize("family", list(FAMILIES))
+
+
+def energy_of(family, text=TEMPLATE):
+    model, tok = build(family)
+    t = parse(text, tok, 64)
+    return MaskedLMEnergy(model, t.input_ids, t.blank_positions, sampleable_token_ids(tok), tok.mask_token_id), t
+
+
+@each_family
+def test_pll_equals_a_masked_forward_pass_on_the_fast_path(family):
+    energy, t = energy_of(family)
+    assert energy._head is not None
+    x_idx = torch.randint(energy.num_categories, (2, t.num_blanks), generator=torch.Generator().manual_seed(0))
+    ids = energy.token_ids(x_idx)
+    reference = torch.zeros(2)
+    for i, slot in enumerate(t.blank_positions):
+        masked = ids.clone()
+        masked[:, slot] = energy.mask_token_id
+        with torch.no_grad():
+            logits = energy.model(input_ids=masked).logits[:, slot, energy.category_ids]
+        reference += torch.log_softmax(logits, -1).gather(1, x_idx[:, i:i + 1]).squeeze(1)
+    torch.testing.assert_close(evaluate(energy, one_hot(x_idx, energy.num_categories)), reference,
+                               rtol=1e-4, atol=1e-4)
+
+
+@each_family
+def test_word_starts_are_derived_from_the_tokenizer(family):
+    style = FAMILIES[family][0]
+    tok = tokenizer(style)
+    words = tok.convert_ids_to_tokens(sampleable_token_ids(tok).tolist())
+    marker = MARKERS.get(style, "▁")
+    assert all(w.startswith(marker) and not w.startswith("##") and w.strip(marker) for w in words)
+    pieces = set(tok.convert_ids_to_tokens(sampleable_token_ids(tok, allow_subwords=True).tolist())) - set(words)
+    assert any(p.startswith("##") if style == "wordpiece" else not p.startswith(marker) for p in pieces)
+    kept = sampleable_token_ids(tok, forbid=["The"]).tolist()
+    texts = token_words(tok)[0]
+    assert not any(texts[i].casefold() == "the" for i in kept) and len(kept) < len(words)
+
+
+@each_family
+@pytest.mark.parametrize("sampler", ["dmala", "gibbs"])
+def test_samples_are_whole_words_in_the_tokenizers_own_sequence(family, sampler):
+    model, tok = build(family)
+    result = Infiller(model=model, tokenizer=tok).sample(TEMPLATE, sampler=sampler, num_samples=3, steps=2,
+                                                         seed=0, forbid=["the"])
+    word_starts = token_words(tok)[1]
+    for s in result.samples:
+        assert s.token_ids == tok(s.text)["input_ids"]  # what was scored is what the tokenizer makes of the text
+        blanks = [s.token_ids[p] for p in parse(TEMPLATE, tok, 64).blank_positions]
+        assert set(blanks) <= word_starts and "the" not in [f.casefold() for f in " ".join(s.fills).split()]
+        assert "  " not in s.text and not any(m in s.text for m in ("Ġ", "▁", "##", tok.mask_token))
+        if FAMILIES[family][0] != "wordpiece":  # decoding is exact: the template with the words in its blanks
+            assert s.text == f"the {s.fills[0]} sat on the {s.fills[1]}."
+
+
+@each_family
+def test_blanks_next_to_text(family):
+    tok = tokenizer(FAMILIES[family][0])
+    energy, t = energy_of(family, "[MASK] sat on the mat [MASK] .")
+    x = one_hot(torch.zeros(1, 2, dtype=torch.long), energy.num_categories)
+    assert t.num_blanks == 2 and torch.isfinite(evaluate(energy, x)).all()
+    with pytest.raises(InfillError, match="glued"):
+        parse("un[MASK] cat", tok, 64)
+    if FAMILIES[family][0] == "wordpiece":
+        parse('he said "[MASK]".', tok, 64)
+    else:  # a word after a quote is a continuation piece there, never a word start
+        with pytest.raises(InfillError, match="glued"):
+            parse('he said "[MASK]".', tok, 64)
+
+
+def test_deberta_legacy_head_and_unknown_architectures_fall_back_with_one_warning():
+    model, tok = build("deberta-v3")
+    config = model.config.to_dict() | {"legacy": True}
+    legacy = tf.DebertaV2ForMaskedLM(tf.DebertaV2Config(**config)).eval()
+
+    class Custom(tf.DebertaV2ForMaskedLM):
+        pass
+
+    unknown = Custom(legacy.config).eval()
+    unknown.load_state_dict(legacy.state_dict())
+    t = parse(TEMPLATE, tok, 64)
+    categories = sampleable_token_ids(tok)
+    x = one_hot(torch.randint(len(categories), (2, t.num_blanks), generator=torch.Generator().manual_seed(1)),
+                len(categories))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        energies = [MaskedLMEnergy(m, t.input_ids, t.blank_positions, categories, tok.mask_token_id)
+                    for m in (legacy, unknown, unknown)]
+    assert [str(w.message)[:6] for w in caught] == ["Custom"]
+    assert energies[0]._head is not None and energies[1]._head is None
+    torch.testing.assert_close(evaluate(energies[0], x), evaluate(energies[1], x), rtol=1e-4, atol=1e-4)
