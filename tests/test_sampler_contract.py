@@ -54,3 +54,56 @@ def test_one_hot_start_is_accepted():
 def test_bad_arguments_say_what_is_wrong(call, message):
     with pytest.raises(InfillError, match=message):
         call()
+
+
+def test_state_and_trace_select_chains_and_keep_the_tuning():
+    trace = make_sampler("dmala").run(ENERGY, torch.zeros(6, 3, dtype=torch.long), 10, torch.Generator().manual_seed(0))
+    part = trace.select(slice(2, 4))
+    assert part.samples.shape == (10, 2, 3) and torch.equal(part.samples, trace.samples[:, 2:4])
+    assert torch.equal(part.final_state.scores, trace.final_state.scores[2:4])
+    assert part.final_state.tuning == trace.final_state.tuning and part.final_state.tuning.value != 0.1
+    assert part.burn_in == trace.burn_in == 5
+    mask = torch.tensor([True, False, True, False, False, True])
+    assert torch.equal(trace.final_state.select(mask).energy, trace.final_state.energy[mask])
+
+
+class CountingLM:
+    """A masked-LM energy that counts its PLL evaluations and conditional forward passes."""
+
+    def __init__(self, energy):
+        self.energy, self.num_categories, self.calls = energy, energy.num_categories, {"pll": 0, "conditional": 0}
+
+    def __call__(self, x):
+        self.calls["pll"] += 1
+        return self.energy(x)
+
+    def conditional_logits(self, x_idx, i):
+        self.calls["conditional"] += 1
+        return self.energy.conditional_logits(x_idx, i)
+
+
+@pytest.fixture(scope="module")
+def lm_energy():
+    from infill.energies import MaskedLMEnergy
+    from conftest import tiny_bert
+
+    model = tiny_bert(vocab_size=40, seed=0, init=0.5)
+    return MaskedLMEnergy(model, torch.tensor([1, 10, 4, 11, 4, 2]), torch.tensor([2, 4]), torch.arange(20, 26), 4)
+
+
+def test_plain_gibbs_on_a_masked_lm_costs_one_forward_per_step_and_no_energy(lm_energy):
+    counting = CountingLM(lm_energy)
+    trace = make_sampler("gibbs").run(counting, torch.zeros(3, 2, dtype=torch.long), 8)
+    assert counting.calls == {"pll": 0, "conditional": 8} and trace.evaluations == 8
+    assert torch.isnan(trace.energies).all() and trace.hops.sum() > 0
+    counting = CountingLM(lm_energy)
+    trace = make_sampler("gibbs-mh").run(counting, torch.zeros(3, 2, dtype=torch.long), 8)
+    assert counting.calls == {"pll": 1 + 8, "conditional": 8} and torch.isfinite(trace.energies).all()
+
+
+def test_gibbs_proposal_is_explicit(lm_energy):
+    counting = CountingLM(lm_energy)
+    make_sampler("gibbs", proposal="exact").run(counting, torch.zeros(3, 2, dtype=torch.long), 4)
+    assert counting.calls["conditional"] == 0 and counting.calls["pll"] == 1 + 4  # K values, one batch a step
+    with pytest.raises(InfillError, match="proposal"):
+        make_sampler("gibbs", proposal="bert")

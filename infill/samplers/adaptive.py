@@ -12,7 +12,7 @@ Langevin-type proposals) by the Robbins-Monro recursion on ``log value``
     log v_{t+1} = log v_t + (a_t - target_accept) / (t + 1)^0.6.
 
 A too-small step proposes to stay put: those proposals are accepted but do not count, so ``a_t`` is low
-only where real moves are rejected, and a step that never moves grows. Afterwards the value is frozen, so
+only where real moves are rejected; a step at which no chain proposes a move is doubled. Afterwards the value is frozen, so
 the chain from then on is a fixed MH kernel and targets the energy exactly.
 
 ``precondition`` (factorised kernels) scales the value per variable, ``value * g_i``: over the first half of
@@ -38,12 +38,11 @@ from .base import Sampler, State, StepInfo, Tuning
 GAIN_DECAY = 0.6  # Robbins-Monro gains (t + 1)^-0.6: sum diverges, sum of squares converges
 
 
-def moving_acceptance(info: StepInfo) -> float:
-    """Mean acceptance probability of the proposals that change something (1 where none does: the step is
-    too small to move)."""
+def moving_acceptance(info: StepInfo) -> Optional[float]:
+    """Mean acceptance probability of the proposals that change something (None where none does)."""
     moved = info.proposed_hops > 0
     if not moved.any():
-        return 1.0
+        return None
     return info.accept_prob[moved].float().mean().item()
 
 
@@ -68,7 +67,8 @@ class Adaptation:
     def update(self, tuning: Tuning, info: StepInfo, after: State) -> Tuning:
         t, value = tuning.steps, tuning.value
         if t < tuning.adapt_steps:
-            step = (moving_acceptance(info) - self.target) / (t + 1) ** GAIN_DECAY
+            rate = moving_acceptance(info)
+            step = math.log(2) if rate is None else (rate - self.target) / (t + 1) ** GAIN_DECAY
             value = max(value * math.exp(step), self.minimum)
         if self.decay < 1:
             value = max(value * self.decay, self.floor)
