@@ -38,8 +38,18 @@ def resolve_device(device: Union[str, torch.device]) -> torch.device:
     except RuntimeError:
         raise InfillError(f"unknown device {device!r}; use cpu, cuda, cuda:1, mps...") from None
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise InfillError(f"device {str(device)!r} is not available here (no CUDA); use --device cpu")
+        raise InfillError(f"device {str(device)!r} is not available here (no CUDA); choose the device 'cpu'")
     return device
+
+
+def _check_folder(path: Path, name: str) -> None:
+    """One line for a local folder that holds no saved model (``save_pretrained``'s config and weights)."""
+    files = [f.name for f in path.iterdir()]
+    if "config.json" not in files:
+        raise InfillError(f"folder {name!r} holds no model: it has no config.json; give the folder a model was "
+                          "saved to, or a hub id")
+    if not any(f.endswith((".safetensors", ".bin")) for f in files):
+        raise InfillError(f"folder {name!r} has a config.json but no model weights (*.safetensors or *.bin)")
 
 
 def load(name: Optional[str] = None, device: Union[str, torch.device] = "cpu",
@@ -51,24 +61,31 @@ def load(name: Optional[str] = None, device: Union[str, torch.device] = "cpu",
 
     name = name or default_model()
     device, dtype = resolve_device(device), resolve_dtype(dtype)
-    if name.startswith((".", "/", "~")) and not Path(name).expanduser().exists():
-        raise InfillError(f"model path {name!r} does not exist; pass --model PATH to a local checkpoint")
-    path = str(Path(name).expanduser()) if name.startswith("~") else name
+    path = Path(name).expanduser()
+    if name.startswith((".", "/", "~")) and not path.exists():
+        raise InfillError(f"model path {name!r} does not exist; give the path of a local checkpoint or a hub id")
+    local = path.is_dir()
+    if local:
+        _check_folder(path, name)
     bar = logging.is_progress_bar_enabled()
     logging.disable_progress_bar()  # no "Loading weights" bar: ours is the only one on stderr
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
+        tokenizer = AutoTokenizer.from_pretrained(str(path) if local else name)
         try:
-            model = AutoModelForMaskedLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa")
+            model = AutoModelForMaskedLM.from_pretrained(str(path) if local else name, dtype=dtype,
+                                                         attn_implementation="sdpa")
         except ValueError as exc:
             if "sdpa" not in str(exc).lower():
                 raise
-            model = AutoModelForMaskedLM.from_pretrained(path, dtype=dtype)
+            model = AutoModelForMaskedLM.from_pretrained(str(path) if local else name, dtype=dtype)
     except OSError:
-        raise InfillError(f"cannot load model {name!r}: not found locally and the hub is unreachable; "
-                          "pass --model PATH to a local checkpoint (or set INFILL_MODEL)") from None
+        if local:
+            raise InfillError(f"cannot load the model saved in {name!r}: its tokenizer or weights are missing or "
+                              "unreadable") from None
+        raise InfillError(f"cannot load model {name!r}: not found locally and the hub is unreachable; give the path "
+                          "of a local checkpoint (or set INFILL_MODEL)") from None
     except ValueError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = str(exc).strip().splitlines()[0].rstrip(" :") if str(exc).strip() else type(exc).__name__
         raise InfillError(f"cannot load {name!r} as a masked language model: {first}") from None
     finally:
         if bar:

@@ -64,8 +64,10 @@ def parse(text: str, tokenizer, max_length: int) -> Template:
         raise InfillError("this model's tokenizer has no mask token; use a masked language model")
     if sum(counts) > max_length:
         raise InfillError(f"template has {sum(counts)} blank tokens, more than the model's maximum of {max_length}")
-    if tokenizer.mask_token in rest:
-        raise InfillError(f"template contains the mask token {tokenizer.mask_token!r} outside a blank: {text!r}")
+    special = next((token for token in tokenizer.all_special_tokens if token in rest), None)
+    if special:
+        raise InfillError(f"template contains the special token {special!r} outside a blank: {text!r}; "
+                          "write plain text around the [MASK] blanks")
     for m in BLANK.finditer(text):
         if _glued(text, m):
             raise InfillError(f"blank {m.group()} is glued to {_glued(text, m)!r} in {text!r}; a blank fills whole "
