@@ -1,7 +1,7 @@
 """Adaptation during burn-in: a wrapper around a kernel whose tuned value is an argument of its transition.
 
 A :class:`Tuned` kernel implements ``transition(energy, state, generator, value)``: one step with the tuned
-argument ``value`` (a step size, or PAS's path length), a float or a per-variable ``(d, 1)`` tensor. Its
+argument ``value`` (a step size, or PAS's path length). Its
 ``step`` passes ``state.tuning``'s value and updates the tuning with :class:`Adaptation`.
 
 By default a run adapts during its first half (``adapt_steps=None``; ``0`` never adapts). The criterion
@@ -14,22 +14,15 @@ Langevin-type proposals) by the Robbins-Monro recursion on ``log value``
 A too-small step proposes to stay put: those proposals are accepted but do not count, so ``a_t`` is low
 only where real moves are rejected; a step at which no chain proposes a move is doubled. Afterwards the value is frozen, so
 the chain from then on is a fixed MH kernel and targets the energy exactly.
-
-``precondition`` (factorised kernels) scales the value per variable, ``value * g_i``: over the first half of
-the adaptation ``g`` is estimated from the scores as ``g_i ∝ 1 / rms_i``, ``rms_i`` the root mean square of
-variable ``i``'s score differences ``scores[i, k] - scores[i, x_i]`` over chains and steps (normalised to a
-geometric mean of 1); then it is frozen and the common value adapts on. This is the DLP paper's diagonal
-preconditioner (Zhang, Liu & Liu, 2022, Appendix H): one step size per variable scale.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Optional, Union
+from typing import ClassVar, Optional
 
 import torch
-from torch import Tensor
 
 from ..energies.base import Energy
 from ..errors import InfillError
@@ -46,23 +39,16 @@ def moving_acceptance(info: StepInfo) -> Optional[float]:
     return info.accept_prob[moved].float().mean().item()
 
 
-def score_spread(state: State) -> Tensor:
-    """Per-variable mean square of the score differences ``scores[i, k] - scores[i, x_i]``, ``(d,)``."""
-    current = state.scores.gather(2, state.x.unsqueeze(-1))
-    return (state.scores - current).double().pow(2).mean((0, 2))
-
-
 @dataclass(frozen=True)
 class Adaptation:
     """Tunes ``Tuning.value`` toward ``target`` acceptance of moving proposals (module docstring), keeping it
     at or above ``minimum``; ``decay < 1`` multiplies it by ``decay`` every step down to ``floor`` (a schedule,
-    each step's kernel exact); ``precondition`` also estimates the per-variable scale."""
+    each step's kernel exact)."""
 
     target: float
     minimum: float = 0.0
     decay: float = 1.0
     floor: float = 0.0
-    precondition: bool = False
 
     def update(self, tuning: Tuning, info: StepInfo, after: State) -> Tuning:
         t, value = tuning.steps, tuning.value
@@ -72,15 +58,7 @@ class Adaptation:
             value = max(value * math.exp(step), self.minimum)
         if self.decay < 1:
             value = max(value * self.decay, self.floor)
-        tuning = dataclasses.replace(tuning, value=value, steps=t + 1)
-        if self.precondition and t < tuning.adapt_steps // 2:
-            moments = score_spread(after) + (0 if tuning.moments is None else tuning.moments)
-            tuning = dataclasses.replace(tuning, moments=moments)
-            if t + 1 == tuning.adapt_steps // 2:
-                log_rms = 0.5 * moments.clamp_min(1e-12).log()
-                scale = torch.exp(log_rms.mean() - log_rms).to(after.scores.dtype)
-                tuning = dataclasses.replace(tuning, preconditioner=scale, moments=None)
-        return tuning
+        return dataclasses.replace(tuning, value=value, steps=t + 1)
 
 
 @dataclass
@@ -111,13 +89,10 @@ class Tuned(Sampler):
         return Tuning(float(self.start_value()), adapt, adapt)
 
     def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator],
-                   value: Union[float, Tensor]) -> tuple[State, StepInfo]:
+                   value: float) -> tuple[State, StepInfo]:
         raise NotImplementedError
 
     def step(self, energy: Energy, state: State, generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
         tuning = state.tuning if state.tuning is not None else self.initial_tuning(None)
-        value = tuning.value
-        if tuning.preconditioner is not None:
-            value = value * tuning.preconditioner[:, None]
-        new_state, info = self.transition(energy, state, generator, value)
+        new_state, info = self.transition(energy, state, generator, tuning.value)
         return dataclasses.replace(new_state, tuning=self.adaptation().update(tuning, info, new_state)), info

@@ -24,16 +24,12 @@ from ..errors import InfillError
 class Tuning:
     """What a sampler adapts during burn-in: the kernel argument ``value`` in use (a step size or a path
     length), adapted during the first ``adapt_steps`` steps and frozen afterwards; ``burn_in`` steps tune
-    anything at all (``>= adapt_steps``); ``steps`` counts the steps taken. ``preconditioner`` is a
-    per-variable scale of ``value`` ``(d,)`` (None: one value for all variables), ``moments`` its running
-    estimate during burn-in."""
+    anything at all (``>= adapt_steps``); ``steps`` counts the steps taken."""
 
     value: float
     adapt_steps: int
     burn_in: int
     steps: int = 0
-    preconditioner: Optional[Tensor] = None
-    moments: Optional[Tensor] = None
 
     @property
     def adapting(self) -> bool:

@@ -17,20 +17,16 @@ category ``a`` the jump probabilities after time ``h`` are
 
 The joint proposal is the product over variables; an MH test with the reverse proposal (gradient at the
 proposal, cached for the next step) makes the chain exact: the factorised kernel (:mod:`.factorised`) with
-this proposal. One value-and-gradient evaluation per step. ``h`` is a number or a per-variable ``(d, 1)`` tensor.
+this proposal. One value-and-gradient evaluation per step.
 """
 from __future__ import annotations
 
-from typing import Union
+import math
 
 import torch
 from torch import Tensor
 
 from .balancing import balancing_function, log_rates
-
-
-def _log(h: Union[float, Tensor], like: Tensor) -> Tensor:
-    return torch.log(torch.as_tensor(h, dtype=like.dtype, device=like.device))
 
 
 def _log_one_minus_exp_neg(log_r: Tensor) -> Tensor:
@@ -39,18 +35,18 @@ def _log_one_minus_exp_neg(log_r: Tensor) -> Tensor:
     return torch.where(log_r < -20, log_r, torch.log(-torch.expm1(-r)))
 
 
-def interpolated_log_proposal(x: Tensor, grad: Tensor, h: Union[float, Tensor], balancing: str) -> Tensor:
+def interpolated_log_proposal(x: Tensor, grad: Tensor, h: float, balancing: str) -> Tensor:
     """DLMC's per-variable log jump probabilities ``(B, d, K)`` (eq. 39, diagonal completing each row)."""
     log_nu = torch.log_softmax(grad, dim=-1)
-    log_r = _log(h, grad) + log_rates(x, grad, balancing_function(balancing)) - log_nu  # log(h Q_ab / nu_b); -inf at b = a
+    log_r = math.log(h) + log_rates(x, grad, balancing_function(balancing)) - log_nu  # log(h Q_ab / nu_b); -inf at b = a
     moves = log_nu + _log_one_minus_exp_neg(log_r)
     stays = torch.logsumexp(log_nu - log_r.exp(), dim=-1, keepdim=True)  # nu_a + sum nu_b exp(-h Q_ab / nu_b)
     return moves.scatter(2, x.unsqueeze(-1), stays)
 
 
-def euler_log_proposal(x: Tensor, grad: Tensor, h: Union[float, Tensor], balancing: str) -> Tensor:
+def euler_log_proposal(x: Tensor, grad: Tensor, h: float, balancing: str) -> Tensor:
     """DLMCf's per-variable log jump probabilities ``(B, d, K)``: ``I + hQ``, renormalised where it overshoots."""
-    log_moves = _log(h, grad) + log_rates(x, grad, balancing_function(balancing))
+    log_moves = math.log(h) + log_rates(x, grad, balancing_function(balancing))
     log_total = torch.logsumexp(log_moves, dim=-1, keepdim=True).clamp_max(0.0)
     moves = log_moves - torch.logsumexp(log_moves, dim=-1, keepdim=True) + log_total
     stays = torch.log(-torch.expm1(log_total))  # log(1 - min(h sum Q, 1))

@@ -9,19 +9,16 @@ evaluation of the proposal's energy and scores per step (the current state's are
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Optional, Union
+from typing import ClassVar, Optional
 
 import torch
 from torch import Tensor
 
 from ..energies.base import Energy
 from ..errors import InfillError
-from .adaptive import Adaptation, Tuned
+from .adaptive import Tuned
 from .base import State, StepInfo, mh_transition, sample_categorical
 from .scores import GRADIENT, ScoreSource
-
-LogProposal = Callable[[Tensor, Tensor, Union[float, Tensor]], Tensor]
-
 
 def gather_sum(log_q: Tensor, x: Tensor) -> Tensor:
     """``sum_i log_q[b, i, x[b, i]]``: the log-probability ``(B,)`` of the joint proposal ``x``."""
@@ -30,11 +27,9 @@ def gather_sum(log_q: Tensor, x: Tensor) -> Tensor:
 
 @dataclass
 class Factorised(Tuned):
-    """Factorised proposal from scores with step ``step_size``, MH-tested where ``adjusted``; ``precondition``
-    scales the step per variable (:mod:`.adaptive`)."""
+    """Factorised proposal from scores with step ``step_size``, MH-tested where ``adjusted``."""
 
     step_size: float = 1.0
-    precondition: bool = False
     score_source: ClassVar[ScoreSource] = GRADIENT
     adjusted: ClassVar[bool] = True
 
@@ -43,14 +38,11 @@ class Factorised(Tuned):
         if not self.step_size > 0:
             raise InfillError(f"step_size must be positive, got {self.step_size}")
 
-    def log_proposal(self, x: Tensor, scores: Tensor, value: Union[float, Tensor]) -> Tensor:
+    def log_proposal(self, x: Tensor, scores: Tensor, value: float) -> Tensor:
         raise NotImplementedError
 
     def start_value(self) -> float:
         return self.step_size
-
-    def adaptation(self) -> Adaptation:
-        return Adaptation(self.target_accept, precondition=self.precondition)
 
     def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
         value, scores = self.score_source.evaluate(energy, x_idx, k)
@@ -60,7 +52,7 @@ class Factorised(Tuned):
         return self.score_source.evaluations(d, k)
 
     def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator],
-                   value: Union[float, Tensor]) -> tuple[State, StepInfo]:
+                   value: float) -> tuple[State, StepInfo]:
         x, k = state.x, state.num_categories
         log_fwd = self.log_proposal(x, state.scores, value)
         y = sample_categorical(log_fwd, generator)

@@ -8,20 +8,17 @@ DMALA(alpha = eps) for ``K > 2``.
 """
 from __future__ import annotations
 
-from typing import Union
-
 import torch
 from torch import Tensor
 
 
-def langevin_log_proposal(x: Tensor, scores: Tensor, step_size: Union[float, Tensor]) -> Tensor:
+def langevin_log_proposal(x: Tensor, scores: Tensor, step_size: float) -> Tensor:
     """Per-variable log-probabilities ``(B, d, K)`` of the discrete Langevin proposal at ``x``.
 
     ``logits[i, k] = 1/2 grad . (x' - x) - ||x' - x||^2 / (2 alpha)`` for ``x'`` = ``x`` with variable
     ``i`` set to ``k``; in one-hot form ``grad . (x' - x) = grad[i, k] - grad[i, x_i]`` and
     ``||x' - x||^2 = 2`` for a change, so the distance term is ``1/alpha`` (the paper's convention).
-    DISCS writes ``1/(2 alpha)`` for it: its step size is half of ours. ``step_size`` is a number or a
-    per-variable ``(d, 1)`` tensor. With exact differences as ``scores`` it is the Newton proposal (Xiang
+    DISCS writes ``1/(2 alpha)`` for it: its step size is half of ours. With exact differences as ``scores`` it is the Newton proposal (Xiang
     et al., 2023).
     """
     current = scores.gather(2, x.unsqueeze(-1))
@@ -29,7 +26,7 @@ def langevin_log_proposal(x: Tensor, scores: Tensor, step_size: Union[float, Ten
     return torch.log_softmax((scores - current) / 2 - change / step_size, dim=-1)
 
 
-def ncg_log_proposal(x: Tensor, scores: Tensor, eps: Union[float, Tensor]) -> Tensor:
+def ncg_log_proposal(x: Tensor, scores: Tensor, eps: float) -> Tensor:
     """NCG's proposal with step ``eps``: the discrete Langevin proposal with ``alpha = 2 eps`` for binary
     variables and ``alpha = eps`` for categorical ones (module docstring)."""
     return langevin_log_proposal(x, scores, 2 * eps if scores.shape[-1] == 2 else eps)

@@ -7,8 +7,6 @@ the ``step_size`` given is where the adaptation starts; ``adapt_steps=0`` keeps 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
-
 from torch import Tensor
 
 from ..errors import InfillError
@@ -29,7 +27,7 @@ class Langevin(Factorised):
 
     step_size: float = 0.1
 
-    def log_proposal(self, x: Tensor, scores: Tensor, value: Union[float, Tensor]) -> Tensor:
+    def log_proposal(self, x: Tensor, scores: Tensor, value: float) -> Tensor:
         return langevin_log_proposal(x, scores, value)
 
 
@@ -49,7 +47,7 @@ class DULA(Langevin):
 @dataclass
 class DMALA(Langevin):
     """Discrete Metropolis-adjusted Langevin (Zhang, Liu & Liu, 2022): the discrete Langevin proposal plus an
-    MH test with the reverse proposal; ``precondition`` gives each variable its own step scale."""
+    MH test with the reverse proposal."""
 
     name = "dmala"
 
@@ -62,7 +60,7 @@ class NCG(Langevin):
 
     name = "ncg"
 
-    def log_proposal(self, x: Tensor, scores: Tensor, value: Union[float, Tensor]) -> Tensor:
+    def log_proposal(self, x: Tensor, scores: Tensor, value: float) -> Tensor:
         return ncg_log_proposal(x, scores, value)
 
 
@@ -86,10 +84,9 @@ class NewtonSeries(Factorised):
             raise InfillError(f"{self.name}: a decaying step size (decay {self.decay}) needs a positive min_step_size")
 
     def adaptation(self) -> Adaptation:
-        return Adaptation(self.target_accept, decay=self.decay, floor=self.min_step_size,
-                          precondition=self.precondition)
+        return Adaptation(self.target_accept, decay=self.decay, floor=self.min_step_size)
 
-    def log_proposal(self, x: Tensor, scores: Tensor, value: Union[float, Tensor]) -> Tensor:
+    def log_proposal(self, x: Tensor, scores: Tensor, value: float) -> Tensor:
         return langevin_log_proposal(x, scores, value)
 
 
@@ -133,7 +130,7 @@ class DLMC(DiscreteLangevinMC):
 
     name = "dlmc"
 
-    def log_proposal(self, x: Tensor, scores: Tensor, value: Union[float, Tensor]) -> Tensor:
+    def log_proposal(self, x: Tensor, scores: Tensor, value: float) -> Tensor:
         return interpolated_log_proposal(x, scores, value, self.balancing)
 
 
@@ -145,7 +142,7 @@ class DLMCf(DiscreteLangevinMC):
     name = "dlmcf"
     step_size: float = 0.5
 
-    def log_proposal(self, x: Tensor, scores: Tensor, value: Union[float, Tensor]) -> Tensor:
+    def log_proposal(self, x: Tensor, scores: Tensor, value: float) -> Tensor:
         return euler_log_proposal(x, scores, value, self.balancing)
 
 
