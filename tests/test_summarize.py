@@ -11,11 +11,13 @@ import torch
 
 from infill.cli import main
 from infill.errors import InfillError
-from infill.summarize import (Budget, ObjectiveConfig, SummaryObjective, brute_force, decode_text, greedy, lead,
-                              run_chains, split_sentences)
+from infill.summarize import (Budget, ChainSettings, ObjectiveConfig, SummaryObjective, brute_force, decode_text,
+                              greedy, lead, run_chains, split_sentences)
 from infill.summarize.aclsum_data import detokenize, load_aclsum
 from infill.summarize.chain_stats import effective_sample_size
-from infill.summarize.decoding import dimension_vote, sample_vote
+from infill.summarize.decoding import auto_step_size, dimension_vote, sample_vote
+from infill.summarize.peers import peer_summary
+from infill.summarize.sentences import clean_sentences
 
 DOC = [
     "Markov chain Monte Carlo samplers for discrete distributions are slow when they change one variable.",
@@ -59,7 +61,7 @@ def test_objective_matches_the_formula():
 
 
 def test_budget_penalty_rule():
-    obj = SummaryObjective(DOC, Budget(25, "words"))
+    obj = SummaryObjective(DOC, Budget(25, "words"), ObjectiveConfig(penalty=1.0))
     masks = torch.tensor(list(itertools.product((0.0, 1.0), repeat=8)))
     feasible = obj.feasible(masks)
     assert torch.all(obj.penalty(masks[feasible]) == 0)
@@ -86,7 +88,7 @@ def test_greedy_against_brute_force_and_sampler(budget):
     assert bool(obj.feasible(g[None])[0])
     bound = (1 - math.exp(-1)) if budget.unit == "sentences" else (1 - math.exp(-0.5))
     assert bound * opt <= float(obj.value(g[None])) <= opt + 1e-5
-    result = run_chains(obj, "mana", steps=200, chains=8, seed=0)
+    result = run_chains(obj, ChainSettings("mana", steps=200, chains=8, start="empty"), seed=0)
     for name, selection in result.selections.items():
         assert bool(obj.feasible(selection[None])[0]), name
     assert float(obj.value(result.selections["best"][None])) == pytest.approx(opt, abs=1e-4)
@@ -109,7 +111,7 @@ def test_votes():
 @pytest.mark.parametrize("sampler", ["gibbs", "lb", "una"])
 def test_every_sampler_runs_on_the_same_energy(sampler):
     obj = SummaryObjective(DOC, Budget(2, "sentences"))
-    result = run_chains(obj, sampler, steps=60, chains=4, seed=1)
+    result = run_chains(obj, ChainSettings(sampler, steps=60, chains=4), seed=1)
     assert result.objective_trace.shape == (60, 4)
     assert result.ess >= 1 and 0 <= result.acceptance_rate <= 1
     assert all(float(s.sum()) <= 2 for s in result.selections.values())
@@ -189,7 +191,11 @@ def test_cli_summarize(tmp_path, capsys):
     (b"\xff\xfe\xfa bad bytes", [], "UTF-8"),
     (TEXT.encode(), ["--words", "3"], "no sentence fits in 3 words"),
     (TEXT.encode(), ["--sentences", "0"], "positive integer"),
-    (TEXT.encode(), ["--sampler", "nope"], "unknown sampler"),
+    (TEXT.encode(), ["--sampler", "nope"], "unknown method"),
+    (b". \n\n \xe2\x80\xa2 \n\n It is.", [], "no sentence with a content word"),
+    (TEXT.encode(), ["--step-size", "inf"], "positive number"),
+    (TEXT.encode(), ["--anneal", "2"], "(0, 1]"),
+    (TEXT.encode(), ["--similarity", "bert"], "invalid choice"),
 ])
 def test_cli_bad_input_is_one_line(tmp_path, capsys, content, args, message):
     path = tmp_path / "input"
@@ -222,20 +228,106 @@ def test_cli_subprocess_no_traceback(tmp_path):
 def test_cli_eval_summarization_small(tmp_path, capsys):
     out = tmp_path / "report.v2"  # a dotted name keeps its dot
     code, stdout, err = cli(["eval-summarization", "--split", "train", "--limit", "1", "--steps", "20",
-                             "--chains", "2", "--methods", "lead,greedy,mana,lb", "--output", str(out), "--quiet"],
-                            capsys)
-    assert code == 0
+                             "--chains", "2", "--methods", "lead,greedy,lexrank,mana,lb", "--output", str(out),
+                             "--quiet"], capsys)
+    assert code == 0 and "wrote" in err
     report = json.loads((tmp_path / "report.v2.json").read_text())
-    assert set(report["summary"]) == {"lead", "greedy", "mana", "lb"}
-    assert report["summary"]["mana"]["objective_at"]["20"] is not None
-    assert "| mana |" in (tmp_path / "report.v2.md").read_text()
+    assert list(report["summary"]) == ["lead", "greedy", "lexrank", "mana", "lb"]
+    assert report["summary"]["mana"]["below_greedy"] == 0 and report["summary"]["mana"]["best"]["empty"] == 0
+    assert "| mana |" in (tmp_path / "report.v2.md").read_text() and "method:mana" in report["signatures"]["mana"]
     code, _, err = cli(["eval-summarization", "--methods", "lead,bogus", "--output", str(out)], capsys)
     assert code == 2 and "unknown method" in err
 
 
-def test_cli_falls_back_to_greedy_when_the_chains_select_nothing(tmp_path, capsys):
+def test_eval_summarization_never_overwrites_by_default(tmp_path, capsys, monkeypatch):
+    import infill.summarize.evaluation as evaluation
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(evaluation, "available", lambda: False)  # as without sumy
+    args = ["eval-summarization", "--split", "train", "--limit", "1", "--methods", "greedy,lexrank", "--quiet"]
+    assert cli(args, capsys)[0] == 0 and cli(args, capsys)[0] == 0
+    reports = sorted((tmp_path / "runs").glob("summarization-aclsum-train-*.json"))
+    assert len(reports) == 2
+    report = json.loads(reports[0].read_text())
+    assert list(report["summary"]) == ["greedy"] and "sumy is not installed" in report["notes"][0]
+    code, _, err = cli(args + ["--output", str(reports[0].with_suffix(""))], capsys)
+    assert code == 0 and err.startswith("replaced ")
+
+
+def test_cli_empty_start_falls_back_to_greedy_when_the_chains_select_nothing(tmp_path, capsys):
     path = tmp_path / "doc.txt"
     path.write_text(TEXT)
-    code, out, _ = cli(["summarize", str(path), "--sentences", "1", "--steps", "1", "--json"], capsys)
+    code, out, _ = cli(["summarize", str(path), "--sentences", "1", "--steps", "1", "--start", "empty",
+                        "--step-size", "0.01", "--json"], capsys)
     result = json.loads(out)
     assert code == 0 and result["method"] == "greedy (fallback)" and len(result["indices"]) == 1
+
+
+def test_clean_sentences_and_json_lists_the_dropped(tmp_path, capsys):
+    cleaned = clean_sentences(["EQUATION", ".", "The cat sat.", "•", "The cat sat.", "1.", "It is."])
+    assert cleaned.kept == ["EQUATION", "The cat sat."] and cleaned.indices == [0, 2]
+    assert [(i, reason) for i, _, reason in cleaned.dropped] == [
+        (1, "no content word"), (3, "no content word"), (4, "duplicate"), (5, "no content word"),
+        (6, "no content word")]
+    path = tmp_path / "doc.txt"
+    path.write_text(DOC[0] + " •\n\n" + " ".join(DOC[1:]) + " " + DOC[2])
+    code, out, _ = cli(["summarize", str(path), "--words", "40", "--json", "--steps", "20"], capsys)
+    result = json.loads(out)
+    assert code == 0 and [d["reason"] for d in result["dropped"]] == ["no content word", "duplicate"]
+    assert result["document_sentences"] == 10 and all(s in DOC for s in result["sentences"])
+
+
+@pytest.fixture(scope="module")
+def long_document():
+    """The longest train document (106 sentences): a large neighbourhood for una/mana."""
+    return max(load_aclsum("train"), key=lambda d: len(d.sentences))
+
+
+@pytest.mark.parametrize("sampler", ["mana", "una"])
+def test_newton_samplers_move_on_a_long_document(long_document, sampler):
+    obj = SummaryObjective(clean_sentences(long_document.sentences).kept, Budget(150, "words"))
+    assert len(obj) > 90
+    g = float(obj.value(greedy(obj)[None]))
+    result = run_chains(obj, ChainSettings(sampler), seed=0)  # the default run, from greedy
+    assert result.acceptance_rate > 0.05 and result.mean_hops > 0.05
+    assert float(obj.value(result.selections["best"][None])) >= g
+    # from the empty selection too, the auto step size keeps proposals small enough to be accepted
+    result = run_chains(obj, ChainSettings(sampler, start="empty", steps=100), seed=0)
+    assert result.acceptance_rate > 0.05 and result.selections["best"].sum() > 0
+    assert all(bool(obj.feasible(s[None])[0]) for s in result.selections.values())
+
+
+def test_auto_step_size_gives_the_expected_flips():
+    delta = torch.tensor([[-20.0, -3.0, -1.0, 2.0, -8.0] * 20])
+    alpha = auto_step_size(delta, 1.0)
+    assert float(torch.sigmoid(0.5 * delta - 1 / alpha).sum()) == pytest.approx(1.0, rel=1e-3)
+    assert auto_step_size(torch.full((1, 3), -50.0), 1.0) == 1e3  # cannot reach one flip: the largest step
+
+
+def test_sampling_never_below_greedy_and_annealing(long_document):
+    obj = SummaryObjective(clean_sentences(long_document.sentences).kept[:40], Budget(100, "words"))
+    g = float(obj.value(greedy(obj)[None]))
+    for settings in (ChainSettings("lb", steps=50), ChainSettings("mana", steps=50, anneal=0.2, segments=2)):
+        result = run_chains(obj, settings, seed=3)
+        assert float(obj.value(result.selections["best"][None])) >= g - 1e-6
+        assert result.objective_trace.shape == (50, 4)
+    assert len(result.step_sizes) == 2 and result.step_sizes[0] != result.step_sizes[1]
+
+
+@pytest.mark.parametrize("method", ["lexrank", "textrank", "luhn", "lsa"])
+def test_sumy_peers_fit_the_budget(method):
+    pytest.importorskip("sumy")
+    obj = SummaryObjective(DOC, Budget(30, "words"))
+    selection = peer_summary(obj, method)
+    assert 0 < float(obj.cost(selection[None])) <= 30
+
+
+def test_large_document_sampler_refused_greedy_runs(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    words = " ".join(DOC).replace(".", "").split()
+    path = tmp_path / "long.txt"
+    path.write_text(" ".join(" ".join(rng.choice(words, 12)).capitalize() + "." for _ in range(2000)))
+    code, out, err = cli(["summarize", str(path)], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "at most 500" in err
+    code, out, err = cli(["summarize", str(path), "--method", "greedy", "--json"], capsys)
+    assert code == 0 and 0 < json.loads(out)["words"] <= 150

@@ -1,9 +1,19 @@
-"""``infill summarize FILE|-``: extractive summary by MCMC on the Lin & Bilmes objective.
+"""``infill summarize FILE|-``: extractive summary on the Lin & Bilmes objective.
 
 Prints the chosen sentences in document order, one per line (or a JSON object with ``--json``).
-Bad input gets one line on stderr and exit status 2: an empty or binary file, no sentence within the
-budget. When the whole document fits in the budget, it is printed unchanged (F is monotone, so the
-whole document is the best summary) and a note goes to stderr.
+The text is split into sentences (pysbd); sentences without a content word and exact repeats are
+dropped first (listed under ``dropped`` in ``--json``). The default budget is 150 words.
+
+Methods (``--method``):
+  mana, una, lb, gibbs, ... (any sampler): chains started from the greedy summary; the summary is the
+      best feasible F seen (``--decode best``), so its F is never below greedy's. The default is mana.
+  greedy: budgeted greedy maximisation of F (Lin & Bilmes 2010), deterministic and fastest.
+  lead: the first sentences that fit.
+  lexrank, textrank, luhn, lsa: sumy's summarizers on the same sentences and budget (needs sumy).
+
+Bad input gets one line on stderr and exit status 2. When the whole document fits in the budget it
+is printed unchanged (with a note). Samplers refuse documents of more than 500 sentences (one line,
+suggesting --method greedy, which handles 2,000 sentences in well under a minute).
 """
 from __future__ import annotations
 
@@ -12,6 +22,10 @@ import json
 import sys
 
 from ..errors import InfillError
+
+DEFAULT_METHOD = "mana"
+DEFAULT_WORDS = 150
+MAX_SAMPLER_SENTENCES = 500  # a sampler step costs O(chains * N^3): ~1 s per step at N = 2,000
 
 
 def positive_int(text: str) -> int:
@@ -29,49 +43,69 @@ def positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
+    if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
     return value
 
 
+def unit_float(text: str) -> float:
+    value = positive_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text}")
+    return value
+
+
+def step_size(text: str):
+    return "auto" if text == "auto" else positive_float(text)
+
+
 def add_objective_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the objective and the chains shared with ``eval-summarization``."""
-    parser.add_argument("--chains", type=positive_int, default=8, help="parallel chains (default 8)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--temperature", type=positive_float, default=0.1,
-                        help="energy = F / (temperature * best single-sentence F) (default 0.1)")
-    parser.add_argument("--lambda", dest="lam", type=float, default=6.0, help="diversity weight (default 6)")
-    parser.add_argument("--alpha-a", type=positive_float, default=5.0,
-                        help="coverage saturation alpha = a / N (default a = 5)")
-    parser.add_argument("--step-size", type=positive_float, default=None,
-                        help="step size of una/mana (default: 0.25 for una, 0.3 for mana)")
+    from_ = "defaults of ObjectiveConfig and ChainSettings in infill.summarize"
+    group = parser.add_argument_group("objective and chains", f"(the {from_})")
+    group.add_argument("--similarity", choices=["tfidf", "minilm"], default=None,
+                       help="sentence vectors for w_ij: tf-idf or MiniLM embeddings (default tfidf)")
+    group.add_argument("--lambda", dest="lam", type=float, default=None, help="diversity weight")
+    group.add_argument("--alpha-a", type=positive_float, default=None, help="coverage saturation alpha = a / N")
+    group.add_argument("--temperature", type=positive_float, default=None,
+                       help="energy = (F - P) / (temperature * best single-sentence F)")
+    group.add_argument("--steps", type=positive_int, default=None, help="steps per chain")
+    group.add_argument("--chains", type=positive_int, default=None, help="parallel chains")
+    group.add_argument("--start", choices=["greedy", "empty"], default=None, help="chains' start (default greedy)")
+    group.add_argument("--anneal", type=unit_float, default=None,
+                       help="final temperature as a fraction of the first (default 1: no annealing)")
+    group.add_argument("--step-size", type=step_size, default=None,
+                       help="una/mana step size, or auto: about one flip per proposal (default auto)")
+    group.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
 def objective_config(args):
     from ..summarize import ObjectiveConfig
 
-    return ObjectiveConfig(a=args.alpha_a, lam=args.lam, temperature=args.temperature)
+    given = {"similarity": args.similarity, "lam": args.lam, "a": args.alpha_a, "temperature": args.temperature}
+    return ObjectiveConfig(**{k: v for k, v in given.items() if v is not None})
 
 
-def sampler_options(args, sampler: str) -> dict:
-    from ..samplers import sampler_options as options
+def chain_settings(args, sampler: str):
+    from ..summarize import ChainSettings
 
-    if args.step_size is not None and "step_size" in options(sampler):
-        return {"step_size": args.step_size}
-    return {}
+    given = {"steps": args.steps, "chains": args.chains, "start": args.start, "anneal": args.anneal,
+             "step_size": args.step_size}
+    return ChainSettings(sampler=sampler, **{k: v for k, v in given.items() if v is not None})
 
 
 def add_parser(subparsers, name: str) -> None:
-    parser = subparsers.add_parser(name, help="extractive summary of a text file by MCMC",
-                                   description=__doc__.split("\n\n")[0])
+    parser = subparsers.add_parser(name, help="extractive summary of a text file",
+                                   description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[2],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", help="a UTF-8 text file, or - for standard input")
     budget = parser.add_mutually_exclusive_group()
-    budget.add_argument("--sentences", type=positive_int, help="at most N sentences (default 3)")
-    budget.add_argument("--words", type=positive_int, help="at most W words")
-    parser.add_argument("--sampler", default="mana", help="sampler name, or greedy / lead (default mana)")
-    parser.add_argument("--decode", choices=["dimension", "sample", "best"], default="dimension",
-                        help="dimension-wise vote, sample-wise vote or best F seen (default dimension)")
-    parser.add_argument("--steps", type=positive_int, default=500, help="steps per chain (default 500)")
+    budget.add_argument("--words", type=positive_int, help=f"at most W words (default {DEFAULT_WORDS})")
+    budget.add_argument("--sentences", type=positive_int, help="at most N sentences")
+    parser.add_argument("--method", "--sampler", dest="method", default=DEFAULT_METHOD,
+                        help=f"a sampler, greedy, lead, lexrank, textrank, luhn or lsa (default {DEFAULT_METHOD})")
+    parser.add_argument("--decode", choices=["best", "sample", "dimension"], default="best",
+                        help="samplers: best F seen, sample-wise or dimension-wise vote (default best)")
     add_objective_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print a JSON object instead of sentences")
     parser.set_defaults(run=run)
@@ -92,55 +126,69 @@ def run(args) -> int:
 
     from ..samplers import SAMPLERS
     from ..summarize import Budget, SummaryObjective, decode_text, greedy, lead, run_chains, split_sentences
+    from ..summarize.peers import PEERS, REQUIREMENT, available, peer_summary
+    from ..summarize.sentences import clean_sentences
 
-    if args.sampler not in SAMPLERS and args.sampler not in ("greedy", "lead"):
-        raise InfillError(f"unknown sampler {args.sampler!r}; choose from greedy, lead, {', '.join(sorted(SAMPLERS))}")
+    method = args.method
+    if method not in SAMPLERS and method not in ("greedy", "lead") and method not in PEERS:
+        raise InfillError(f"unknown method {method!r}; choose from greedy, lead, {', '.join(PEERS)}, "
+                          f"{', '.join(sorted(SAMPLERS))}")
+    if method in PEERS and not available():
+        raise InfillError(f"--method {method} needs sumy: pip install '{REQUIREMENT}'")
+    config = objective_config(args)
+    settings = chain_settings(args, method) if method in SAMPLERS else None
     source = "standard input" if args.file == "-" else args.file
     text = decode_text(read_input(args.file), source)
-    sentences = split_sentences(text)
-    if not sentences:
-        raise InfillError(f"{source} has no sentences to summarize")
-    budget = Budget(args.words, "words") if args.words else Budget(args.sentences or 3, "sentences")
+    cleaned = clean_sentences(split_sentences(text))
+    if not cleaned.kept:
+        raise InfillError(f"{source} has no sentences to summarize" if not cleaned.dropped
+                          else f"{source} has no sentence with a content word to summarize")
+    sentences = cleaned.kept
+    budget = Budget(args.sentences, "sentences") if args.sentences else Budget(args.words or DEFAULT_WORDS, "words")
     costs = budget.costs(sentences)
     if float(costs.min()) > budget.limit:
         raise InfillError(f"no sentence fits in {budget.describe()} (the shortest has {int(costs.min())} words)")
     if float(costs.sum()) <= budget.limit:  # includes a single sentence that fits
         note = "the whole document fits in the budget; it is printed unchanged"
-        return _print(args, sentences, [1.0] * len(sentences), None, note, method="whole document")
+        return _print(args, cleaned, [1.0] * len(sentences), None, note, "whole document")
+    if settings is not None and len(sentences) > MAX_SAMPLER_SENTENCES:
+        raise InfillError(f"{source} has {len(sentences)} sentences; the samplers take at most "
+                          f"{MAX_SAMPLER_SENTENCES} (use --method greedy or lexrank)")
     torch.set_num_threads(1)  # small batched ops: one thread is fastest and plays well with others
-    objective = SummaryObjective(sentences, budget, objective_config(args))
-    if args.sampler == "greedy":
-        selection, method = greedy(objective), "greedy"
-    elif args.sampler == "lead":
-        selection, method = lead(objective), "lead"
+    objective = SummaryObjective(sentences, budget, config)
+    if method == "greedy":
+        selection, label = greedy(objective), "greedy"
+    elif method == "lead":
+        selection, label = lead(objective), "lead"
+    elif method in PEERS:
+        selection, label = peer_summary(objective, method), f"{method} (sumy)"
     else:
-        result = run_chains(objective, args.sampler, steps=args.steps, chains=args.chains, seed=args.seed,
-                            hyperparameters=sampler_options(args, args.sampler))
-        selection, method = result.selections[args.decode], f"{args.sampler} ({args.decode} vote)" \
-            if args.decode != "best" else f"{args.sampler} (best F seen)"
+        result = run_chains(objective, settings, seed=args.seed)
+        selection = result.selections[args.decode]
+        label = f"{method} ({'best F seen' if args.decode == 'best' else args.decode + ' vote'}, from {settings.start})"
     note = None
-    if not selection.any():  # chains too short to leave the empty start
-        note = f"{method} selected nothing (too few --steps?); printing the greedy summary instead"
-        selection, method = greedy(objective), "greedy (fallback)"
-    value = float(objective.value(selection[None]))
-    return _print(args, sentences, selection.tolist(), value, note, method)
+    if not selection.any():  # only an empty start with too few steps, or a peer with nothing that fits
+        note = f"{label} selected nothing; printing the greedy summary instead"
+        selection, label = greedy(objective), "greedy (fallback)"
+    return _print(args, cleaned, selection.tolist(), float(objective.value(selection[None])), note, label)
 
 
-def _print(args, sentences, selection, value, note, method) -> int:
-    chosen = [i for i, keep in enumerate(selection) if keep > 0.5]
+def _print(args, cleaned, selection, value, note, method) -> int:
+    chosen = [j for j, keep in enumerate(selection) if keep > 0.5]
     if note and not args.json:
         print(f"infill: note: {note}", file=sys.stderr)
     if args.json:
         print(json.dumps({
             "method": method,
-            "indices": chosen,
-            "sentences": [sentences[i] for i in chosen],
-            "words": sum(len(sentences[i].split()) for i in chosen),
+            "indices": [cleaned.indices[j] for j in chosen],
+            "sentences": [cleaned.kept[j] for j in chosen],
+            "words": sum(len(cleaned.kept[j].split()) for j in chosen),
             "objective": value,
-            "document_sentences": len(sentences),
+            "document_sentences": len(cleaned.kept) + len(cleaned.dropped),
+            "dropped": [{"index": i, "sentence": s, "reason": r} for i, s, r in cleaned.dropped],
             "note": note,
         }, indent=2))
     else:
-        for i in chosen:
-            print(sentences[i])
+        for j in chosen:
+            print(cleaned.kept[j])
     return 0

@@ -8,9 +8,9 @@
 - :mod:`.aclsum_data`: the ACLSum data set (introduction + conclusion -> abstract)
 """
 from .baselines import brute_force, greedy, lead
-from .decoding import DECODINGS, ChainResult, run_chains, selected_sentences
+from .decoding import DECODINGS, ChainResult, ChainSettings, run_chains, selected_sentences
 from .objective import Budget, ObjectiveConfig, SummaryObjective
 from .sentences import decode_text, split_sentences, word_count
 
-__all__ = ["Budget", "ChainResult", "DECODINGS", "ObjectiveConfig", "SummaryObjective", "brute_force",
+__all__ = ["Budget", "ChainResult", "ChainSettings", "DECODINGS", "ObjectiveConfig", "SummaryObjective", "brute_force",
            "decode_text", "greedy", "lead", "run_chains", "selected_sentences", "split_sentences", "word_count"]

@@ -18,35 +18,32 @@ def lead(objective: SummaryObjective) -> Tensor:
 def greedy(objective: SummaryObjective, scale: float = 0.3) -> Tensor:
     """Budgeted greedy with cost scaling (Lin & Bilmes 2010, Algorithm 1).
 
-    Repeatedly take the unconsidered sentence ``k`` with the largest ``(F(G + k) - F(G)) / c_k**scale``;
-    add it if it fits in the budget; drop it from consideration either way. Finally return the better
-    of the greedy set and the best single sentence that fits. Each round evaluates all candidates in
-    one batch. Returns ``(N,)`` 0/1.
+    Repeatedly take the sentence ``k`` that still fits with the largest ``(F(G + k) - F(G)) / c_k**scale``
+    and add it, while that gain is positive (a sentence that adds nothing is never taken). Finally
+    return the better of the greedy set and the best single sentence that fits. Each round costs
+    ``O(N^2)`` (:meth:`SummaryObjective.gains`). Returns ``(N,)`` 0/1.
     """
     n = len(objective)
     costs = objective.costs
     chosen = torch.zeros(n)
-    candidates = torch.ones(n, dtype=torch.bool)
-    value = 0.0
-    spent = 0.0
-    eye = torch.eye(n)
-    while candidates.any():
-        trial = chosen + eye                                    # row k: G + {k}
-        gains = objective.value(trial.clamp(max=1.0)) - value
-        score = gains / costs.clamp_min(1e-9) ** scale
-        score[~candidates] = -float("inf")
+    left = objective.budget.limit + 1e-6
+    tolerance = 1e-6 * objective.f1
+    while True:
+        fits = (costs <= left) & (chosen == 0)
+        if not fits.any():
+            break
+        gains = objective.gains(chosen)
+        score = (gains / costs.clamp_min(1e-9) ** scale).masked_fill(~fits, -float("inf"))
         k = int(score.argmax())
-        if spent + float(costs[k]) <= objective.budget.limit + 1e-6 and float(gains[k]) >= 0:
-            chosen[k] = 1.0
-            spent += float(costs[k])
-            value = float(objective.value(chosen[None]))
-        candidates[k] = False
+        if float(gains[k]) <= tolerance:
+            break
+        chosen[k] = 1.0
+        left -= float(costs[k])
     fits = costs <= objective.budget.limit + 1e-6
-    if fits.any():
-        singles = objective.value(eye).masked_fill(~fits, -float("inf"))
-        best = int(singles.argmax())
-        if float(singles[best]) > value:
-            return eye[best].clone()
+    singles = objective.gains(torch.zeros(n)).masked_fill(~fits, -float("inf"))
+    best = int(singles.argmax())
+    if fits.any() and float(singles[best]) > float(objective.value(chosen[None])) + tolerance:
+        return torch.nn.functional.one_hot(torch.tensor(best), n).float()
     return chosen
 
 

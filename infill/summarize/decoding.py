@@ -1,38 +1,81 @@
 """Summaries from MCMC chains over sentence selections.
 
-``run_chains`` runs any registered sampler on the objective's energy from the empty selection (which
-is feasible) and decodes three summaries from the chains, always within the budget:
+``run_chains`` runs any registered sampler on the objective's energy and decodes three summaries
+from the chains, always within the budget:
 
+* ``best`` (the default) — the feasible selection of largest F seen on the chains, the start included;
 * ``sample`` — sample-wise majority vote: the most frequent feasible selection after burn-in (ties
   go to the larger F);
 * ``dimension`` — dimension-wise majority vote: sentences by decreasing selection frequency after
   burn-in (ties in document order), each added when it still fits the budget, never one that no
-  feasible sample selected;
-* ``best`` — the feasible selection of largest F seen anywhere on the chains.
+  feasible sample selected.
 
-Burn-in is the first ``burn_in`` fraction of the steps (default one half). If no feasible state is
-left after burn-in, the votes use every step.
+Chains start from the greedy selection (``start="greedy"``, the default) or from the empty one. From
+greedy, ``best`` has F >= F(greedy) by construction. ``anneal`` < 1 lowers the temperature
+geometrically over ``segments`` equal parts of the run to ``anneal`` times its start value.
+
+Step size of ``una``/``mana``. Their proposal flips sentence ``i`` with probability
+``sigmoid(Delta_i / 2 - 1/alpha)``, ``Delta_i`` the exact energy difference of the flip, so a fixed
+``alpha`` flips many sentences of a long document at once (from the empty start about 22 of them,
+~660 words against a 150-word budget: every proposal is rejected). ``step_size="auto"`` (the default)
+sets ``alpha`` at the start of each segment so that a proposal flips ``flips`` sentences on average
+(mean over chains), which scales it with the number of sentences, the budget and the temperature.
+
+Burn-in for the votes is the first ``burn_in`` fraction of the steps. If no feasible state is left
+after burn-in, the votes use every step.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Optional, Union
 
 import torch
 from torch import Tensor
 
+from ..errors import InfillError
 from ..samplers import make_sampler
+from .baselines import greedy
 from .chain_stats import mean_ess
 from .objective import SummaryObjective
 
-DECODINGS = ("dimension", "sample", "best")
+DECODINGS = ("best", "sample", "dimension")
+STARTS = ("greedy", "empty")
+AUTO_STEP = ("una", "mana")  # samplers whose step size "auto" sets from the exact differences
 
-# Step sizes for the summarization energy (temperature 0.1), chosen on 5 aclsum *train* documents
-# (150-word budget, 8 chains x 1000 steps): the Newton proposal flips every coordinate whose gain
-# beats 1/alpha, so from the empty start a larger alpha proposes the whole document (always rejected)
-# and a smaller one barely moves.
-SUMMARIZATION_HYPERPARAMETERS = {"mana": {"step_size": 0.3}, "una": {"step_size": 0.25}}
+
+@dataclass(frozen=True)
+class ChainSettings:
+    """How the chains run: see the module docstring."""
+
+    sampler: str = "mana"
+    steps: int = 200
+    chains: int = 4
+    start: str = "greedy"
+    anneal: float = 1.0
+    segments: int = 4
+    flips: float = 1.0
+    step_size: Union[float, str] = "auto"
+    burn_in: float = 0.5
+    hyperparameters: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.start not in STARTS:
+            raise InfillError(f"chains start from {' or '.join(STARTS)}, not {self.start!r}")
+        if not 0 < self.anneal <= 1:
+            raise InfillError(f"anneal must be in (0, 1], got {self.anneal}")
+        if self.steps < 1 or self.chains < 1 or self.segments < 1:
+            raise InfillError("steps, chains and segments must be positive")
+        if not self.flips > 0 or not 0 <= self.burn_in < 1:
+            raise InfillError("flips must be positive and burn_in in [0, 1)")
+        if self.step_size != "auto" and not (isinstance(self.step_size, float) and self.step_size > 0):
+            raise InfillError(f"step_size is 'auto' or a positive number, not {self.step_size!r}")
+
+    def options(self, step_size: Optional[float]) -> dict:
+        options = dict(self.hyperparameters)
+        if step_size is not None:
+            options["step_size"] = step_size
+        return options
 
 
 @dataclass
@@ -40,16 +83,51 @@ class ChainResult:
     """Decoded selections ``(N,)`` (0/1) and chain diagnostics."""
 
     selections: dict[str, Tensor]
+    start: Tensor                     # (N,) the chains' start
     objective_trace: Tensor           # (steps, B): F(S) - P(S) of each chain's state after each step
     acceptance_rate: float
     mean_hops: float
     ess: float                        # mean per-chain ESS of F(S) - P(S) after burn-in
     seconds: float
     evaluations: int
+    step_sizes: list[float]           # per segment (una/mana with step_size "auto"), else empty
 
     def objective_at(self, step: int) -> float:
         """Mean over chains of F(S) - P(S) after ``step`` steps (1-based)."""
         return float(self.objective_trace[step - 1].mean())
+
+
+class TemperedEnergy:
+    """The objective's energy ``(F - P) / (temperature * F1)`` at a given temperature."""
+
+    num_categories = 2
+
+    def __init__(self, objective: SummaryObjective, temperature: float):
+        self.objective, self.scale = objective, 1.0 / (temperature * objective.f1)
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return (self.objective.penalised(x[..., 1]) * self.scale).to(x.dtype)
+
+
+def flip_differences(energy: TemperedEnergy, x: Tensor) -> Tensor:
+    """``Delta (B, N)``: the energy change of flipping each sentence of selections ``x (B, N)``."""
+    b, n = x.shape
+    flipped = (x[:, None, :] + torch.eye(n, dtype=x.dtype)) % 2                  # (B, N, N)
+    values = energy.objective.penalised(torch.cat([x, flipped.reshape(-1, n)]).float()) * energy.scale
+    return values[b:].view(b, n) - values[:b, None]
+
+
+def auto_step_size(delta: Tensor, flips: float) -> float:
+    """``alpha`` with ``mean_b sum_i sigmoid(Delta_bi / 2 - 1/alpha) = flips`` (bisection on ``1/alpha``),
+    clamped to [1e-3, 1e3]."""
+    low, high = 1e-3, 1e3  # bounds on 1/alpha
+    expected = lambda c: float(torch.sigmoid(0.5 * delta - c).sum(-1).mean())  # noqa: E731
+    if expected(low) <= flips:
+        return 1.0 / low
+    for _ in range(60):
+        mid = (low * high) ** 0.5
+        low, high = (mid, high) if expected(mid) > flips else (low, mid)
+    return 1.0 / high
 
 
 def dimension_vote(objective: SummaryObjective, samples: Tensor) -> Tensor:
@@ -69,56 +147,72 @@ def dimension_vote(objective: SummaryObjective, samples: Tensor) -> Tensor:
 
 
 def sample_vote(objective: SummaryObjective, samples: Tensor) -> Tensor:
-    """Sample-wise majority vote: the most frequent of the feasible ``samples (M, N)``."""
+    """Sample-wise majority vote: the most frequent of the feasible ``samples (M, N)``, ties to larger F."""
     unique, counts = torch.unique(samples, dim=0, return_counts=True)
     values = objective.value(unique.float())
-    key = counts.double() * 1e6 + (values.double() - values.min().double()) / (values.max() - values.min() + 1e-9).double()
-    return unique[int(key.argmax())].float()
+    best = max(range(len(unique)), key=lambda u: (int(counts[u]), float(values[u])))
+    return unique[best].float()
 
 
-def run_chains(
-    objective: SummaryObjective,
-    sampler: str = "mana",
-    steps: int = 1000,
-    chains: int = 8,
-    seed: int = 0,
-    burn_in: float = 0.5,
-    hyperparameters: Optional[dict] = None,
-) -> ChainResult:
-    """Run ``chains`` chains of ``sampler`` for ``steps`` steps and decode (see the module docstring).
+def _start(objective: SummaryObjective, settings: ChainSettings) -> Tensor:
+    if settings.start == "greedy":
+        return greedy(objective)
+    return torch.zeros(len(objective))
 
-    ``hyperparameters`` override :data:`SUMMARIZATION_HYPERPARAMETERS` and the sampler's defaults."""
-    n = len(objective)
+
+def run_chains(objective: SummaryObjective, settings: ChainSettings = ChainSettings(), seed: int = 0) -> ChainResult:
+    """Run the chains of ``settings`` and decode them (see the module docstring)."""
+    n, steps = len(objective), settings.steps
     generator = torch.Generator().manual_seed(seed)
-    start = time.perf_counter()
-    options = dict(SUMMARIZATION_HYPERPARAMETERS.get(sampler, {}))
-    options.update(hyperparameters or {})
-    trace = make_sampler(sampler, **options).run(
-        objective, torch.zeros(chains, n, dtype=torch.long), steps, generator=generator)
-    samples = trace.samples                                             # (T, B, N)
+    begin = time.perf_counter()
+    start = _start(objective, settings)
+    x = start.long()[None].repeat(settings.chains, 1)
+    segments = max(1, min(settings.segments if settings.anneal != 1 else 1, steps))
+    bounds = [round(steps * s / segments) for s in range(segments + 1)]
+    base = objective.config.temperature
+    auto = settings.step_size == "auto" and settings.sampler in AUTO_STEP
+    parts, accepted, hops, evaluations, step_sizes = [], [], [], 0, []
+    for s in range(segments):
+        energy = TemperedEnergy(objective, base * settings.anneal ** (s / max(1, segments - 1)))
+        step_size = None
+        if auto:
+            step_size = auto_step_size(flip_differences(energy, x), settings.flips)
+            step_sizes.append(step_size)
+        elif isinstance(settings.step_size, float):
+            step_size = settings.step_size
+        trace = make_sampler(settings.sampler, **settings.options(step_size)).run(
+            energy, x, bounds[s + 1] - bounds[s], generator=generator)
+        parts.append(trace.samples)
+        accepted.append(trace.accepted.float())
+        hops.append(trace.hops.float())
+        evaluations += trace.evaluations
+        x = trace.samples[-1]
+    samples = torch.cat(parts)                                          # (T, B, N)
     flat = samples.reshape(-1, n).float()
-    with torch.no_grad():
-        penalised = objective.penalised(flat).view(steps, chains)
-        feasible = objective.feasible(flat).view(steps, chains)
-        values = objective.value(flat).view(steps, chains)
-    first = min(int(burn_in * steps), steps - 1)
+    penalised = objective.penalised(flat).view(steps, settings.chains)
+    feasible = objective.feasible(flat).view(steps, settings.chains)
+    values = objective.value(flat).view(steps, settings.chains)
+    first = min(int(settings.burn_in * steps), steps - 1)
     kept = samples[first:].reshape(-1, n)
     kept_feasible = feasible[first:].reshape(-1)
     if not kept_feasible.any():
         kept, kept_feasible = samples.reshape(-1, n), feasible.reshape(-1)
-    votes = kept[kept_feasible]  # never empty: the chains start from the empty selection, which is feasible
-    best = values.masked_fill(~feasible, -float("inf")).reshape(-1).argmax()
-    selections = {"dimension": dimension_vote(objective, votes), "sample": sample_vote(objective, votes),
-                  "best": flat[int(best)]}
-    seconds = time.perf_counter() - start
+    votes = torch.cat([kept[kept_feasible], start.long()[None]])  # the start is feasible
+    candidates = values.masked_fill(~feasible, -float("inf")).reshape(-1)
+    best = start
+    if candidates.numel() and float(candidates.max()) > float(objective.value(start[None])):
+        best = flat[int(candidates.argmax())]
+    selections = {"best": best, "sample": sample_vote(objective, votes), "dimension": dimension_vote(objective, votes)}
     return ChainResult(
         selections=selections,
+        start=start,
         objective_trace=penalised,
-        acceptance_rate=trace.acceptance_rate,
-        mean_hops=trace.mean_hops,
+        acceptance_rate=float(torch.cat(accepted).mean()),
+        mean_hops=float(torch.cat(hops).mean()),
         ess=mean_ess(penalised[first:].numpy()),
-        seconds=seconds,
-        evaluations=trace.evaluations,
+        seconds=time.perf_counter() - begin,
+        evaluations=evaluations,
+        step_sizes=step_sizes,
     )
 
 

@@ -1,13 +1,14 @@
 """Lin & Bilmes (2011) summarization objective as an energy over binary selections.
 
-For sentences ``V`` with tf-idf vectors (scikit-learn, fitted on the document's own sentences, English
-stop words removed), ``w_ij`` is their cosine similarity and
+For sentences ``V`` with vectors, ``w_ij`` is their cosine similarity clipped at 0, and
 
     F(S) = L(S) + lambda * R(S)
     L(S) = sum_{i in V} min(C_i(S), alpha * C_i(V)),        C_i(S) = sum_{j in S} w_ij
     R(S) = sum_k sqrt( sum_{j in P_k and S} r_j ),          r_j = (1/N) sum_{i in V} w_ij
 
-with ``P_k`` the k-means clusters of the tf-idf vectors. Defaults are the paper's: ``alpha = a / N`` with
+with ``P_k`` the k-means clusters of the vectors. The vectors (``similarity``) are tf-idf (scikit-learn,
+fitted on the document's own sentences, English stop words removed) or ``minilm`` sentence embeddings
+(:mod:`.embeddings`). Defaults are the paper's: ``alpha = a / N`` with
 ``a = 5`` (capped at 1), ``lambda = 6``, ``0.2 N`` clusters.
 
 The energy (log-probability) of a selection ``S`` (one-hot ``(B, N, 2)``, category 1 = selected) is
@@ -16,10 +17,12 @@ The energy (log-probability) of a selection ``S`` (one-hot ``(B, N, 2)``, catego
     P(S) = penalty * F1 * ( [c(S) > budget] + max(0, c(S) - budget) / mean_j c_j ),
 
 ``c`` the cost of a sentence (its words, or 1 for a sentence budget). Dividing by ``F1`` makes the
-temperature scale-free. The budget penalty rule: since ``F`` is monotone submodular, adding any one
+temperature scale-free. The budget penalty: since ``F`` is monotone submodular, adding any one
 sentence gains at most ``F1``, so with ``penalty >= 1`` a selection that breaks the budget is always
-less probable than the feasible selection it came from; the linear part pushes further-off states back.
-The penalty is finite so that every sampler (UNA included) sees finite energies; decoding only
+less probable than the feasible selection it came from. The default ``0.3`` is softer on purpose:
+chains may step over the budget by a sentence and back, which is how they swap sentences at a full
+budget (from there every single addition is otherwise rejected); the linear part pushes further-off
+states back. The penalty is finite so that every sampler (UNA included) sees finite energies; decoding only
 returns feasible selections (see :mod:`infill.summarize.decoding`).
 """
 from __future__ import annotations
@@ -38,6 +41,7 @@ from .sentences import word_count
 
 
 _EPS = 1e-12
+SIMILARITIES = ("tfidf", "minilm")
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,9 @@ class ObjectiveConfig:
     lam: float = 6.0                # weight of the diversity reward
     cluster_fraction: float = 0.2   # number of k-means clusters = round(fraction * N), at least 1
     temperature: float = 0.1        # in units of F1 (the best single sentence's F)
-    penalty: float = 1.0            # budget penalty, in units of F1 (>= 1 keeps the rule above)
+    penalty: float = 0.3            # budget penalty, in units of F1 (see the module docstring)
     kmeans_seed: int = 0
+    similarity: str = "tfidf"       # "tfidf" or "minilm" (sentence embeddings)
 
     def __post_init__(self):
         values = [self.a, self.lam, self.cluster_fraction, self.temperature, self.penalty, self.alpha or 1.0]
@@ -64,6 +69,8 @@ class ObjectiveConfig:
             raise InfillError(f"cluster fraction must be in (0, 1], got {self.cluster_fraction}")
         if not self.temperature > 0:
             raise InfillError(f"temperature must be positive, got {self.temperature}")
+        if self.similarity not in SIMILARITIES:
+            raise InfillError(f"similarity is one of {', '.join(SIMILARITIES)}, not {self.similarity!r}")
         if self.penalty < 0:
             raise InfillError(f"penalty must be non-negative, got {self.penalty}")
 
@@ -90,8 +97,14 @@ class Budget:
         return f"{self.limit} {self.unit if self.limit != 1 else self.unit[:-1]}"
 
 
-def similarity_matrix(sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """tf-idf vectors ``(N, vocab)`` (l2-normalised) and their cosine similarities ``(N, N)``."""
+def similarity_matrix(sentences: list[str], similarity: str = "tfidf") -> tuple[np.ndarray, np.ndarray]:
+    """l2-normalised sentence vectors (tf-idf ``(N, vocab)`` sparse, or minilm ``(N, 384)``) and their
+    cosine similarities ``(N, N)`` clipped to [0, 1]."""
+    if similarity == "minilm":
+        from .embeddings import embed
+
+        vectors = embed(sentences)
+        return vectors, np.clip(vectors @ vectors.T, 0.0, 1.0)
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     try:
@@ -129,7 +142,7 @@ class SummaryObjective:
         self.budget = budget
         self.config = config
         n = len(sentences)
-        vectors, w = similarity_matrix(self.sentences)
+        vectors, w = similarity_matrix(self.sentences, config.similarity)
         self.w = torch.tensor(w, dtype=torch.float32)
         self.alpha = config.alpha if config.alpha is not None else min(1.0, config.a / n)
         self.coverage_cap = self.alpha * self.w.sum(1)            # alpha * C_i(V)
@@ -153,6 +166,17 @@ class SummaryObjective:
         # sqrt(m + eps) - sqrt(eps): sqrt(m) within 1e-6, with a finite gradient at 0 (gradient samplers)
         diversity = (torch.sqrt(mass + _EPS) - _EPS**0.5).sum(-1)
         return coverage + self.config.lam * diversity
+
+    def gains(self, s: Tensor) -> Tensor:
+        """``F(S + {k}) - F(S)`` for every sentence ``k`` (0 for ``k`` in ``S``) of one selection ``s (N,)``,
+        in ``O(N^2)``: the greedy step."""
+        s = s.to(self.w.dtype)
+        current = s @ self.w                                                   # C_i(S)
+        cap = self.coverage_cap
+        coverage = (torch.minimum(current[:, None] + self.w, cap[:, None]) - torch.minimum(current, cap)[:, None]).sum(0)
+        mass = (self.clusters @ (s * self.reward))[self.labels]               # mass of k's cluster
+        diversity = torch.sqrt(mass + self.reward + _EPS) - torch.sqrt(mass + _EPS)
+        return (coverage + self.config.lam * diversity) * (1 - s)
 
     def cost(self, s: Tensor) -> Tensor:
         """Length ``c(S)`` of selections ``s (B, N)``."""

