@@ -1,13 +1,18 @@
-"""``infill eval`` under real processes: an exclusive lock on ``--out``, Ctrl-C keeps the finished units."""
+"""Runs that are interrupted or overlap: ``infill eval`` takes an exclusive lock on ``--out`` and keeps
+its finished units on Ctrl-C; Ctrl-C ends every long subcommand with one line and exit status 130."""
 from __future__ import annotations
 
+import _thread
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from infill.cli import main
 
@@ -110,3 +115,25 @@ def test_ctrl_c_during_eval_is_one_line_exit_130_and_keeps_the_finished_units(tm
     assert resumed[:len(finished)] == finished  # kept, not redone
     assert len({(u["sentence_id"], u["sampler"]) for u in resumed}) == len(resumed) == 3
     capsys.readouterr()
+
+
+LONG_TEXT = "".join(f"Sentence number {i} tells something new about the topic at hand. " for i in range(12))
+
+
+@pytest.mark.parametrize("argv", [
+    ["sample", "a [MASK] day [MASK] .", "--model", "{model}", "--steps", "1000000", "-q"],
+    ["summarize", "{dir}/doc.txt", "--steps", "1000000", "--sentences", "2"],
+    ["eval-summarization", "--limit", "1", "--methods", "una", "--steps", "1000000", "--output", "{dir}/r", "--quiet"],
+], ids=["sample", "summarize", "eval-summarization"])
+def test_ctrl_c_ends_a_long_run_with_one_line_and_exit_130(argv, tmp_path, tiny_model_dir, capsys):
+    (tmp_path / "doc.txt").write_text(LONG_TEXT, encoding="utf-8")
+    argv = [a.replace("{dir}", str(tmp_path)).replace("{model}", str(tiny_model_dir)) for a in argv]
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+    ctrl_c = threading.Timer(4, _thread.interrupt_main)
+    ctrl_c.start()
+    try:
+        code = main(argv)
+    finally:
+        ctrl_c.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert (code, capsys.readouterr()) == (130, ("", "infill: interrupted\n"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import NamedTuple, Optional
 
@@ -64,7 +65,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"infill: error: {missing(exc.name, extra)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:  # Ctrl-C: a subcommand may say what was kept
-        print(f"infill: interrupted{'; ' + str(exc) if exc.args else ''}", file=sys.stderr)
+        if os.environ.get("RANK", "0") == "0":  # under torchrun every rank is interrupted; rank 0 says so
+            print(f"infill: interrupted{'; ' + str(exc) if exc.args else ''}", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
