@@ -27,10 +27,6 @@ def _heavy_imports(argv: list[str]) -> str:
     return done.stdout.splitlines()[-1] if done.stdout else done.stderr
 
 
-def _owned_by(owner: str, module: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=f"{owner}: infill/cli/{module} imports torch at module level")
-
-
 @pytest.mark.parametrize("argv", [
     ["--help"],
     ["bogus"],
@@ -42,7 +38,8 @@ def _owned_by(owner: str, module: str) -> pytest.MarkDecorator:
     ["sample", "--steps", "many", "a [MASK] day ."],
     ["summarize", "--help"],
     ["summarize", "--chains", "0", "-"],
-    pytest.param(["eval-summarization", "--limit", "0"], marks=_owned_by("summaries", "eval_summarization.py")),
+    ["eval-summarization", "--help"],
+    ["eval-summarization", "--limit", "0"],
 ])
 def test_help_and_argument_errors_do_not_import_torch(argv):
     assert _heavy_imports(argv) == ""
