@@ -205,11 +205,7 @@ def _candidates(trace: Trace, config: RunConfig) -> tuple[Tensor, Tensor]:
 
 def _tuned(state: State) -> Optional[dict]:
     """What the sampler tuned during burn-in, as JSON-ready values (None if it tunes nothing)."""
-    t = state.tuning
-    if t is None:
-        return None
-    tuned = {"value": t.value, "adapt_steps": t.adapt_steps, "burn_in": t.burn_in}
-    return tuned if t.preconditioner is None else {**tuned, "preconditioner": t.preconditioner.tolist()}
+    return None if state.tuning is None else dataclasses.asdict(state.tuning)
 
 
 def _evaluate(energy: MaskedLMEnergy, x_idx: Tensor) -> Tensor:

@@ -47,6 +47,7 @@ def test_json_lines_parse(capsys, tiny):
     records = [json.loads(line) for line in out.splitlines()]
     samples, diagnostics = records[:-1], records[-1]["diagnostics"]
     assert code == 0 and 1 <= len(samples) <= 2
+    assert diagnostics["tuned"]["value"] > 0 and diagnostics["tuned"]["adapt_steps"] == 1  # half of 2 steps
     for r in samples:
         assert r["template"] == "I [MASK*2] you." and len(r["fills"]) == 1 and len(r["fills"][0].split()) == 2
         assert r["text"] == f"i {r['fills'][0]} you." and isinstance(r["energy"], float) and 0 <= r["chain"] < 3

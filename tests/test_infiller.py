@@ -147,7 +147,7 @@ def test_bad_templates_and_models(infiller, tiny_model_dir):
         infiller.sample("word " * 70 + "[MASK]", steps=1, num_samples=1)
     with pytest.raises(InfillError, match="no \\[MASK\\]"):
         infiller.sample_many(["The [MASK].", "nothing"], steps=1, num_samples=1)
-    with pytest.raises(InfillError, match="does not exist; pass --model PATH"):
+    with pytest.raises(InfillError, match="does not exist; give the path of a local checkpoint"):
         Infiller(model=str(tiny_model_dir / "missing"))
     with pytest.raises(InfillError, match="tokenizer"):
         Infiller(model=infiller.model)
@@ -259,3 +259,13 @@ def test_annealing_runs_stages_and_keeps_only_the_last(infiller):
     assert (d.steps, d.burn_in, result.trace.samples.shape[0]) == (12, 4, 8)
     with pytest.raises(InfillError, match="must be above the temperature"):
         infiller.sample(TEMPLATE, steps=12, temperature=0.5, anneal_from=0.5)
+
+
+def test_tuned_step_size_survives_the_split_into_templates(infiller):
+    results = infiller.sample_many(["the [MASK] sat on the [MASK] .", "a [MASK] ran to my [MASK] !"], sampler="dmala",
+                                   num_samples=3, steps=6, seed=0, init="uniform")
+    for result in results:
+        tuned, tuning = result.diagnostics.tuned, result.trace.final_state.tuning
+        assert tuned is not None and tuned["value"] == tuning.value and tuned["burn_in"] == result.diagnostics.burn_in
+        assert tuned["value"] != result.diagnostics.hyperparameters["step_size"]  # it did adapt
+    assert results[0].diagnostics.tuned == results[1].diagnostics.tuned  # one run, one step size
