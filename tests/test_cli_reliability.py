@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from infill.cli import main
+from infill.errors import InfillError
+from infill.evaluation.store import UnitStore
 
 WORDS = ("the old man walked slowly along the river and sat down on a bench near the small house "
          "while his dog ran after birds in the cold morning light").split()
@@ -83,6 +85,8 @@ def test_a_busy_out_stops_a_second_run_at_once_and_a_killed_holder_never_blocks(
         assert holder.stdout.readline() == "locked\n"
         second = _infill("eval", str(protocol), "--out", str(out), "--model", str(tiny_model_dir))
         _, err = second.communicate(timeout=120)
+        with pytest.raises(InfillError, match="is in use by another infill eval"):  # the API's store too
+            UnitStore(out, {"protocol": "reliability"})
     finally:
         holder.kill()  # SIGKILL: its lock file stays behind, its lock goes
         holder.wait()
