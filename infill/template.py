@@ -49,7 +49,8 @@ class Template:
 
 def parse(text: str, tokenizer, max_length: int) -> Template:
     """Tokenize ``text``; raises :class:`InfillError` for a template without blanks, of blanks only,
-    with a malformed or empty blank (``[MASK*0]``), or longer than ``max_length`` tokens."""
+    with a malformed or empty blank (``[MASK*0]``), a blank glued to a word, a special token written out
+    (``[CLS]``, ``<s>``), or longer than ``max_length`` tokens."""
     counts = [int(m.group(1) or 1) for m in BLANK.finditer(text)]
     rest = BLANK.sub(" ", text)
     if "[MASK" in rest.upper():
