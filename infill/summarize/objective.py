@@ -147,7 +147,8 @@ class SummaryObjective:
         self.alpha = config.alpha if config.alpha is not None else min(1.0, config.a / n)
         self.coverage_cap = self.alpha * self.w.sum(1)            # alpha * C_i(V)
         self.reward = self.w.mean(0)                              # r_j = (1/N) sum_i w_ij
-        n_clusters = max(1, min(n, round(config.cluster_fraction * n)))
+        # without the diversity term the clusters do not matter: skip k-means (seconds on long documents)
+        n_clusters = max(1, min(n, round(config.cluster_fraction * n))) if config.lam > 0 else 1
         self.labels = torch.from_numpy(cluster_labels(vectors, n_clusters, config.kmeans_seed))
         self.clusters = torch.nn.functional.one_hot(self.labels, int(self.labels.max()) + 1).T.float()  # (m, N)
         self.costs = budget.costs(self.sentences)

@@ -29,6 +29,27 @@ def _segmenter():
     return pysbd.Segmenter(language="en", clean=False)
 
 
+_WINDOW = 4000  # characters; pysbd's time grows with the square of its input's length
+
+
+def _segment(paragraph: str) -> list[str]:
+    """pysbd's sentences of ``paragraph`` in overlapping windows: each window's last sentence, which the
+    window may have cut, is segmented again at the start of the next one. Linear time; on rare
+    boundaries the result differs from one pysbd call on the whole paragraph."""
+    out, start, size = [], 0, _WINDOW
+    while start < len(paragraph):
+        parts = _segmenter().segment(paragraph[start:start + size])
+        if start + size >= len(paragraph):
+            return out + parts
+        if len(parts) < 2:  # one sentence longer than the window
+            size *= 2
+            continue
+        out += parts[:-1]
+        start += sum(len(p) for p in parts[:-1])  # with clean=False the parts add up to the input
+        size = _WINDOW
+    return out
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences of ``text`` (pysbd, English), whitespace-normalised, empty ones dropped.
 
@@ -40,7 +61,7 @@ def split_sentences(text: str) -> list[str]:
         paragraph = " ".join(paragraph.split())
         if not paragraph:
             continue
-        for sentence in _segmenter().segment(paragraph):
+        for sentence in _segment(paragraph):
             sentence = " ".join(sentence.split())
             if sentence:
                 sentences.append(sentence)
@@ -55,11 +76,9 @@ def word_count(sentence: str) -> int:
 _WORD = re.compile(r"[^\W\d_]{2,}")  # a run of two or more letters
 
 
-def has_content_word(sentence: str) -> bool:
-    """Whether ``sentence`` has a word of two or more letters that is not an English stop word."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return any(w.lower() not in ENGLISH_STOP_WORDS for w in _WORD.findall(sentence))
+def has_content_word(sentence: str, stop_words: frozenset = frozenset()) -> bool:
+    """Whether ``sentence`` has a word of two or more letters that is not in ``stop_words``."""
+    return any(w.lower() not in stop_words for w in _WORD.findall(sentence))
 
 
 @dataclass(frozen=True)
@@ -73,12 +92,15 @@ class SentenceSet:
 
 
 def clean_sentences(sentences: list[str]) -> SentenceSet:
-    """Drop sentences without a content word (``"."``, ``"•"``, ``"1."``, ``"It is."``)
+    """Drop sentences without a content word (a word of two or more letters not among scikit-learn's
+    English stop words: ``"."``, ``"•"``, ``"1."``, ``"It is."``)
     and exact repeats of an earlier sentence. Neither can add coverage that another sentence lacks, yet
     they cost budget and confuse the votes."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
     kept, indices, dropped, seen = [], [], [], set()
     for i, sentence in enumerate(sentences):
-        if not has_content_word(sentence):
+        if not has_content_word(sentence, ENGLISH_STOP_WORDS):
             dropped.append((i, sentence, "no content word"))
         elif sentence in seen:
             dropped.append((i, sentence, "duplicate"))
