@@ -21,9 +21,10 @@ class MaskedLMEnergy:
     The one-hot ``x (B, d, K)`` enters through ``inputs_embeds``: blank ``j`` gets ``x_j @ E[category_ids]``.
     For each chain and each blank ``i`` there is one copy of the sequence with slot ``i`` holding the real
     ``[MASK]`` embedding; all ``B * d`` copies run in one forward pass, and the LM head runs only at the
-    masked slots (:func:`infill.models.prediction_head`). With ``chunk_size`` set, :meth:`value_and_grad` and evaluations without gradient run the
-    chains in chunks of at most ``chunk_size`` copies (whole chains, at least one), forward and backward per
-    chunk, to bound activation memory: same values, less peak memory.
+    masked slots (:func:`infill.models.prediction_head`). With ``chunk_size`` set, :meth:`value_and_grad`
+    and evaluations without gradient run the chains in chunks of at most ``chunk_size`` copies (whole
+    chains, at least one), forward and backward per chunk, to bound activation memory: same values, less
+    peak memory.
     The model is put in eval mode with its parameters frozen.
     """
 
