@@ -26,7 +26,7 @@ def energy_of(family, text=TEMPLATE):
 
 
 @each_family
-def test_pll_equals_a_masked_forward_pass_on_the_fast_path(family):
+def test_pll_and_blank_logits_equal_masked_forward_passes_on_the_fast_path(family):
     energy, t = energy_of(family)
     assert energy._head is not None
     x_idx = torch.randint(energy.num_categories, (2, t.num_blanks), generator=torch.Generator().manual_seed(0))
@@ -39,6 +39,12 @@ def test_pll_equals_a_masked_forward_pass_on_the_fast_path(family):
             logits = energy.model(input_ids=masked).logits[:, slot, energy.category_ids]
         reference += torch.log_softmax(logits, -1).gather(1, x_idx[:, i:i + 1]).squeeze(1)
     torch.testing.assert_close(evaluate(energy, one_hot(x_idx, energy.num_categories)), reference,
+                               rtol=1e-4, atol=1e-4)
+    masked = ids.clone()
+    masked[:, t.blank_positions] = energy.mask_token_id  # every blank masked: what MLM starts draw from
+    with torch.no_grad():
+        expected = energy.model(input_ids=masked).logits[:, t.blank_positions][..., energy.category_ids]
+    torch.testing.assert_close(energy.blank_logits(x_idx, torch.ones_like(x_idx, dtype=torch.bool)), expected,
                                rtol=1e-4, atol=1e-4)
 
 
