@@ -30,6 +30,7 @@ DOC = [
     "The weather was sunny on the day the experiments finished.",
 ]
 TEXT = " ".join(DOC)
+PAPER = ObjectiveConfig(a=5.0, lam=6.0)  # Lin & Bilmes (2011)
 
 
 
@@ -46,7 +47,7 @@ def slow_f(obj, subset):
 
 
 def test_objective_matches_the_formula():
-    obj = SummaryObjective(DOC, Budget(3, "sentences"))
+    obj = SummaryObjective(DOC, Budget(3, "sentences"), PAPER)
     assert obj.alpha == pytest.approx(5 / 8) and obj.config.lam == 6.0
     assert obj.clusters.shape[0] == round(0.2 * 8)
     assert torch.allclose(obj.w.diagonal(), torch.ones(8), atol=1e-5)  # cosine of tf-idf vectors
@@ -61,7 +62,7 @@ def test_objective_matches_the_formula():
 
 
 def test_budget_penalty_rule():
-    obj = SummaryObjective(DOC, Budget(25, "words"), ObjectiveConfig(penalty=1.0))
+    obj = SummaryObjective(DOC, Budget(25, "words"), ObjectiveConfig(a=5.0, lam=6.0, penalty=1.0))
     masks = torch.tensor(list(itertools.product((0.0, 1.0), repeat=8)))
     feasible = obj.feasible(masks)
     assert torch.all(obj.penalty(masks[feasible]) == 0)
@@ -81,7 +82,7 @@ def test_budget_penalty_rule():
 
 @pytest.mark.parametrize("budget", [Budget(3, "sentences"), Budget(40, "words")])
 def test_greedy_against_brute_force_and_sampler(budget):
-    obj = SummaryObjective(DOC, budget)
+    obj = SummaryObjective(DOC, budget, PAPER)
     best = brute_force(obj)
     opt = float(obj.value(best[None]))
     g = greedy(obj)
@@ -257,7 +258,7 @@ def test_eval_summarization_never_overwrites_by_default(tmp_path, capsys, monkey
 def test_cli_empty_start_falls_back_to_greedy_when_the_chains_select_nothing(tmp_path, capsys):
     path = tmp_path / "doc.txt"
     path.write_text(TEXT)
-    code, out, _ = cli(["summarize", str(path), "--sentences", "1", "--steps", "1", "--start", "empty",
+    code, out, _ = cli(["summarize", str(path), "--method", "mana", "--sentences", "1", "--steps", "1", "--start", "empty",
                         "--step-size", "0.01", "--json"], capsys)
     result = json.loads(out)
     assert code == 0 and result["method"] == "greedy (fallback)" and len(result["indices"]) == 1
@@ -327,7 +328,8 @@ def test_large_document_sampler_refused_greedy_runs(tmp_path, capsys):
     words = " ".join(DOC).replace(".", "").split()
     path = tmp_path / "long.txt"
     path.write_text(" ".join(" ".join(rng.choice(words, 12)).capitalize() + "." for _ in range(2000)))
-    code, out, err = cli(["summarize", str(path)], capsys)
+    code, out, err = cli(["summarize", str(path), "--method", "mana"], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1 and "at most 500" in err
-    code, out, err = cli(["summarize", str(path), "--method", "greedy", "--json"], capsys)
-    assert code == 0 and 0 < json.loads(out)["words"] <= 150
+    code, out, err = cli(["summarize", str(path), "--json"], capsys)  # the default: greedy
+    result = json.loads(out)
+    assert code == 0 and 0 < result["words"] <= 150 and result["method"] == "greedy"
