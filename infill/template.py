@@ -5,11 +5,12 @@ three decoded together, e.g. ``"ice cream shop"``). A blank is a whole word (or 
 glued to a letter or digit on either side (``un[MASK]``, ``[MASK]ing`` are refused), and text glued to
 its left (``"[MASK]"``, ``([MASK])``) is accepted only where the tokenizer starts a new word after it
 (WordPiece does; byte-level BPE and SentencePiece do not): the tokenizer must give the word "a" put in
-the blank a token of its own. The text around the blanks goes through the model's tokenizer unchanged, so
-an uncased model lowercases it and strips accents, characters outside the vocabulary become ``[UNK]``
-(kept visible in the output), and punctuation becomes separate tokens. The sequence is the tokenizer's
-for the text with a word in each blank token, that word's token replaced by the mask token: the bare space
-pieces (``Ġ``, ``▁``) some tokenizers put next to a mask token, which a word would absorb, are dropped.
+the blank a token of its own. The text around the blanks goes through the model's tokenizer, with each
+run of spaces or line breaks made one space: an uncased model lowercases it and strips accents,
+characters outside the vocabulary become ``[UNK]`` (kept visible in the output), and punctuation becomes
+separate tokens. The sequence is the tokenizer's for the text with a word in each blank token, that
+word's token replaced by the mask token: the bare space pieces (``Ġ``, ``▁``) that some tokenizers put
+next to a mask token, and that a word would absorb, are dropped.
 """
 from __future__ import annotations
 
@@ -73,7 +74,8 @@ def parse(text: str, tokenizer, max_length: int) -> Template:
         if _glued(text, m):
             raise InfillError(f"blank {m.group()} is glued to {_glued(text, m)!r} in {text!r}; a blank fills whole "
                               "words: put a space between them")
-    masked, probed = (tokenizer(BLANK.sub(lambda m: " ".join([word] * int(m.group(1) or 1)), text),
+    spaced = " ".join(text.split())  # a run of spaces is one space (byte-level BPE would keep a token for it)
+    masked, probed = (tokenizer(BLANK.sub(lambda m: " ".join([word] * int(m.group(1) or 1)), spaced),
                                 verbose=False)["input_ids"] for word in (tokenizer.mask_token, "a"))
     ids = _align(masked, probed, tokenizer, text)
     if len(ids) > max_length:

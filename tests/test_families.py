@@ -81,7 +81,8 @@ def test_samples_are_whole_words_in_the_tokenizers_own_sequence(family, sampler)
 @each_family
 def test_blanks_next_to_text(family):
     tok = tokenizer(FAMILIES[family][0])
-    energy, t = energy_of(family, "[MASK] sat on the mat [MASK] .")
+    energy, t = energy_of(family, "[MASK] sat on  the mat   [MASK] .")
+    assert t.input_ids.tolist() == parse("[MASK] sat on the mat [MASK] .", tok, 64).input_ids.tolist()
     x = one_hot(torch.zeros(1, 2, dtype=torch.long), energy.num_categories)
     assert t.num_blanks == 2 and torch.isfinite(evaluate(energy, x)).all()
     with pytest.raises(InfillError, match="glued"):
