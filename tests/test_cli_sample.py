@@ -96,7 +96,7 @@ def test_samplers_lists_options(capsys):
     (["sample", "A [MASK].", "--sampler", "dmala", "--adapt-steps", "1.5"], "adapt_steps must be 0 or more"),
     (["sample", "A [MASK].", "--init", "zeros"], "init must be one of"),
     (["sample", "A [MASK].", "--temperature", "-1"], "temperature must be positive"),
-    (["sample", "A [MASK].", "--model", "./no/such/dir"], "pass --model PATH"),
+    (["sample", "A [MASK].", "--model", "./no/such/dir"], "does not exist; give the path of a local checkpoint"),
     (["sample", "--file", "/no/such/file.txt"], "cannot read /no/such/file.txt"),
     (["sample"], "give a TEMPLATE"),
     (["sample", "A [MASK].", "--device", "nonsense"], "unknown device"),
@@ -143,7 +143,7 @@ def test_offline_hub_model_error_has_no_traceback():
     assert code == 2 and "Traceback" not in err
     assert err.strip().splitlines() == [
         "infill: error: cannot load model 'no-such-org/no-such-model': not found locally and the hub is unreachable; "
-        "pass --model PATH to a local checkpoint (or set INFILL_MODEL)"]
+        "give the path of a local checkpoint (or set INFILL_MODEL)"]
 
 
 @pytest.mark.slow

@@ -294,7 +294,7 @@ def test_cli_eval_end_to_end_with_the_dev_model(tmp_path, capsys):
 def test_bad_model_fails_with_one_line_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "out"
     err = _error_line(capsys, ["eval", str(_protocol(tmp_path)), "--model", str(tmp_path / "nomodel"), "--out", str(out)])
-    assert "--model PATH" in err
+    assert "does not exist; give the path of a local checkpoint" in err
     assert not out.exists()
 
 
