@@ -44,6 +44,7 @@ from ..energies.base import Energy, one_hot
 from ..errors import InfillError
 from .adaptive import Tuned
 from .base import State, StepInfo, Tuning, mh_transition, sample_categorical
+from .factorised import gather_sum
 from .registry import register
 from .scores import GRADIENT
 
@@ -89,11 +90,10 @@ def auxiliary_move(energy: Energy, state: State, alpha: float, pre: Optional[Pre
     flat_y = one_hot(y, k, flat_x.dtype).flatten(1)
     curv_y = torch.zeros_like(flat_y) if pre is None else pre.apply(flat_y)
     log_rev = torch.log_softmax(y_scores - curv_y.view(b, d, k) + u, dim=-1)
-    log_q_fwd = log_fwd.gather(2, y.unsqueeze(-1)).sum((1, 2))
-    log_q_rev = log_rev.gather(2, x.unsqueeze(-1)).sum((1, 2))
     quadratic = (flat_y * curv_y).sum(-1) - (flat_x * curv_x).sum(-1)
     log_z = (u.flatten(1) * (flat_y - flat_x)).sum(-1) - 0.5 * quadratic  # the auxiliary density's ratio
-    return mh_transition(state, y, y_energy, y_scores, log_q_fwd - log_z, log_q_rev, 1, generator)
+    return mh_transition(state, y, y_energy, y_scores, gather_sum(log_fwd, y) - log_z, gather_sum(log_rev, x), 1,
+                         generator)
 
 
 def estimate_curvature(cov: Tensor, d: int, k: int, kind: str) -> tuple[Tensor, Tensor]:
@@ -125,10 +125,6 @@ class AVG(Tuned):
 
     def start_value(self) -> float:
         return self.step_size
-
-    def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
-        value, scores = GRADIENT.evaluate(energy, x_idx, k)
-        return State(x_idx, value, scores, k, self.initial_tuning(steps))
 
     def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator],
                    value: float) -> tuple[State, StepInfo]:

@@ -31,10 +31,6 @@ class Tuning:
     burn_in: int
     steps: int = 0
 
-    @property
-    def adapting(self) -> bool:
-        return self.steps < self.burn_in
-
 
 @dataclass(frozen=True)
 class State:

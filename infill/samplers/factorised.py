@@ -18,7 +18,7 @@ from ..energies.base import Energy
 from ..errors import InfillError
 from .adaptive import Tuned
 from .base import State, StepInfo, mh_transition, sample_categorical
-from .scores import GRADIENT, ScoreSource
+
 
 def gather_sum(log_q: Tensor, x: Tensor) -> Tensor:
     """``sum_i log_q[b, i, x[b, i]]``: the log-probability ``(B,)`` of the joint proposal ``x``."""
@@ -30,7 +30,6 @@ class Factorised(Tuned):
     """Factorised proposal from scores with step ``step_size``, MH-tested where ``adjusted``."""
 
     step_size: float = 1.0
-    score_source: ClassVar[ScoreSource] = GRADIENT
     adjusted: ClassVar[bool] = True
 
     def __post_init__(self):
@@ -43,13 +42,6 @@ class Factorised(Tuned):
 
     def start_value(self) -> float:
         return self.step_size
-
-    def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
-        value, scores = self.score_source.evaluate(energy, x_idx, k)
-        return State(x_idx, value, scores, k, self.initial_tuning(steps))
-
-    def init_evaluations(self, energy: Energy, d: int, k: int) -> int:
-        return self.score_source.evaluations(d, k)
 
     def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator],
                    value: float) -> tuple[State, StepInfo]:

@@ -7,10 +7,12 @@ the ``step_size`` given is where the adaptation starts; ``adapt_steps=0`` keeps 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from torch import Tensor
 
 from ..errors import InfillError
 from .adaptive import Adaptation
+from .balancing import balancing_function
 from .dlmc import euler_log_proposal, interpolated_log_proposal
 from .factorised import Factorised
 from .gibbs import Gibbs
@@ -18,7 +20,6 @@ from .langevin import langevin_log_proposal, ncg_log_proposal
 from .registry import register
 from .scores import DIFFERENCES
 from .single_change import SingleChange
-from .balancing import balancing_function
 
 
 @dataclass

@@ -28,14 +28,12 @@ from dataclasses import dataclass
 from typing import ClassVar, Optional
 
 import torch
-from torch import Tensor
 
 from ..energies.base import Energy
 from ..errors import InfillError
 from .adaptive import Tuned
 from .balancing import balancing_function, single_change_log_proposal
 from .base import State, StepInfo, mh_transition, sample_categorical
-from .scores import GRADIENT, ScoreSource
 
 
 @dataclass
@@ -44,7 +42,6 @@ class SingleChange(Tuned):
 
     path_length: float = 1.0
     balancing: str = "sqrt"
-    score_source: ClassVar[ScoreSource] = GRADIENT
     tuned_minimum: ClassVar[float] = 1.0
 
     def __post_init__(self):
@@ -55,13 +52,6 @@ class SingleChange(Tuned):
 
     def start_value(self) -> float:
         return self.path_length
-
-    def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
-        value, scores = self.score_source.evaluate(energy, x_idx, k)
-        return State(x_idx, value, scores, k, self.initial_tuning(steps))
-
-    def init_evaluations(self, energy: Energy, d: int, k: int) -> int:
-        return self.score_source.evaluations(d, k)
 
     def path_steps(self, path_length: float, generator: Optional[torch.Generator], device) -> int:
         """``R = 1 + Poisson(path_length - 1)`` (no draw where the mean is 1)."""
