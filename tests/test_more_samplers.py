@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 import torch
@@ -86,6 +87,7 @@ def test_pavg_beats_avg_on_a_strongly_correlated_target():
     tv_avg, _ = _tv("avg", {}, energy, 8, 2, 1000, 150, 250)
     tv_pavg, trace = _tv("pavg", {"burn_in": 100}, energy, 8, 2, 1000, 150, 250)
     assert trace.final_state.tuning.gamma > 0
+    assert json.loads(json.dumps(trace.final_state.tuning.to_dict()))["gamma"] == trace.final_state.tuning.gamma
     assert tv_pavg < 0.8 * tv_avg, (tv_pavg, tv_avg)
 
 
@@ -105,7 +107,7 @@ def test_pavg_with_the_true_curvature_is_exact_and_rejection_free():
         accepted.append(info.accepted)
     assert torch.stack(accepted).float().mean() > 0.999
     tv = total_variation(exact_distribution(energy, d, k), empirical_distribution(torch.stack(samples[BURN_IN:]), k))
-    assert tv <= 0.02
+    assert tv <= 0.02  # floor at 1000 x 100 draws: 0.0073
 
 
 @pytest.mark.parametrize("name", ["dmala", "dlmc", "avg", "pas"])

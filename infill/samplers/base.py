@@ -31,6 +31,11 @@ class Tuning:
     burn_in: int
     steps: int = 0
 
+    def to_dict(self) -> dict:
+        """The numbers of the tuning (JSON-ready; a subclass's tensors left out)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if isinstance(getattr(self, f.name), (int, float))}
+
 
 @dataclass(frozen=True)
 class State:

@@ -20,7 +20,7 @@ from typing import ClassVar, Optional
 import torch
 from torch import Tensor
 
-from ..energies.base import Energy, evaluate, one_hot
+from ..energies.base import Energy, HasConditionals, evaluate, one_hot
 from ..errors import InfillError
 from .base import Sampler, State, StepInfo, mh_transition, sample_categorical
 
@@ -48,7 +48,7 @@ class Gibbs(Sampler):
             raise InfillError(f"proposal must be one of {', '.join(PROPOSALS)}, got {self.proposal!r}")
 
     def uses_model(self, energy: Energy) -> bool:
-        return self.proposal == "model" and hasattr(energy, "conditional_logits")
+        return self.proposal == "model" and isinstance(energy, HasConditionals)
 
     def needs_energy(self, energy: Energy) -> bool:
         return self.corrected or not self.uses_model(energy)
