@@ -9,8 +9,8 @@ an existing report is replaced only when named with ``--output``, and the messag
 from __future__ import annotations
 
 import datetime
-import os
 import sys
+import tempfile
 from pathlib import Path
 
 from ..errors import InfillError
@@ -51,10 +51,9 @@ def output_paths(args) -> tuple[Path, Path, bool]:
     md, js = base.with_name(base.name + ".md"), base.with_name(base.name + ".json")
     try:  # before the run, not after
         base.parent.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=base.parent).close()
     except OSError as exc:
         raise InfillError(f"cannot write the report to {base.parent}: {exc.strerror}") from None
-    if not os.access(base.parent, os.W_OK):
-        raise InfillError(f"cannot write the report to {base.parent}: permission denied")
     return md, js, md.exists() or js.exists()
 
 
@@ -79,7 +78,7 @@ def run(args) -> int:
         if not args.quiet:
             print(f"[{n_doc + 1}/{len(documents)}] {row['id']} ({row['sentences']} sentences)", file=sys.stderr)
 
-    report = evaluate(documents, budget, config, methods, settings, args.seed, progress)
+    report = evaluate(documents, budget, config, methods, settings, args.seed, progress, f"aclsum:{args.split}")
     command = "infill " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith(("infill", "__main__.py")) \
         else None
     report = {"split": args.split, "date": datetime.date.today().isoformat(), "command": command, **report}
@@ -97,8 +96,11 @@ def run(args) -> int:
                          f"average and {max(wall):.2f} s at most ({sum(cpu) / len(cpu):.2f} and {max(cpu):.2f} CPU "
                          f"seconds: wall time depends on the machine's load)."]
     text = markdown(report, f"Extractive summarization on ACLSum ({args.split})", preamble)
-    write_atomic(json_path, json.dumps(report, indent=1) + "\n")
-    write_atomic(md_path, text)
+    try:
+        write_atomic(json_path, json.dumps(report, indent=1) + "\n")
+        write_atomic(md_path, text)
+    except OSError as exc:
+        raise InfillError(f"cannot write the report to {md_path.parent}: {exc.strerror}") from None
     print(text)
     print(f"{'replaced' if replaces else 'wrote'} {md_path} and {json_path}", file=sys.stderr)
     return 0

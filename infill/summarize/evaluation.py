@@ -91,8 +91,10 @@ def evaluate_document(doc: AclsumDocument, n_doc: int, budget: Budget, config: O
 
 
 def evaluate(documents: list[AclsumDocument], budget: Budget, config: ObjectiveConfig, methods: list[str],
-             settings: ChainSettings, seed: int = 0, progress: Optional[Callable[[int, dict], None]] = None) -> dict:
-    """Run ``methods`` on ``documents``: per-document rows, means, signatures and notes."""
+             settings: ChainSettings, seed: int = 0, progress: Optional[Callable[[int, dict], None]] = None,
+             data: str = "aclsum") -> dict:
+    """Run ``methods`` on ``documents`` (named ``data`` in the signatures): per-document rows, means,
+    signatures and notes."""
     check_methods(methods)
     notes = []
     if not available() and any(m in PEERS for m in methods):
@@ -109,18 +111,21 @@ def evaluate(documents: list[AclsumDocument], budget: Budget, config: ObjectiveC
                 progress(n_doc, rows[-1])
     finally:
         torch.set_num_threads(threads)
-    protocol = {"data": "aclsum", "documents": len(documents), "budget": budget.describe(),
-                "rouge": "rouge-score+stem", "sentences": "pysbd+clean"}
+    protocol = {"data": data, "documents": len(documents), "budget": budget.describe(),
+                "rouge": "rouge-score+stem", "sentences": "cleaned"}
     versions = library_versions(VERSIONED)
-    objective = {"lambda": config.lam, "a": config.a, "similarity": config.similarity,
-                 "temperature": config.temperature, "penalty": config.penalty}
+    objective = {"lambda": config.lam, "a": config.a, "similarity": config.similarity}
+    energy = {"temperature": config.temperature, "penalty": config.penalty}
+    chains = {k: v for k, v in vars(settings).items() if k not in ("sampler", "hyperparameters")}
     signatures = {}
     for m in methods:
-        hyper = dict(objective) if m not in PEERS else {}
-        if m not in BASELINES and m not in PEERS:
-            hyper.update({k: v for k, v in vars(settings).items() if k not in ("sampler", "hyperparameters")},
-                         **settings.hyperparameters)
-        signatures[m] = str(RunSignature(protocol, m, hyper, seed if m in hyper else None, None, versions))
+        if m in PEERS:
+            hyper, method_seed = {}, None
+        elif m in BASELINES:
+            hyper, method_seed = objective, None
+        else:
+            hyper, method_seed = {**objective, **energy, **chains, **settings.hyperparameters}, seed
+        signatures[m] = str(RunSignature(protocol, m, hyper, method_seed, None, versions))
     return {"notes": notes, "versions": versions, "signatures": signatures,
             "summary": {m: aggregate([r["methods"][m] for r in rows]) for m in methods},
             "objective_seconds": _mean(r["objective_seconds"] for r in rows),
