@@ -333,3 +333,17 @@ def test_large_document_sampler_refused_greedy_runs(tmp_path, capsys):
     code, out, err = cli(["summarize", str(path), "--json"], capsys)  # the default: greedy
     result = json.loads(out)
     assert code == 0 and 0 < result["words"] <= 150 and result["method"] == "greedy"
+
+
+def test_eval_summarization_unwritable_output_fails_before_the_run(tmp_path, capsys):
+    code, out, err = cli(["eval-summarization", "--limit", "1", "--output", "/proc/no-such-dir/report"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "cannot write the report" in err
+
+
+def test_run_signature_line():
+    from infill.signature import RunSignature
+
+    sig = RunSignature({"data": "aclsum:val", "budget": "150 words"}, "mana", {"steps": 200, "start": "greedy"}, 0,
+                       None, {"torch": "2.13.0"})
+    assert str(sig) == "data:aclsum:val|budget:150 words|method:mana|steps:200|start:greedy|seed:0|torch:2.13.0"
+    assert sig.as_dict()["hyperparameters"] == {"steps": 200, "start": "greedy"}
