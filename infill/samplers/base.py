@@ -53,7 +53,7 @@ class State:
     tuning: Optional[Tuning] = None
 
     def select(self, chains) -> "State":
-        """The state of the chains ``chains`` (an index, slice or mask over ``B``), tuning kept."""
+        """The state of the chains ``chains`` (a slice, index tensor or mask over ``B``), tuning kept."""
         return dataclasses.replace(self, x=self.x[chains], energy=self.energy[chains],
                                    scores=None if self.scores is None else self.scores[chains])
 
@@ -96,7 +96,7 @@ class Trace:
         return self.hops.float().mean().item()
 
     def select(self, chains) -> "Trace":
-        """The trace of the chains ``chains`` (an index, slice or mask over ``B``)."""
+        """The trace of the chains ``chains`` (a slice, index tensor or mask over ``B``)."""
         return dataclasses.replace(self, samples=self.samples[:, chains], energies=self.energies[:, chains],
                                    accepted=self.accepted[:, chains], hops=self.hops[:, chains],
                                    final_state=self.final_state.select(chains))

@@ -68,19 +68,17 @@ class Gibbs(Sampler):
         b, d = x.shape
         rows = torch.arange(b, device=x.device)
         i = torch.randint(d, (b,), generator=generator, device=x.device)
-        if self.uses_model(energy):
-            logits = energy.conditional_logits(x, i)
-            value = sample_categorical(logits, generator)
-            y = x.clone()
-            y[rows, i] = value
-            y_energy = evaluate(energy, one_hot(y, k)) if self.corrected else torch.full_like(state.energy, float("nan"))
-            evaluations = 1 + int(self.corrected)
-        else:
-            logits = enumerate_conditional(energy, x, i, k)
-            value = sample_categorical(logits, generator)
-            y = x.clone()
-            y[rows, i] = value
+        model = self.uses_model(energy)
+        logits = energy.conditional_logits(x, i) if model else enumerate_conditional(energy, x, i, k)
+        value = sample_categorical(logits, generator)
+        y = x.clone()
+        y[rows, i] = value
+        if not model:  # the enumerated conditional holds the proposal's energy
             y_energy, evaluations = logits[rows, value], k
+        elif self.corrected:
+            y_energy, evaluations = evaluate(energy, one_hot(y, k)), 2
+        else:
+            y_energy, evaluations = torch.full_like(state.energy, float("nan")), 1
         log_q = torch.log_softmax(logits.to(y_energy.dtype), dim=-1)
         return mh_transition(state, y, y_energy, None, log_q[rows, value], log_q[rows, x[rows, i]], evaluations,
                              generator, self.corrected)
