@@ -155,6 +155,21 @@ def markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
+def write(out: Path, per_template: dict[str, list[dict]], rows: dict[str, RunConfig], refs: ReferenceCorpus,
+          model: str, templates: int) -> dict:
+    """The report over the templates done so far: JSON (with per-template runs), Markdown and the plot."""
+    table = {name: summarize(runs, refs) for name, runs in per_template.items()}
+    baseline = next(name for name in rows if name.startswith("left-to-right@T=1"))
+    report = {"rows": table, "targets": targets(per_template, "default", baseline),
+              "signature": {"model": model, "templates": templates, "protocol": "eval/frontier.toml",
+                            "top": TOP, "configs": {name: c.signature() for name, c in rows.items()},
+                            "torch_threads": torch.get_num_threads(), "versions": library_versions()}}
+    (out / "report.json").write_text(json.dumps({**report, "per_template": per_template}, indent=1))
+    (out / "report.md").write_text(markdown(report))
+    plot(table, out / "frontier.png")
+    return report
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True)
@@ -166,30 +181,21 @@ def main() -> int:
     protocol = load_protocol(ROOT / "eval" / "frontier.toml")
     corpora = {spec.name: load_corpus(spec, protocol.lowercase) for spec in protocol.corpora}
     tasks = make_tasks(protocol, corpora)
-    if args.limit:
-        tasks = [t for t in tasks if sum(u.corpus == t.corpus for u in tasks[:tasks.index(t) + 1]) <= args.limit]
+    by_corpus = [[t for t in tasks if t.corpus == spec.name][:args.limit] for spec in protocol.corpora]
+    tasks = [t for group in zip(*by_corpus) for t in group]  # corpora interleaved: a partial run covers both
     refs = ReferenceCorpus(s for sentences in references(corpora, tasks).values() for s in sentences)
     temperatures = [float(t) for t in args.temperatures.split(",")]
     rows = dict(parse_row(spec, t) for spec in args.rows.split(",") for t in temperatures
                 if not (spec in ("argmax", "default") and t != temperatures[0]))
     infiller = Infiller(args.model)
     per_template: dict[str, list[dict]] = {name: [] for name in rows}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     for n, task in enumerate(tasks, 1):
         for name, config in rows.items():
             per_template[name].append(run_row(infiller, task, config))
+        report = write(out, per_template, rows, refs, args.model, n)  # after every template: a kill loses little
         print(f"template {n}/{len(tasks)} done", file=sys.stderr, flush=True)
-    table = {name: summarize(runs, refs) for name, runs in per_template.items()}
-    baseline = next(name for name in rows if name.startswith("left-to-right@T=1"))
-    ours = "default"
-    report = {"rows": table, "targets": targets(per_template, ours, baseline),
-              "signature": {"model": args.model, "templates": len(tasks), "protocol": "eval/frontier.toml",
-                            "top": TOP, "configs": {name: c.signature() for name, c in rows.items()},
-                            "torch_threads": torch.get_num_threads(), "versions": library_versions()}}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps({**report, "per_template": per_template}, indent=1))
-    (out / "report.md").write_text(markdown(report))
-    plot(table, out / "frontier.png")
     print(markdown(report))
     return 0
 
