@@ -60,7 +60,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     except ModuleNotFoundError as exc:
         extra = command and COMMANDS[command].extra
-        if not (extra and exc.name):
+        if not (extra and exc.name) or exc.name.split(".")[0] == "infill":  # not an optional dependency
             raise
         print(f"infill: error: {missing(exc.name, extra)}", file=sys.stderr)
         return 2

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..errors import InfillError
 
@@ -39,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
         report = evaluate(args.protocol, args.out, model=args.model or default_model(), samplers=samplers,
                           device=args.device, limit=args.limit, progress=not args.no_progress)
     except KeyboardInterrupt:
+        if not (Path(args.out) / "units.jsonl").is_file():
+            raise
         raise KeyboardInterrupt(f"finished units are kept in {args.out}; the same command resumes") from None
     if report is not None:  # rank 0 of a torchrun launch, or the only process
         print(f"wrote {args.out}/report.md ({len(report['samplers'])} samplers)")
