@@ -68,7 +68,8 @@ class ChainSettings:
             raise InfillError("steps, chains and segments must be positive")
         if not self.flips > 0 or not 0 <= self.burn_in < 1:
             raise InfillError("flips must be positive and burn_in in [0, 1)")
-        if self.step_size != "auto" and not (isinstance(self.step_size, float) and self.step_size > 0):
+        number = isinstance(self.step_size, (int, float)) and not isinstance(self.step_size, bool)
+        if self.step_size != "auto" and not (number and 0 < self.step_size < float("inf")):
             raise InfillError(f"step_size is 'auto' or a positive number, not {self.step_size!r}")
 
     def options(self, step_size: Optional[float]) -> dict:
@@ -178,8 +179,8 @@ def run_chains(objective: SummaryObjective, settings: ChainSettings = ChainSetti
         if auto:
             step_size = auto_step_size(flip_differences(energy, x), settings.flips)
             step_sizes.append(step_size)
-        elif isinstance(settings.step_size, float):
-            step_size = settings.step_size
+        elif settings.step_size != "auto":
+            step_size = float(settings.step_size)
         trace = make_sampler(settings.sampler, **settings.options(step_size)).run(
             energy, x, bounds[s + 1] - bounds[s], generator=generator)
         parts.append(trace.samples)
