@@ -205,7 +205,7 @@ def _candidates(trace: Trace, config: RunConfig) -> tuple[Tensor, Tensor]:
 
 def _tuned(state: State) -> Optional[dict]:
     """What the sampler tuned during burn-in, as JSON-ready values (None if it tunes nothing)."""
-    return None if state.tuning is None else dataclasses.asdict(state.tuning)
+    return None if state.tuning is None else state.tuning.to_dict()
 
 
 def _evaluate(energy: MaskedLMEnergy, x_idx: Tensor) -> Tensor:

@@ -12,14 +12,15 @@ import torch
 from torch import Tensor
 
 
-def langevin_log_proposal(x: Tensor, scores: Tensor, step_size: float) -> Tensor:
+def langevin_log_proposal(x: Tensor, scores: Tensor, step_size: float | Tensor) -> Tensor:
     """Per-variable log-probabilities ``(B, d, K)`` of the discrete Langevin proposal at ``x``.
 
     ``logits[i, k] = 1/2 grad . (x' - x) - ||x' - x||^2 / (2 alpha)`` for ``x'`` = ``x`` with variable
     ``i`` set to ``k``; in one-hot form ``grad . (x' - x) = grad[i, k] - grad[i, x_i]`` and
     ``||x' - x||^2 = 2`` for a change, so the distance term is ``1/alpha`` (the paper's convention).
-    DISCS writes ``1/(2 alpha)`` for it: its step size is half of ours. With exact differences as ``scores`` it is the Newton proposal (Xiang
-    et al., 2023).
+    DISCS writes ``1/(2 alpha)`` for it: its step size is half of ours. With exact differences as ``scores``
+    it is the Newton proposal (Xiang et al., 2023). ``step_size`` may be a ``(d, 1)`` tensor of per-variable
+    steps (the preconditioned proposal).
     """
     current = scores.gather(2, x.unsqueeze(-1))
     change = torch.ones_like(scores).scatter(2, x.unsqueeze(-1), 0.0)

@@ -6,8 +6,11 @@ the ``step_size`` given is where the adaptation starts; ``adapt_steps=0`` keeps 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Optional
 
+import torch
 from torch import Tensor
 
 from ..errors import InfillError
@@ -24,12 +27,30 @@ from .single_change import SingleChange
 
 @dataclass
 class Langevin(Factorised):
-    """The discrete Langevin proposal (:func:`.langevin.langevin_log_proposal`) on the gradient."""
+    """The discrete Langevin proposal (:func:`.langevin.langevin_log_proposal`) on the gradient.
+
+    ``preconditioner`` (DLP's preconditioned proposal, Zhang et al. 2022, App. H) is a constant diagonal
+    ``g``, one positive number per variable: variable ``i`` moves with step ``step_size * g[i]``, so
+    variables on very different energy scales can each take a step that suits them (``None``: ``g = 1``).
+    The reverse proposal uses the same ``g``, so DMALA stays exact."""
 
     step_size: float = 0.1
+    preconditioner: Optional[tuple] = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        g = self.preconditioner
+        if g is not None and (isinstance(g, (str, bytes)) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in g)):
+            raise InfillError(f"preconditioner must be a list of positive numbers, one per variable, got {g!r}")
 
     def log_proposal(self, x: Tensor, scores: Tensor, value: float) -> Tensor:
-        return langevin_log_proposal(x, scores, value)
+        if self.preconditioner is None:
+            return langevin_log_proposal(x, scores, value)
+        g = torch.tensor(self.preconditioner, dtype=scores.dtype, device=scores.device)
+        if len(g) != x.shape[1]:
+            raise InfillError(f"preconditioner has {len(g)} entries for {x.shape[1]} variables")
+        return langevin_log_proposal(x, scores, value * g[:, None])
 
 
 @register
