@@ -126,7 +126,7 @@ LONG_TEXT = "".join(f"Sentence number {i} tells something new about the topic at
 
 @pytest.mark.parametrize("argv", [
     ["sample", "a [MASK] day [MASK] .", "--model", "{model}", "--steps", "1000000", "-q"],
-    ["summarize", "{dir}/doc.txt", "--steps", "1000000", "--sentences", "2"],
+    ["summarize", "{dir}/doc.txt", "--sampler", "mana", "--steps", "1000000", "--sentences", "2"],
     ["eval-summarization", "--limit", "1", "--methods", "una", "--steps", "1000000", "--output", "{dir}/r", "--quiet"],
 ], ids=["sample", "summarize", "eval-summarization"])
 def test_ctrl_c_ends_a_long_run_with_one_line_and_exit_130(argv, tmp_path, tiny_model_dir, capsys):
