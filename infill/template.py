@@ -66,7 +66,8 @@ def parse(text: str, tokenizer, max_length: int) -> Template:
         raise InfillError("this model's tokenizer has no mask token; use a masked language model")
     if sum(counts) > max_length:
         raise InfillError(f"template has {sum(counts)} blank tokens, more than the model's maximum of {max_length}")
-    special = next((token for token in tokenizer.all_special_tokens if token in rest), None)
+    special = next((token for token in tokenizer.all_special_tokens  # [UNK] is text the vocabulary lacks
+                    if token in rest and token != tokenizer.unk_token), None)
     if special:
         raise InfillError(f"template contains the special token {special!r} outside a blank: {text!r}; "
                           "write plain text around the [MASK] blanks")

@@ -66,3 +66,11 @@ def test_too_long(bert_tokenizer):
     parse("a " * 8 + "[MASK]", bert_tokenizer, 11)  # [CLS] + 9 + [SEP]
     with pytest.raises(InfillError, match="11 tokens, longer than the model's maximum of 10"):
         parse("a " * 8 + "[MASK]", bert_tokenizer, 10)
+
+
+def test_unknown_token_is_text_but_other_special_tokens_are_refused(bert_tokenizer):
+    """[UNK] stands for text outside the vocabulary (WikiText's @@UNKNOWN@@): kept, and visible in the output."""
+    t = parse("guitarist [UNK] [MASK] bassist .", bert_tokenizer, 64)
+    assert bert_tokenizer.convert_ids_to_tokens(t.input_ids.tolist())[1:4] == ["guitarist", "[UNK]", "[MASK]"]
+    with pytest.raises(InfillError, match="special token '\\[SEP\\]'"):
+        parse("a [SEP] [MASK] .", bert_tokenizer, 64)
