@@ -1,7 +1,7 @@
 """Choose the summarization defaults on ACLSum train or val (never test): mean ROUGE-1/2 F of greedy and
 of the default chains for a grid of similarity x lambda x a, against sumy's LexRank, 150-word budget.
 
-    OMP_NUM_THREADS=1 python scripts/summarization_tuning.py --split train --limit 60 > eval/summarization-tuning-train.md
+    OMP_NUM_THREADS=1 python scripts/summarization_tuning.py --split train --limit 60 > tuning-train.md
 """
 from __future__ import annotations
 

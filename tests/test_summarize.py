@@ -183,6 +183,9 @@ def test_cli_summarize(tmp_path, capsys):
     code, out, _ = cli(["summarize", str(doc), "--words", "30", "--json", "--sampler", "greedy"], capsys)
     result = json.loads(out)
     assert code == 0 and result["words"] <= 30 and result["sentences"]
+    code, out, _ = cli(["summarize", str(doc), "--words", "30", "--json", "--method", "mana", "--steps", "30"], capsys)
+    result = json.loads(out)
+    assert code == 0 and result["objective"] >= result["start_objective"] and result["words"] <= 30
 
 
 @pytest.mark.parametrize("content,args,message", [
@@ -258,8 +261,8 @@ def test_eval_summarization_never_overwrites_by_default(tmp_path, capsys, monkey
 def test_cli_empty_start_falls_back_to_greedy_when_the_chains_select_nothing(tmp_path, capsys):
     path = tmp_path / "doc.txt"
     path.write_text(TEXT)
-    code, out, _ = cli(["summarize", str(path), "--method", "mana", "--sentences", "1", "--steps", "1", "--start", "empty",
-                        "--step-size", "0.01", "--json"], capsys)
+    code, out, _ = cli(["summarize", str(path), "--method", "mana", "--sentences", "1", "--steps", "1",
+                        "--start", "empty", "--step-size", "0.01", "--json"], capsys)
     result = json.loads(out)
     assert code == 0 and result["method"] == "greedy (fallback)" and len(result["indices"]) == 1
 

@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 
 from ..errors import InfillError
-from .summarize import DEFAULT_METHOD, DEFAULT_SAMPLER, add_objective_arguments, chain_settings, objective_config, positive_int
+from .summarize import (DEFAULT_METHOD, DEFAULT_SAMPLER, add_objective_arguments, chain_settings, objective_config,
+                        positive_int)
 
 DEFAULT_METHODS = "lead,greedy,lexrank,textrank,luhn,lsa,lb,una,mana"
 

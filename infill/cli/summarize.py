@@ -159,6 +159,7 @@ def run(args) -> int:
                           f"{MAX_SAMPLER_SENTENCES} (use --method greedy)")
     torch.set_num_threads(1)  # small batched ops: one thread is fastest and plays well with others
     objective = SummaryObjective(sentences, budget, config)
+    extra = {}
     if method == "greedy":
         selection, label = greedy(objective), "greedy"
     elif method == "lead":
@@ -168,15 +169,17 @@ def run(args) -> int:
     else:
         result = run_chains(objective, settings, seed=args.seed)
         selection = result.selections[args.decode]
+        extra = {"start_objective": float(objective.value(result.start[None])),
+                 "acceptance_rate": result.acceptance_rate}
         label = f"{method} ({'best F seen' if args.decode == 'best' else args.decode + ' vote'}, from {settings.start})"
     note = None
     if not selection.any():  # only an empty start with too few steps, or a peer with nothing that fits
         note = f"{label} selected nothing; printing the greedy summary instead"
         selection, label = greedy(objective), "greedy (fallback)"
-    return _print(args, cleaned, selection.tolist(), float(objective.value(selection[None])), note, label)
+    return _print(args, cleaned, selection.tolist(), float(objective.value(selection[None])), note, label, extra)
 
 
-def _print(args, cleaned, selection, value, note, method) -> int:
+def _print(args, cleaned, selection, value, note, method, extra=None) -> int:
     chosen = [j for j, keep in enumerate(selection) if keep > 0.5]
     if note and not args.json:
         print(f"infill: note: {note}", file=sys.stderr)
@@ -187,6 +190,7 @@ def _print(args, cleaned, selection, value, note, method) -> int:
             "sentences": [cleaned.kept[j] for j in chosen],
             "words": sum(len(cleaned.kept[j].split()) for j in chosen),
             "objective": value,
+            **(extra or {}),
             "document_sentences": len(cleaned.kept) + len(cleaned.dropped),
             "dropped": [{"index": i, "sentence": s, "reason": r} for i, s, r in cleaned.dropped],
             "note": note,

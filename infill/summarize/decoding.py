@@ -93,10 +93,6 @@ class ChainResult:
     evaluations: int
     step_sizes: list[float]           # per segment (una/mana with step_size "auto"), else empty
 
-    def objective_at(self, step: int) -> float:
-        """Mean over chains of F(S) - P(S) after ``step`` steps (1-based)."""
-        return float(self.objective_trace[step - 1].mean())
-
 
 class TemperedEnergy:
     """The objective's energy ``(F - P) / (temperature * F1)`` at a given temperature."""

@@ -176,7 +176,8 @@ class SummaryObjective:
         s = s.to(self.w.dtype)
         current = s @ self.w                                                   # C_i(S)
         cap = self.coverage_cap
-        coverage = (torch.minimum(current[:, None] + self.w, cap[:, None]) - torch.minimum(current, cap)[:, None]).sum(0)
+        before = torch.minimum(current, cap)[:, None]
+        coverage = (torch.minimum(current[:, None] + self.w, cap[:, None]) - before).sum(0)
         mass = (self.clusters @ (s * self.reward))[self.labels]               # mass of k's cluster
         diversity = torch.sqrt(mass + self.reward + _EPS) - torch.sqrt(mass + _EPS)
         return (coverage + self.config.lam * diversity) * (1 - s)
