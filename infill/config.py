@@ -7,10 +7,19 @@ its defaults' types. Nothing here imports torch, so the CLI can validate before 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
 from .errors import InfillError
+
+DEFAULT_MODEL = "bert-base-uncased"
+
+
+def default_model() -> str:
+    """``$INFILL_MODEL`` if set, else ``bert-base-uncased``."""
+    return os.environ.get("INFILL_MODEL") or DEFAULT_MODEL
+
 
 BASELINES = ("independent", "left-to-right", "argmax")
 """Methods that draw from the masked LM directly, without MCMC: usable wherever a sampler name is."""
@@ -95,11 +104,6 @@ class RunConfig:
         return cls(**values, options=options)
 
     def __post_init__(self):
-        from .samplers import SAMPLERS, sampler_options  # torch: only once a run is configured
-
-        if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *BASELINES):
-            raise InfillError(f"unknown sampler {self.method!r}; choose from "
-                              f"{', '.join(sorted(SAMPLERS))} or a baseline: {', '.join(BASELINES)}")
         _integer("num_samples", self.num_samples)
         _integer("steps", self.steps)
         if self.top is not None and _integer("top", self.top) > self.num_samples and self.decode == "final":
@@ -121,6 +125,14 @@ class RunConfig:
         if not isinstance(self.forbid, (list, tuple)) or not all(isinstance(w, str) and w for w in self.forbid):
             raise InfillError(f"forbid must be a list of words, got {self.forbid!r}")
         object.__setattr__(self, "forbid", tuple(self.forbid))
+        for key, value in self.options.items():  # checked before the sampler registry (torch) is imported
+            if isinstance(value, float):
+                _number(f"{self.method} option {key}", value)
+        from .samplers import SAMPLERS, sampler_options
+
+        if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *BASELINES):
+            raise InfillError(f"unknown sampler {self.method!r}; choose from "
+                              f"{', '.join(sorted(SAMPLERS))} or a baseline: {', '.join(BASELINES)}")
         defaults = {} if self.is_baseline else sampler_options(self.method)
         object.__setattr__(self, "options", check_hyperparameters(self.method, self.options, defaults))
 

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from . import mlm_draws, models
-from .config import RunConfig
+from .config import RunConfig, default_model
 from .energies.base import evaluate, one_hot
 from .energies.masked_lm import MaskedLMEnergy
 from .energies.tempered import Tempered
@@ -50,7 +50,7 @@ class Infiller:
             self.model_name = model.config.name_or_path or type(model).__name__
             self.model, self.tokenizer = model.to(models.resolve_device(device)).eval(), tokenizer
         else:
-            self.model_name = model or models.default_model()
+            self.model_name = model or default_model()
             self.model, self.tokenizer = models.load(self.model_name, device, dtype)
         self.device = self.model.get_input_embeddings().weight.device
         self.max_length = min(self.tokenizer.model_max_length, self.model.config.max_position_embeddings)

@@ -2,7 +2,6 @@
 prediction head of each masked-LM family as one function of the base model's hidden states."""
 from __future__ import annotations
 
-import os
 import warnings
 from pathlib import Path
 from typing import Callable, Optional, Union
@@ -10,15 +9,10 @@ from typing import Callable, Optional, Union
 import torch
 from torch import Tensor, nn
 
+from .config import default_model
 from .errors import InfillError
 
-DEFAULT_MODEL = "bert-base-uncased"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-def default_model() -> str:
-    """``$INFILL_MODEL`` if set, else ``bert-base-uncased``."""
-    return os.environ.get("INFILL_MODEL") or DEFAULT_MODEL
 
 
 def resolve_dtype(dtype: Union[str, torch.dtype, None]) -> Union[torch.dtype, str]:

@@ -27,7 +27,7 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from ..evaluation import evaluate
     from ..evaluation.store import check_unlocked
-    from ..models import default_model
+    from ..config import default_model
 
     check_unlocked(args.out)  # a busy --out fails at once, before the model loads
 

@@ -8,22 +8,25 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from ..errors import InfillError
 from .corpora import load_corpus
 from .protocol import Protocol, load_protocol
-from .report import library_versions, write_report
-from .distributed import World, close_world, init_world
-from .runner import SampleFn, config_signature, infiller_sample_fn, run_units
 from .store import UnitStore, write_atomic
 from .tasks import Task, limit_tasks, make_tasks, references
+
+if TYPE_CHECKING:  # torch, nltk: imported once a protocol has been read (a bad one fails fast)
+    from .distributed import World
+    from .runner import SampleFn
 
 __all__ = ["evaluate", "load_protocol", "Protocol", "Task"]
 
 
 def _configs(protocol: Protocol, rows: Sequence[str]) -> dict[str, dict]:
     """Each report row's settings (the protocol's over the defaults), as stored with its units."""
+    from .runner import config_signature
+
     if not rows or len(set(rows)) < len(rows):
         raise InfillError("give one or more distinct samplers")
     return {row: json.loads(json.dumps(config_signature(protocol.run_config(row)))) for row in rows}
@@ -77,6 +80,10 @@ def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: O
     anything is written.
     """
     protocol = load_protocol(protocol_path)
+    from .distributed import close_world, init_world
+    from .report import write_report
+    from .runner import infiller_sample_fn, run_units
+
     samplers = list(samplers or protocol.samplers)
     configs = _configs(protocol, samplers)
     if limit is not None and limit < 1:
@@ -104,7 +111,18 @@ def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: O
         close_world(world)
     if not world.is_main:
         return None
-    signature = {
+    try:
+        return write_report(out, units, refs, _signature(protocol, model, device, configs, chosen, limit))
+    finally:
+        store.close()  # the lock on --out is held until the report is written
+
+
+def _signature(protocol: Protocol, model: str, device: str, configs: dict, chosen: list[Task],
+               limit: Optional[int]) -> dict:
+    """The settings that reproduce the report."""
+    from .report import library_versions
+
+    return {
         "model": model, "device": device, "samplers": configs, "seed": protocol.seed,
         "protocol": {"name": protocol.name, "file": protocol.path.name, "sha256": protocol.sha256,
                      "chains": protocol.chains, "steps": protocol.steps, "top": protocol.top,
@@ -114,4 +132,3 @@ def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: O
         "sentences": {spec.name: sum(t.corpus == spec.name for t in chosen) for spec in protocol.corpora},
         "limit": limit, "versions": library_versions(),
     }
-    return write_report(out, units, refs, signature)

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import math
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
