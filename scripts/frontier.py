@@ -31,10 +31,11 @@ from infill.config import RunConfig
 from infill.energies.base import evaluate, one_hot
 from infill.evaluation.corpora import load_corpus
 from infill.evaluation.protocol import load_protocol
-from infill.evaluation.report import library_versions
+from infill.evaluation.report import EVAL_PACKAGES
 from infill.evaluation.tasks import make_tasks, references
 from infill.metrics import ReferenceCorpus, corpus_bleu, self_bleu
 from infill.results import top_distinct
+from infill.signature import library_versions
 from infill.template import fill
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,7 +164,7 @@ def write(out: Path, per_template: dict[str, list[dict]], rows: dict[str, RunCon
     report = {"rows": table, "targets": targets(per_template, "default", baseline),
               "signature": {"model": model, "templates": templates, "protocol": "eval/frontier.toml",
                             "top": TOP, "configs": {name: c.signature() for name, c in rows.items()},
-                            "torch_threads": torch.get_num_threads(), "versions": library_versions()}}
+                            "torch_threads": torch.get_num_threads(), "versions": library_versions(EVAL_PACKAGES)}}
     (out / "report.json").write_text(json.dumps({**report, "per_template": per_template}, indent=1))
     (out / "report.md").write_text(markdown(report))
     plot(table, out / "frontier.png")

@@ -120,7 +120,8 @@ def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: O
 def _signature(protocol: Protocol, model: str, device: str, configs: dict, chosen: list[Task],
                limit: Optional[int]) -> dict:
     """The settings that reproduce the report."""
-    from .report import library_versions
+    from ..signature import library_versions
+    from .report import EVAL_PACKAGES
 
     return {
         "model": model, "device": device, "samplers": configs, "seed": protocol.seed,
@@ -130,5 +131,5 @@ def _signature(protocol: Protocol, model: str, device: str, configs: dict, chose
                      "mask": {"fraction": protocol.mask.fraction, "count": protocol.mask.count,
                               "exclude_ends": protocol.mask.exclude_ends}},
         "sentences": {spec.name: sum(t.corpus == spec.name for t in chosen) for spec in protocol.corpora},
-        "limit": limit, "versions": library_versions(),
+        "limit": limit, "versions": library_versions(EVAL_PACKAGES),
     }

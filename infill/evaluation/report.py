@@ -9,10 +9,8 @@ no 4-gram with the references, which would make per-sentence scores mostly zero.
 """
 from __future__ import annotations
 
-import importlib.metadata
 import io
 import json
-import platform
 import statistics
 from pathlib import Path
 
@@ -66,18 +64,8 @@ def mean_defined(values) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-EVAL_PACKAGES = ("infill", "torch", "transformers", "datasets", "nltk", "sacrebleu", "rouge-score", "numpy")
-
-
-def library_versions(packages: tuple[str, ...] = EVAL_PACKAGES) -> dict[str, str]:
-    """Python's and each package's version, for a report's signature."""
-    versions = {"python": platform.python_version()}
-    for package in packages:
-        try:
-            versions[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            versions[package] = "not installed"
-    return versions
+EVAL_PACKAGES = ("infill", "torch", "transformers", "datasets", "nltk", "rouge-score", "numpy")
+"""The packages whose versions an infilling report's signature records."""
 
 
 def _fmt(value, digits: int = 2) -> str:
