@@ -79,7 +79,7 @@ class RunConfig:
     ``anneal_from`` during the first half of the steps (see :func:`annealing_schedule`); ``top=k`` keeps the ``k`` distinct
     fillings of highest energy, taken as ``decode`` says; ``options`` are the sampler's hyperparameters."""
 
-    method: str = "gibbs-mh"
+    method: str = "gibbs"
     num_samples: int = 25
     steps: int = 12
     top: Optional[int] = None

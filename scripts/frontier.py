@@ -4,14 +4,15 @@
         [--rows default,independent,left-to-right,argmax,gibbs,gibbs-mh,gwg,dmala,dula] [--temperatures 1,0.7,0.5]
         [--limit N]
 
-A row is a method name, ``default`` (the RunConfig defaults), or ``name:key=value;key=value`` (e.g.
-``gibbs-mh:init=uniform;steps=50``); each row runs at every temperature (``argmax`` once). Templates come from
+A row is a method name or ``name:key=value;key=value`` (e.g. ``gibbs-mh:init=uniform;steps=50``), run with
+the other settings at their defaults; each row runs at every temperature (``argmax`` once). The row whose
+configuration is the defaults' (``RunConfig()``) is marked ``(default)``. Templates come from
 ``eval/frontier.toml``. For every (template, row) the script records, over the ``chains`` samples (the chains'
 final states, or a baseline's draws): mean PLL, self-BLEU, corpus BLEU against the corpora without the chosen
 sentences; and the mean PLL of the ``top`` 5 fillings (the row's own top decoding; a baseline's 25 draws
 re-ranked by PLL), and wall time. Rows run interleaved per template, so time ratios see the same machine load.
 
-Targets (issue 10), for ``default`` (run once, at the defaults' temperature) against ``left-to-right`` at T = 1: top-5 mean PLL higher on >= 75% of the
+Targets (issue 10), for the default row against ``left-to-right`` at T = 1: top-5 mean PLL higher on >= 75% of the
 templates; pooled self-BLEU of the samples no higher; wall time at most 10x (median and spread of per-template
 ratios).
 """
@@ -39,15 +40,13 @@ from infill.signature import library_versions
 from infill.template import fill
 
 ROOT = Path(__file__).resolve().parents[1]
-ROWS = "default,independent,left-to-right,argmax,gibbs,gibbs-mh,gwg,dmala,dula"
+ROWS = "independent,left-to-right,argmax,gibbs,gibbs-mh,gwg,dmala,dula"
 TOP = 5
 
 
 def parse_row(spec: str, temperature: float) -> tuple[str, RunConfig]:
-    """A row label and its configuration at ``temperature`` (``default``: the defaults' own temperature)."""
+    """A row label and its configuration at ``temperature``."""
     name, _, settings = spec.partition(":")
-    if name == "default":
-        return "default", RunConfig.create(top=TOP, seed=0)
     options = {"method": name}
     for item in filter(None, settings.split(";")):
         key, _, value = item.partition("=")
@@ -161,7 +160,8 @@ def write(out: Path, per_template: dict[str, list[dict]], rows: dict[str, RunCon
     """The report over the templates done so far: JSON (with per-template runs), Markdown and the plot."""
     table = {name: summarize(runs, refs) for name, runs in per_template.items()}
     baseline = next(name for name in rows if name.startswith("left-to-right@T=1"))
-    report = {"rows": table, "targets": targets(per_template, "default", baseline),
+    ours = next(name for name in rows if name.endswith("(default)"))
+    report = {"rows": table, "targets": targets(per_template, ours, baseline),
               "signature": {"model": model, "templates": templates, "protocol": "eval/frontier.toml",
                             "top": TOP, "configs": {name: c.signature() for name, c in rows.items()},
                             "torch_threads": torch.get_num_threads(), "versions": library_versions(EVAL_PACKAGES)}}
@@ -187,7 +187,9 @@ def main() -> int:
     refs = ReferenceCorpus(s for sentences in references(corpora, tasks).values() for s in sentences)
     temperatures = [float(t) for t in args.temperatures.split(",")]
     rows = dict(parse_row(spec, t) for spec in args.rows.split(",") for t in temperatures
-                if not (spec in ("argmax", "default") and t != temperatures[0]))
+                if not (spec == "argmax" and t != temperatures[0]))
+    default = RunConfig.create(top=TOP, seed=0)
+    rows = {f"{name} (default)" if config == default else name: config for name, config in rows.items()}
     infiller = Infiller(args.model)
     per_template: dict[str, list[dict]] = {name: [] for name in rows}
     out = Path(args.out)

@@ -303,3 +303,15 @@ def test_unwritable_out_is_one_line(tmp_path):
     with pytest.raises(InfillError, match="cannot use --out"):
         evaluate(_protocol(tmp_path), tmp_path / "file" / "sub", model="fake", make_sample_fn=FakeSampler,
                  progress=False)
+
+
+def test_a_row_added_to_the_protocol_keeps_the_finished_units(tmp_path):
+    protocol, out = _protocol(tmp_path), tmp_path / "out"
+    evaluate(protocol, out, model="fake", make_sample_fn=FakeSampler, progress=False)
+    protocol.write_text(protocol.read_text().replace('"gibbs", "dmala"', '"gibbs", "dmala", "argmax"'))
+    added = FakeSampler()
+    report = evaluate(protocol, out, model="fake", make_sample_fn=lambda: added, progress=False)
+    assert {sampler for _, sampler in added.calls} == {"argmax"} and list(report["samplers"]) == ["gibbs", "dmala", "argmax"]
+    protocol.write_text(protocol.read_text().replace("fraction = 0.25", "fraction = 0.2"))  # other masks: refused
+    with pytest.raises(InfillError, match="other settings"):
+        evaluate(protocol, out, model="fake", make_sample_fn=FakeSampler, progress=False)

@@ -6,6 +6,7 @@ report. The sampling is injected (``make_sample_fn``) so that the pipeline can r
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
@@ -103,7 +104,10 @@ def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: O
 
                 return infiller_sample_fn(Infiller(model=model, device=device))
         sample_fn = make_sample_fn()  # a bad model or device fails here, before anything is written
-        store = _open_store(world, Path(out), {"protocol": protocol.name, "protocol_sha256": protocol.sha256,
+        tasks_sha256 = hashlib.sha256(_tasks_jsonl(tasks).encode()).hexdigest()
+        # units depend on the sentences, their masks and the model; each row's settings are checked per unit,
+        # so a row added to the protocol keeps the finished units of the others
+        store = _open_store(world, Path(out), {"protocol": protocol.name, "tasks_sha256": tasks_sha256,
                                                "model": model}, configs, tasks)
         done = world.broadcast(set(store.units) if world.is_main else None)
         units = run_units(chosen, samplers, protocol, store, sample_fn, done, world, progress)
