@@ -162,8 +162,8 @@ class Infiller:
         values = values.flatten().clone()
         missing = values.isnan()
         evaluations = 0
+        energy = self._energy([template], categories)
         if missing.any():
-            energy = self._energy([template], categories)
             unique, inverse = torch.unique(rows[missing], dim=0, return_inverse=True)
             values[missing] = _evaluate(energy, unique)[inverse].cpu()
             evaluations = math.ceil(len(unique) / states.shape[1])
@@ -171,7 +171,7 @@ class Infiller:
         keys = [tuple(r) for r in rows.tolist()]
         order = range(len(keys)) if config.top is None else top_distinct(
             range(len(keys)), config.top, key=keys.__getitem__, energy=lambda r: values[r].item())
-        token_ids = self._energy([template], categories).token_ids(rows[list(order)]).cpu()
+        token_ids = energy.token_ids(rows[list(order)]).cpu()
         samples = []
         for r, ids in zip(order, token_ids):
             text, fills = fill(template, self.tokenizer, ids)
