@@ -76,8 +76,9 @@ class RunConfig:
     """How to fill a template. ``method`` is a sampler name (``infill samplers``) or a baseline
     (:data:`BASELINES`); ``num_samples`` chains (or draws) of ``steps`` steps from ``init``; the target is
     ``exp(U / temperature)`` (baselines temper the masked LM's softmax), after an optional annealing from
-    ``anneal_from`` during the first half of the steps (see :func:`annealing_schedule`); ``top=k`` keeps the ``k`` distinct
-    fillings of highest energy, taken as ``decode`` says; ``options`` are the sampler's hyperparameters."""
+    ``anneal_from`` during the first half of the steps (see :meth:`annealing_schedule`); ``top=k`` keeps the
+    ``k`` distinct fillings of highest energy, taken as ``decode`` says; ``options`` are the sampler's
+    hyperparameters."""
 
     method: str = "gibbs"
     num_samples: int = 25
@@ -107,7 +108,8 @@ class RunConfig:
         _integer("num_samples", self.num_samples)
         _integer("steps", self.steps)
         if self.top is not None and _integer("top", self.top) > self.num_samples and self.decode == "final":
-            raise InfillError(f"top ({self.top}) cannot exceed num_samples ({self.num_samples}) with final-state decoding")
+            raise InfillError(f"top ({self.top}) cannot exceed num_samples ({self.num_samples}) with final-state "
+                              "decoding")
         if self.seed is not None:
             _integer("seed", self.seed, minimum=0)
             if self.seed >= 2**63:

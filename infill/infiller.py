@@ -85,11 +85,10 @@ class Infiller:
         reported in the diagnostics). ``sampler_options`` are the sampler's hyperparameters
         (``step_size=...``); ``progress`` shows a tqdm bar on stderr after 2 s.
         """
-        if not isinstance(template, str):
-            raise InfillError(f"a template must be a string, got {type(template).__name__}")
         return self.sample_many([template], sampler, num_samples, steps, top, seed, init=init,
-                                temperature=temperature, anneal_from=anneal_from, decode=decode, allow_subwords=allow_subwords,
-                                forbid=forbid, progress=progress, **sampler_options)[0]
+                                temperature=temperature, anneal_from=anneal_from, decode=decode,
+                                allow_subwords=allow_subwords, forbid=forbid, progress=progress,
+                                **sampler_options)[0]
 
     def sample_many(self, templates: Sequence[str], sampler: str = RunConfig.method,
                     num_samples: int = RunConfig.num_samples, steps: int = RunConfig.steps,

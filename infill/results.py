@@ -22,8 +22,8 @@ def top_distinct(items: Iterable[T], k: Optional[int], key: Callable[[T], Hashab
 
 @dataclass(frozen=True)
 class Sample:
-    """One filling (a chain's final state, or a state it visited): the filled ``text``, the decoded ``fills`` (one per blank), the
-    content ``tokens`` (WordPiece strings, no ``[CLS]``/``[SEP]``), ``token_ids`` of the whole
+    """One filling (a chain's final state, or a state it visited): the filled ``text``, the decoded ``fills``
+    (one per blank), the content ``tokens`` (WordPiece strings, no ``[CLS]``/``[SEP]``), ``token_ids`` of the whole
     sequence, its ``energy`` (pseudo-log-likelihood; higher is more likely) and the ``chain`` that reached it
     (the draw's index for a baseline method)."""
 
@@ -43,7 +43,7 @@ class Sample:
 class Diagnostics:
     """How the run went. ``acceptance_rate`` and ``mean_hops`` (blank tokens changed per step) are over
     this template's chains (None for a baseline method, which has no steps); ``tuned`` is what the
-    sampler adapted during its ``burn_in`` steps (e.g. ``{"step_size": 0.21}``); ``evaluations`` counts
+    sampler adapted during its ``burn_in`` steps (``Tuning.to_dict()``: the tuned ``value``, e.g. the step size); ``evaluations`` counts
     energy evaluations per chain and ``forwards`` the masked-LM forward passes over the chains spent on
     starts or baseline draws; ``candidates`` is the number of distinct fillings ``top`` chose from;
     ``seconds`` is the wall time of the run, shared with the templates batched with it

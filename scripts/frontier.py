@@ -32,7 +32,7 @@ from infill.config import RunConfig
 from infill.energies.base import evaluate, one_hot
 from infill.evaluation.corpora import load_corpus
 from infill.evaluation.protocol import load_protocol
-from infill.evaluation.report import EVAL_PACKAGES
+from infill.evaluation.report import EVAL_PACKAGES, mean_defined
 from infill.evaluation.tasks import make_tasks, references
 from infill.metrics import ReferenceCorpus, corpus_bleu, self_bleu
 from infill.results import top_distinct
@@ -94,14 +94,9 @@ def summarize(runs: list[dict], refs: ReferenceCorpus) -> dict:
         "self_bleu": 100 * statistics.fmean(self_bleu(r["texts"]) for r in runs),
         "corpus_bleu": 100 * corpus_bleu([t for r in runs for t in r["texts"]], refs),
         "seconds": statistics.fmean(r["seconds"] for r in runs),
-        "acceptance_rate": _mean(r["acceptance_rate"] for r in runs),
-        "mean_hops": _mean(r["mean_hops"] for r in runs),
+        "acceptance_rate": mean_defined(r["acceptance_rate"] for r in runs),
+        "mean_hops": mean_defined(r["mean_hops"] for r in runs),
     }
-
-
-def _mean(values):
-    values = [v for v in values if v is not None]
-    return statistics.fmean(values) if values else None
 
 
 def targets(per_template: dict[str, list[dict]], ours: str, baseline: str) -> dict:
@@ -137,7 +132,8 @@ def plot(table: dict[str, dict], path: Path) -> None:
 
 def markdown(report: dict) -> str:
     lines = ["# Quality/diversity frontier on bert-gen templates", "",
-             "| row | mean PLL ↑ | top-5 PLL ↑ | self-BLEU ↓ | corpus BLEU ↑ | s/template | accept | hops/step |",
+             "| row | mean PLL ↑ | top-5 PLL ↑ | self-BLEU ↓ | corpus BLEU ↑ | s/template | accept "
+             "| hops/step |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     fmt = lambda v, p=2: "-" if v is None else f"{v:.{p}f}"  # noqa: E731
     for name, row in report["rows"].items():
@@ -148,7 +144,8 @@ def markdown(report: dict) -> str:
     lines += ["", f"## Targets: `{t['row']}` against `{t['baseline']}`", "",
               f"- top-5 mean PLL higher on {t['top5_wins']}/{t['templates']} templates "
               f"({100 * t['top5_win_fraction']:.0f}%; target >= 75%)",
-              f"- self-BLEU of the samples {t['self_bleu']:.1f} against {t['baseline_self_bleu']:.1f} (target: no higher)",
+              f"- self-BLEU of the samples {t['self_bleu']:.1f} against {t['baseline_self_bleu']:.1f} "
+              "(target: no higher)",
               f"- wall time {t['time_ratio_median']:.2f}x (median over templates; spread "
               f"{t['time_ratio_min']:.2f}-{t['time_ratio_max']:.2f}; target <= 10x)",
               "", "## Signature", "", "```json", json.dumps(report["signature"], indent=2), "```", ""]

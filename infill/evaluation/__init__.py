@@ -49,7 +49,7 @@ def _tasks_jsonl(tasks: list[Task]) -> str:
 
 
 def _open_store(world: World, out: Path, fingerprint: dict, configs: dict[str, dict],
-                tasks: list[Task]) -> Optional[UnitStore]:
+                manifest: str) -> Optional[UnitStore]:
     """Rank 0 opens (or resumes) the output directory; its error, if any, is raised on every rank."""
     store, error = None, None
     if world.is_main:
@@ -58,7 +58,7 @@ def _open_store(world: World, out: Path, fingerprint: dict, configs: dict[str, d
                 raise InfillError(f"--out {out} exists and is not a directory")
             store = UnitStore(out, fingerprint)
             _check_stored(store, configs)
-            write_atomic(out / "tasks.jsonl", _tasks_jsonl(tasks))
+            write_atomic(out / "tasks.jsonl", manifest)
         except InfillError as exc:
             error = str(exc)
         except (OSError, ValueError) as exc:  # unwritable --out, a corrupt run.json
@@ -104,11 +104,12 @@ def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: O
 
                 return infiller_sample_fn(Infiller(model=model, device=device))
         sample_fn = make_sample_fn()  # a bad model or device fails here, before anything is written
-        tasks_sha256 = hashlib.sha256(_tasks_jsonl(tasks).encode()).hexdigest()
+        manifest = _tasks_jsonl(tasks)
         # units depend on the sentences, their masks and the model; each row's settings are checked per unit,
         # so a row added to the protocol keeps the finished units of the others
-        store = _open_store(world, Path(out), {"protocol": protocol.name, "tasks_sha256": tasks_sha256,
-                                               "model": model}, configs, tasks)
+        fingerprint = {"protocol": protocol.name, "tasks_sha256": hashlib.sha256(manifest.encode()).hexdigest(),
+                       "model": model}
+        store = _open_store(world, Path(out), fingerprint, configs, manifest)
         done = world.broadcast(set(store.units) if world.is_main else None)
         units = run_units(chosen, samplers, protocol, store, sample_fn, done, world, progress)
     finally:

@@ -10,13 +10,13 @@ excludes building the objective, reported once per document as ``objective_secon
 """
 from __future__ import annotations
 
-import statistics
 import time
 from typing import Callable, Optional
 
 import torch
 
 from ..errors import InfillError
+from ..evaluation.report import mean_defined
 from ..signature import RunSignature, library_versions
 from .aclsum_data import AclsumDocument
 from .baselines import greedy, lead
@@ -40,11 +40,6 @@ def check_methods(methods: list[str]) -> None:
         if m not in BASELINES and m not in PEERS and m not in SAMPLERS:
             raise InfillError(f"unknown method {m!r}; choose from {', '.join(BASELINES + tuple(PEERS))}, "
                               f"{', '.join(sorted(SAMPLERS))}")
-
-
-def _mean(values) -> Optional[float]:
-    values = [v for v in values if v is not None]
-    return statistics.fmean(values) if values else None
 
 
 def _score(objective: SummaryObjective, selection: torch.Tensor, reference: str) -> dict:
@@ -128,29 +123,29 @@ def evaluate(documents: list[AclsumDocument], budget: Budget, config: ObjectiveC
         signatures[m] = str(RunSignature(protocol, m, hyper, method_seed, None, versions))
     return {"notes": notes, "versions": versions, "signatures": signatures,
             "summary": {m: aggregate([r["methods"][m] for r in rows]) for m in methods},
-            "objective_seconds": _mean(r["objective_seconds"] for r in rows),
-            "objective_cpu_seconds": _mean(r["objective_cpu_seconds"] for r in rows),
+            "objective_seconds": mean_defined(r["objective_seconds"] for r in rows),
+            "objective_cpu_seconds": mean_defined(r["objective_cpu_seconds"] for r in rows),
             "dropped_sentences": sum(r["dropped"] for r in rows),
             "total_seconds": time.perf_counter() - begin, "documents": rows}
 
 
 def aggregate(rows: list[dict]) -> dict:
     """Means over documents of one method's rows."""
-    entry = {"seconds_per_document": _mean(r["seconds"] for r in rows),
-             "cpu_seconds_per_document": _mean(r["cpu_seconds"] for r in rows)}
+    entry = {"seconds_per_document": mean_defined(r["seconds"] for r in rows),
+             "cpu_seconds_per_document": mean_defined(r["cpu_seconds"] for r in rows)}
     for key in ("acceptance", "hops", "ess"):
         if key in rows[0]:
-            entry[key] = _mean(r[key] for r in rows)
+            entry[key] = mean_defined(r[key] for r in rows)
     for key in ("improved", "below_greedy"):
         if key in rows[0]:
             entry[key] = sum(bool(r[key]) for r in rows)
     for decoding in DECODINGS:
         if decoding in rows[0]:
             entry[decoding] = {
-                "F": _mean(r[decoding]["F"] for r in rows),
-                "words": _mean(r[decoding]["words"] for r in rows),
+                "F": mean_defined(r[decoding]["F"] for r in rows),
+                "words": mean_defined(r[decoding]["words"] for r in rows),
                 "empty": sum(r[decoding]["words"] == 0 for r in rows),
-                "rouge": {n: {k: _mean(r[decoding]["rouge"][n][k] for r in rows)
+                "rouge": {n: {k: mean_defined(r[decoding]["rouge"][n][k] for r in rows)
                               for k in ("recall", "precision", "fmeasure")} for n in ROUGE},
             }
     return entry
