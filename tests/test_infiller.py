@@ -269,3 +269,9 @@ def test_tuned_step_size_survives_the_split_into_templates(infiller):
         assert tuned is not None and tuned["value"] == tuning.value and tuned["burn_in"] == result.diagnostics.burn_in
         assert tuned["value"] != result.diagnostics.hyperparameters["step_size"]  # it did adapt
     assert results[0].diagnostics.tuned == results[1].diagnostics.tuned  # one run, one step size
+
+
+def test_tempered_toy_energy_has_no_conditionals():
+    from infill.energies import HasConditionals, PottsEnergy
+
+    assert not isinstance(Tempered(PottsEnergy.random(3, 4), 0.5), HasConditionals)

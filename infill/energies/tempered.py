@@ -13,6 +13,8 @@ class Tempered:
     def __init__(self, energy, temperature: float):
         self.energy, self.temperature = energy, float(temperature)
         self.num_categories = energy.num_categories
+        if hasattr(energy, "conditional_logits"):  # only then: samplers tell energies apart by it
+            self.conditional_logits = self._conditional_logits
 
     def __call__(self, x: Tensor) -> Tensor:
         return self.energy(x) / self.temperature
@@ -21,5 +23,5 @@ class Tempered:
         value, grad = value_and_grad(self.energy, x)
         return value / self.temperature, grad / self.temperature
 
-    def conditional_logits(self, x_idx: Tensor, i: Tensor) -> Tensor:
+    def _conditional_logits(self, x_idx: Tensor, i: Tensor) -> Tensor:
         return self.energy.conditional_logits(x_idx, i) / self.temperature
