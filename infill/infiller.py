@@ -116,6 +116,8 @@ class Infiller:
         seed = secrets.randbits(32) if config.seed is None else config.seed
         generator = torch.Generator(self.device).manual_seed(seed)
         sampler = config.make_sampler()
+        for t in parsed if sampler is not None else ():
+            sampler.check_variables(t.num_blanks)
         hyperparameters = {} if sampler is None else sampler.hyperparameters()
         batches = _batches(parsed, config.num_samples, max_sequences)
         results: list[Optional[InfillResult]] = [None] * len(parsed)

@@ -55,6 +55,13 @@ def test_json_lines_parse(capsys, tiny):
     assert {"acceptance_rate", "mean_hops", "evaluations", "seconds", "seed"} <= set(diagnostics)
 
 
+def test_list_option_reaches_the_sampler(capsys, tiny):
+    code, out, _ = run_main(capsys, "sample", "I [MASK*2] you.", *tiny, "--json", "--sampler", "dmala",
+                            "-o", "preconditioner=[1, 2.5]")
+    diagnostics = json.loads(out.splitlines()[-1])["diagnostics"]
+    assert code == 0 and diagnostics["hyperparameters"]["preconditioner"] == [1, 2.5]
+
+
 def test_file_with_jsonl_options_and_empty_lines(capsys, tiny, tmp_path):
     path = tmp_path / "templates.txt"
     path.write_text("A [MASK] day.\n\n   \n" + json.dumps({"template": "My [MASK] cat.", "num_samples": 2,

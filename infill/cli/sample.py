@@ -21,8 +21,10 @@ HYPERPARAMETER_FLAGS = ("step_size", "adapt_steps")
 
 
 def parse_value(text: str) -> object:
-    """A command-line value as int, float, bool (true/false) or, failing those, the string itself;
-    the run configuration checks it."""
+    """A command-line value as int, float, bool (true/false), a list ``[a, b, ...]`` of those or, failing
+    those, the string itself; the run configuration checks it."""
+    if text.startswith("[") and text.endswith("]"):
+        return [parse_value(item.strip()) for item in text[1:-1].split(",") if item.strip()]
     for kind in (int, float):
         try:
             return kind(text)
@@ -148,8 +150,10 @@ def run(args) -> int:
     infiller = Infiller(args.model, device=args.device, dtype=args.dtype, chunk_size=args.chunk_size)
     for (where, template, _), config in zip(jobs, configs):  # every template checked before any sampling
         try:
-            infiller.parse(template)
+            parsed = infiller.parse(template)
             infiller.category_ids(config.allow_subwords, config.forbid)
+            if (sampler := config.make_sampler()) is not None:
+                sampler.check_variables(parsed.num_blanks)
         except InfillError as exc:
             raise InfillError(f"{where}{exc}") from None
     progress = not args.quiet and sys.stderr.isatty()

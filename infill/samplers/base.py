@@ -164,7 +164,11 @@ class Sampler:
         """Start from ``x0``: one-hot ``(B, d, K)``, or indices ``(B, d)`` with ``energy.num_categories``.
         ``steps``, the length of the run, sets the default burn-in of samplers that adapt."""
         x_idx, k = as_indices(energy, x0)
+        self.check_variables(x_idx.shape[1])
         return self.start(energy, x_idx, k, steps)
+
+    def check_variables(self, d: int) -> None:
+        """Refuse, with one line, hyperparameters that do not fit ``d`` variables (before any sampling)."""
 
     def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
         raise NotImplementedError

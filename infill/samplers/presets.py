@@ -30,9 +30,11 @@ class Langevin(Factorised):
     """The discrete Langevin proposal (:func:`.langevin.langevin_log_proposal`) on the gradient.
 
     ``preconditioner`` (DLP's preconditioned proposal, Zhang et al. 2022, App. H) is a constant diagonal
-    ``g``, one positive number per variable: variable ``i`` moves with step ``step_size * g[i]``, so
-    variables on very different energy scales can each take a step that suits them (``None``: ``g = 1``).
-    The reverse proposal uses the same ``g``, so DMALA stays exact."""
+    ``g``, one positive number per variable: variable ``i`` moves with step ``step_size * g[i]``
+    (``None``: ``g = 1``); the reverse proposal uses the same ``g``, so DMALA stays exact. In one-hot form a
+    change costs the same for every variable, so a variable with many plausible values changes far more often
+    than a binary one at one step size; ``g > 1`` on the few-valued variables lets both mix
+    (``eval/preconditioner.md``). The paper's ``G`` on values ``{a_i, b_i}`` is ``g_i = 2 G_i / (b_i - a_i)^2``."""
 
     step_size: float = 0.1
     preconditioner: Optional[tuple] = None
@@ -44,12 +46,15 @@ class Langevin(Factorised):
                 isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in g)):
             raise InfillError(f"preconditioner must be a list of positive numbers, one per variable, got {g!r}")
 
+    def check_variables(self, d: int) -> None:
+        if self.preconditioner is not None and len(self.preconditioner) != d:
+            raise InfillError(f"preconditioner has {len(self.preconditioner)} entries for {d} variables "
+                              "(one per blank token)")
+
     def log_proposal(self, x: Tensor, scores: Tensor, value: float) -> Tensor:
         if self.preconditioner is None:
             return langevin_log_proposal(x, scores, value)
         g = torch.tensor(self.preconditioner, dtype=scores.dtype, device=scores.device)
-        if len(g) != x.shape[1]:
-            raise InfillError(f"preconditioner has {len(g)} entries for {x.shape[1]} variables")
         return langevin_log_proposal(x, scores, value * g[:, None])
 
 
