@@ -78,7 +78,7 @@ CLI_CASES = {
     "sample-adapt-steps-fraction": _sample(T, "--sampler", "dmala", "--adapt-steps", "1.5", expect="adapt_steps"),
     "sample-option-text-for-number": _sample(T, "--sampler", "dmala", "-o", "step_size=abc", expect="number"),
     "sample-preconditioner-length": _sample(T, "--sampler", "dmala", "-o", "preconditioner=[1, 2]",
-                                            expect="preconditioner has 2 entries for 1 variables"),
+                                            expect="preconditioner has 2 entries for 1 variable:"),
     "sample-preconditioner-negative": _sample(T, "--sampler", "dmala", "-o", "preconditioner=[-1]",
                                               expect="positive numbers"),
     "sample-preconditioner-second-template": _sample("--file", "{dir}/t.txt", "--sampler", "dmala", "-o",

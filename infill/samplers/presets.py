@@ -48,8 +48,8 @@ class Langevin(Factorised):
 
     def check_variables(self, d: int) -> None:
         if self.preconditioner is not None and len(self.preconditioner) != d:
-            raise InfillError(f"preconditioner has {len(self.preconditioner)} entries for {d} variables "
-                              "(one per blank token)")
+            raise InfillError(f"preconditioner has {len(self.preconditioner)} entries for {d} "
+                              f"variable{'s' * (d != 1)}: give one per variable")
 
     def log_proposal(self, x: Tensor, scores: Tensor, value: float) -> Tensor:
         if self.preconditioner is None:
