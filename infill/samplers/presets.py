@@ -48,7 +48,8 @@ class Langevin(Factorised):
 
     def check_variables(self, d: int) -> None:
         if self.preconditioner is not None and len(self.preconditioner) != d:
-            raise InfillError(f"preconditioner has {len(self.preconditioner)} entries for {d} "
+            n = len(self.preconditioner)
+            raise InfillError(f"preconditioner has {n} entr{'y' if n == 1 else 'ies'} for {d} "
                               f"variable{'s' * (d != 1)}: give one per variable")
 
     def log_proposal(self, x: Tensor, scores: Tensor, value: float) -> Tensor:
