@@ -20,10 +20,10 @@ SINGLE = (0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 20.0)
 
 def rows(binary_scale: float) -> list[tuple[str, dict]]:
     """(label, dmala options) for every single step, the adapted default and the preconditioned runs."""
+    g = (1.0,) * 2 + (binary_scale,) * 6
     out = [(f"single step {a}", {"step_size": a, "adapt_steps": 0}) for a in SINGLE]
     out.append(("single step, adapted (default)", {}))
     for a in (0.3, 0.5):
-        g = (1.0,) * 2 + (binary_scale,) * 6
         out.append((f"step {a}, g = {binary_scale:g} on the binary block", {"step_size": a, "adapt_steps": 0,
                                                                              "preconditioner": g}))
     out.append((f"adapted, g = {binary_scale:g} on the binary block", {"preconditioner": g}))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .exact import exact_distribution, state_index, total_variation
+from .exact import empirical_distribution, exact_distribution, state_index, total_variation
 
 
 class PottsEnergy:
@@ -66,10 +66,9 @@ class TwoScalePotts(PottsEnergy):
         """Total variation of each block's empirical distribution over ``samples (n, d)`` from its exact
         marginal: ``(many-valued block, binary block)``; a binary variable off its two plausible categories
         counts as mass off the target."""
-        many, binary = samples[:, :self.many], samples[:, self.many:]
-        n, k = len(samples), self.num_categories
-        q_many = torch.bincount(state_index(many, k), minlength=k ** many.shape[1]).double() / n
+        binary = samples[:, self.many:]
         plausible = (binary < 2).all(1)
-        q_binary = torch.bincount(state_index(binary[plausible], 2), minlength=2 ** binary.shape[1]).double() / n
+        q_binary = torch.bincount(state_index(binary[plausible], 2), minlength=2 ** binary.shape[1]) / len(samples)
         off = 1.0 - plausible.double().mean().item()
+        q_many = empirical_distribution(samples[:, :self.many], self.num_categories)
         return total_variation(self.many_marginal, q_many), total_variation(self.binary_marginal, q_binary) + off / 2
