@@ -6,6 +6,7 @@ import dataclasses
 from ..errors import InfillError
 from .base import Sampler, State, StepInfo, Trace, Tuning, sample_categorical
 from .registry import SAMPLERS, register
+from .runner import run_annealed
 
 # Importing the modules registers their samplers.
 from . import auxiliary_gaussian, presets  # noqa: E402,F401
@@ -35,4 +36,4 @@ def sampler_options(name: str) -> dict:
 
 
 __all__ = ["SAMPLERS", "Sampler", "State", "StepInfo", "Trace", "Tuning", "make_sampler", "register",
-           "sample_categorical", "sampler_options"]
+           "run_annealed", "sample_categorical", "sampler_options"]
