@@ -1,0 +1,143 @@
+"""Sentence scoring (PLL and PLL-word-l2r) against a slow one-copy-at-a-time reference."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from infill import scoring
+from infill.errors import InfillError
+from infill.scoring import rank, score, splice, token_scores
+
+from conftest import tiny_bert
+
+MASK = 103
+
+
+@torch.no_grad()
+def reference(model, ids, scored, starts=None):
+    """log p(token t | t and, with ``starts``, the rest of its word masked), one unpadded copy per pass."""
+    out = torch.zeros(ids.shape)
+    for t in scored.nonzero().flatten().tolist():
+        copy = ids.clone()
+        end = t + 1
+        while starts is not None and end < len(ids) and not starts[end]:
+            end += 1
+        copy[t:end] = MASK
+        logits = model(input_ids=copy[None]).logits[0, t]
+        out[t] = torch.log_softmax(logits, -1)[ids[t]]
+    return out
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_bert(seed=1, init=0.2)
+
+
+def _batch(lengths, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    width = max(lengths)
+    ids = torch.zeros(len(lengths), width, dtype=torch.long)
+    attention = torch.zeros(len(lengths), width, dtype=torch.long)
+    starts = torch.rand(len(lengths), width, generator=g) < 0.5
+    for b, n in enumerate(lengths):
+        ids[b, :n] = torch.randint(1000, 5000, (n,), generator=g)
+        ids[b, 0], ids[b, n - 1] = 101, 102
+        attention[b, :n] = 1
+        starts[b, 0] = starts[b, n - 1] = True
+    scored = attention.bool().clone()
+    scored[:, 0] = False
+    scored[torch.arange(len(lengths)), torch.tensor(lengths) - 1] = False
+    return ids, attention, scored, starts
+
+
+@pytest.mark.parametrize("word_l2r", [False, True])
+@pytest.mark.parametrize("max_copies", [3, 512])
+def test_batched_scores_equal_the_one_copy_reference(model, word_l2r, max_copies):
+    lengths = [7, 4, 10]
+    ids, attention, scored, starts = _batch(lengths)
+    got, copies = token_scores(model, ids, attention, scored, word_l2r=word_l2r, word_starts=starts,
+                               max_copies=max_copies, mask_token_id=MASK)
+    assert copies == int(scored.sum())
+    for b, n in enumerate(lengths):
+        want = reference(model, ids[b, :n], scored[b, :n], starts[b, :n] if word_l2r else None)
+        torch.testing.assert_close(got[b, :n], want, atol=1e-5, rtol=1e-5)
+        assert not got[b, n:].any()  # nothing at padding
+
+
+def test_word_l2r_masks_the_rest_of_the_word_only(model):
+    ids, attention, scored, starts = _batch([9])
+    starts[0] = torch.tensor([1, 1, 0, 0, 1, 0, 1, 1, 1], dtype=torch.bool)  # words [1 2 3] [4 5]
+    pll, _ = token_scores(model, ids, attention, scored, mask_token_id=MASK)
+    l2r, _ = token_scores(model, ids, attention, scored, word_l2r=True, word_starts=starts, mask_token_id=MASK)
+    same = [3, 5, 6, 7]  # last pieces and one-piece words see the same context
+    torch.testing.assert_close(pll[0, same], l2r[0, same])
+    assert (pll[0, [1, 2, 4]] - l2r[0, [1, 2, 4]]).abs().min() > 1e-4
+
+
+def test_padding_does_not_change_scores(model):
+    ids, attention, scored, _ = _batch([6, 12])
+    alone, _ = token_scores(model, ids[:1, :6], attention[:1, :6], scored[:1, :6], mask_token_id=MASK)
+    padded, _ = token_scores(model, ids, attention, scored, mask_token_id=MASK)
+    torch.testing.assert_close(padded[:1, :6], alone, atol=1e-5, rtol=1e-5)
+
+
+def test_full_logits_fallback_equals_the_head(model, monkeypatch):
+    ids, attention, scored, _ = _batch([5, 8])
+    fast, _ = token_scores(model, ids, attention, scored, mask_token_id=MASK)
+    monkeypatch.setattr(scoring, "prediction_head", lambda m: None)
+    slow, _ = token_scores(model, ids, attention, scored, mask_token_id=MASK)
+    torch.testing.assert_close(fast, slow, atol=1e-5, rtol=1e-5)
+
+
+def test_mask_id_is_required_for_bert_configs(model):
+    ids, attention, scored, _ = _batch([5])
+    with pytest.raises(InfillError, match="mask_token_id"):
+        token_scores(model, ids, attention, scored)
+
+
+def test_score_sums_reference_token_scores(model, bert_tokenizer):
+    texts = ["the cat sat on the mat.", "an unbelievably xylophonic tune"]
+    for mode in ("pll", "word-l2r"):
+        got = score(model, bert_tokenizer, texts, mode=mode, max_copies=5)
+        for text, result in zip(texts, got):
+            enc = bert_tokenizer(text)
+            ids = torch.tensor(enc["input_ids"])
+            scored = torch.ones(len(ids), dtype=torch.bool)
+            scored[[0, -1]] = False
+            words = enc.word_ids()
+            starts = torch.tensor([w is None or i == 0 or w != words[i - 1] for i, w in enumerate(words)])
+            want = reference(model, ids, scored, starts if mode == "word-l2r" else None)
+            assert [t for t, _ in result.tokens] == bert_tokenizer.convert_ids_to_tokens(ids[1:-1].tolist())
+            assert result.total == pytest.approx(float(want.sum()), abs=1e-4)
+            assert [v for _, v in result.tokens] == pytest.approx(want[1:-1].tolist(), abs=1e-5)
+
+
+def test_rank_orders_spliced_sentences_by_their_score(model, bert_tokenizer):
+    options = ["cat", "dog", "ice cream", "xylophonist"]
+    ranked = rank(model, bert_tokenizer, "the [MASK] sat .", options)
+    assert sorted(r.option for r in ranked) == sorted(options)
+    assert {r.text for r in ranked} >= {"the ice cream sat .", "the cat sat ."}
+    alone = {o: score(model, bert_tokenizer, [f"the {o} sat ."])[0].total for o in options}
+    assert [r.option for r in ranked] == sorted(options, key=lambda o: -alone[o])
+    assert [r.score.total for r in ranked] == pytest.approx([alone[r.option] for r in ranked], abs=1e-4)
+
+
+@pytest.mark.parametrize("template, options, message", [
+    ("the cat sat .", ["a"], "exactly one"),
+    ("the [MASK] sat on [MASK] .", ["a"], "exactly one"),
+    ("the [MASK sat .", ["a"], "exactly one"),
+    ("the [MASK] sat .", [], "at least one"),
+    ("the [MASK] sat .", ["a", " "], "non-empty"),
+])
+def test_rank_bad_input(template, options, message):
+    with pytest.raises(InfillError, match=message):
+        splice(template, options)
+
+
+def test_score_bad_input(model, bert_tokenizer):
+    with pytest.raises(InfillError, match="sentence 2 is empty"):
+        score(model, bert_tokenizer, ["a b", " "])
+    with pytest.raises(InfillError, match="mode must be one of"):
+        score(model, bert_tokenizer, ["a b"], mode="l2r")
+    with pytest.raises(InfillError, match="longer than the model's maximum of 64"):
+        score(model, bert_tokenizer, ["word " * 80])
