@@ -95,25 +95,31 @@ def check_mode(mode: str) -> str:
     return mode
 
 
+def check_texts(model: nn.Module, tokenizer, texts: Sequence[str], labels: Optional[Sequence[str]] = None) -> None:
+    """One-line :class:`InfillError` for a text that is not a string, empty, or longer than the model takes;
+    ``labels`` name the texts in messages (default ``sentence N``)."""
+    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        raise InfillError("score takes a list of sentences (strings)")
+    limit = _max_length(model, tokenizer)
+    for n, text in enumerate(texts):
+        label = labels[n] if labels else f"sentence {n + 1}"
+        if not text.strip():
+            raise InfillError(f"{label} is empty")
+        length = len(tokenizer(text, verbose=False)["input_ids"])
+        if length > limit:
+            raise InfillError(f"{label} is {length} tokens, longer than the model's maximum of {limit}")
+
+
 def score(model: nn.Module, tokenizer, texts: Sequence[str], mode: str = "pll",
           max_copies: int = 512) -> list[SentenceScore]:
     """The PLL (``mode="pll"``) or PLL-word-l2r (``"word-l2r"``) of each text, with per-token scores
     (special tokens are context, not scored); one-line :class:`InfillError` for an empty or too long text."""
     check_mode(mode)
-    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
-        raise InfillError("score takes a list of sentences (strings)")
-    for n, text in enumerate(texts, 1):
-        if not text.strip():
-            raise InfillError(f"sentence {n} is empty")
+    check_texts(model, tokenizer, texts)
     if not texts:
         return []
-    limit = _max_length(model, tokenizer)
     batch = tokenizer(list(texts), padding=True, return_special_tokens_mask=True, return_tensors="pt",
                       verbose=False)
-    lengths = batch["attention_mask"].sum(1)
-    if int(lengths.max()) > limit:
-        n = int(lengths.argmax())
-        raise InfillError(f"sentence {n + 1} is {int(lengths[n])} tokens, longer than the model's maximum of {limit}")
     device = model.get_input_embeddings().weight.device
     ids, attention = batch["input_ids"].to(device), batch["attention_mask"].to(device)
     scored = (batch["special_tokens_mask"] == 0).to(device) & attention.bool()

@@ -141,3 +141,59 @@ def test_score_bad_input(model, bert_tokenizer):
         score(model, bert_tokenizer, ["a b"], mode="l2r")
     with pytest.raises(InfillError, match="longer than the model's maximum of 64"):
         score(model, bert_tokenizer, ["word " * 80])
+
+
+def test_cli_score_and_rank_print_the_library_scores(tiny_model_dir, tmp_path, capsys):
+    import json
+
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from infill.cli import main
+
+    model, tokenizer = AutoModelForMaskedLM.from_pretrained(tiny_model_dir), AutoTokenizer.from_pretrained(tiny_model_dir)
+    path = tmp_path / "s.txt"
+    path.write_text("the cat sat .\n\nan unbelievable tune\n")
+    assert main(["score", str(path), "--model", str(tiny_model_dir), "--word-l2r", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    want = score(model, tokenizer, ["the cat sat .", "an unbelievable tune"], mode="word-l2r")
+    assert [line["text"] for line in lines] == ["the cat sat .", "an unbelievable tune"]
+    assert [line["score"] for line in lines] == pytest.approx([w.total for w in want], abs=1e-4)
+    assert [t["token"] for t in lines[1]["tokens"]] == [t for t, _ in want[1].tokens]
+    assert main(["rank", "the [MASK] sat .", "--options", "cat,ice cream", "--options", "dog",
+                 "--model", str(tiny_model_dir)]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    want = rank(model, tokenizer, "the [MASK] sat .", ["cat", "ice cream", "dog"])
+    assert [(r[1], r[2]) for r in rows] == [(w.option, w.text) for w in want]
+    assert [float(r[0]) for r in rows] == pytest.approx([w.score.total for w in want], abs=1e-3)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["rank", "the cat sat ."], "--options"),
+    (["rank", "the cat sat .", "--options", "a"], "exactly one [MASK]"),
+    (["rank", "the [MASK] sat .", "--options", "a,,b"], "non-empty"),
+    (["score", "/no/such/file"], "cannot read /no/such/file"),
+    (["score", "--mode", "l2r"], "invalid choice"),
+    (["score", "--chunk-size", "0"], "--chunk-size must be a positive integer"),
+])
+def test_cli_bad_input_is_one_line_before_the_model_loads(argv, message, capsys, monkeypatch):
+    from infill import models
+    from infill.cli import main
+
+    monkeypatch.setattr(models, "load", lambda *a, **k: pytest.fail("the model was loaded"))
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_too_long_sentence_names_its_line(tiny_model_dir, tmp_path, capsys):
+    from infill.cli import main
+
+    path = tmp_path / "s.txt"
+    path.write_text("short one\n\n" + "word " * 80 + "\n")
+    assert main(["score", str(path), "--model", str(tiny_model_dir)]) == 2
+    assert f"{path}:3 is 82 tokens, longer than the model's maximum of 64" in capsys.readouterr().err
+
