@@ -2,7 +2,22 @@
 
 A token is a *word start* when the tokenizer, given its text as a word after a space (``"a " + text``),
 produces exactly that token: BERT's ``cat`` (not ``##cat``), RoBERTa's ``Ġcat`` (not ``cat``), XLM-R's
-``▁cat`` (not ``cat``). No family's marker is written here, so a new tokenizer style needs no new code.
+``▁cat`` (not ``cat``). A token is a *continuation piece* when, decoded after the word ``a``, it joins that
+word without a space: BERT's ``##cat``, RoBERTa's ``cat``, XLM-R's ``cat`` (a word of several pieces is a
+word start followed by continuation pieces: ``so ##uven ##ir``). No family's marker is written here, so a
+new tokenizer style needs no new code.
+
+A blank takes *words* by default: tokens whose text has a letter or a digit. Punctuation, quote marks and
+other symbols only with ``allow_punctuation``.
+
+Interface:
+
+- :func:`sampleable_token_ids` ``(tokenizer, allow_subwords=False, forbid=(), allow_punctuation=False)``:
+  the sorted ids a token blank may take (word starts; with ``allow_subwords`` any ordinary token).
+- :func:`word_piece_ids` ``(tokenizer, forbid=(), allow_punctuation=False)``: the sorted ids a word blank
+  may take: word starts and continuation pieces.
+- :func:`piece_kinds` ``(tokenizer, ids) -> (starts, continuations)``: boolean masks over ``ids``.
+- :func:`token_words`, :func:`continuation_pieces`, :func:`lowercases`: what these are computed from.
 """
 from __future__ import annotations
 
@@ -11,6 +26,7 @@ from functools import lru_cache
 from typing import Iterable
 
 import torch
+from torch import Tensor
 
 from .errors import InfillError
 
@@ -30,6 +46,35 @@ def token_words(tokenizer) -> tuple[dict[int, str], frozenset[int]]:
     return texts, frozenset(i for i, got in zip(texts, encoded) if got == probe + [i])
 
 
+@lru_cache(maxsize=8)
+def continuation_pieces(tokenizer) -> dict[int, str]:
+    """Id -> text of every continuation piece: an ordinary token, not a word start, that decoded after the
+    word-start ``a`` joins it without a space (``a`` + ``##uven`` -> ``"auven"``: text ``"uven"``). Pieces
+    that cannot be whole characters (partial UTF-8 bytes) are left out, and so are pieces with capitals
+    when the tokenizer lowercases its input (it never produces them)."""
+    texts, word_starts = token_words(tokenizer)
+    a = word_start_a(tokenizer)
+    prefix = tokenizer.decode([a], clean_up_tokenization_spaces=False)
+    ids = [i for i in texts if i not in word_starts]
+    joined = tokenizer.batch_decode([[a, i] for i in ids], clean_up_tokenization_spaces=False)
+    pieces = {i: text[len(prefix):] for i, text in zip(ids, joined)
+              if text.startswith(prefix) and text[len(prefix):].strip() == text[len(prefix):] != ""}
+    lower = lowercases(tokenizer)
+    return {i: text for i, text in pieces.items() if "\ufffd" not in text and not (lower and text != text.lower())}
+
+
+@lru_cache(maxsize=8)
+def word_start_a(tokenizer) -> int:
+    """The id of the word ``a`` after a space (BERT ``a``, RoBERTa ``Ġa``, XLM-R ``▁a``): the probe word."""
+    return tokenizer("x a", add_special_tokens=False)["input_ids"][-1]
+
+
+@lru_cache(maxsize=8)
+def lowercases(tokenizer) -> bool:
+    """Whether the tokenizer lowercases its input (an uncased model: bert-base-uncased, ALBERT)."""
+    return tokenizer.tokenize("Hello World") == tokenizer.tokenize("hello world")
+
+
 def _encode(tokenizer, texts: list[str]) -> list[list[int]]:
     """Token ids of ``texts`` without special tokens; by the Rust tokenizer directly where there is one (3x faster)."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
@@ -38,13 +83,48 @@ def _encode(tokenizer, texts: list[str]) -> list[list[int]]:
     return [encoding.ids for encoding in backend.encode_batch(texts, add_special_tokens=False)]
 
 
-def sampleable_token_ids(tokenizer, allow_subwords: bool = False, forbid: Iterable[str] = ()) -> torch.Tensor:
-    """Sorted ids of the tokens a blank may take: the word starts of :func:`token_words` (with
-    ``allow_subwords``, every ordinary token, continuation pieces included), minus every form of each
-    ``forbid`` word (``the``, ``Ġthe``, ``▁The``...: tokens whose text equals the word's, ignoring case).
-    A forbidden word must be a single token of the vocabulary."""
+def _is_word(text: str) -> bool:
+    """Whether a token's text has a letter or a digit (``cat``, ``40``, ``'s``; not ``,`` ``"`` ``$``)."""
+    return any(c.isalnum() for c in text)
+
+
+def sampleable_token_ids(tokenizer, allow_subwords: bool = False, forbid: Iterable[str] = (),
+                         allow_punctuation: bool = False) -> Tensor:
+    """Sorted ids of the tokens a token blank may take: the word starts of :func:`token_words` (with
+    ``allow_subwords``, every ordinary token, continuation pieces included) whose text has a letter or digit
+    (any, with ``allow_punctuation``), minus every form of each ``forbid`` word (``the``, ``Ġthe``,
+    ``▁The``...: tokens whose text equals the word's, ignoring case; ``","`` forbids the comma). A forbidden
+    word must be a single token of the vocabulary."""
     texts, word_starts = token_words(tokenizer)
     allowed = set(texts) if allow_subwords else set(word_starts)
+    return _sorted(_kept(tokenizer, allowed, texts, forbid, allow_punctuation))
+
+
+def word_piece_ids(tokenizer, forbid: Iterable[str] = (), allow_punctuation: bool = False) -> Tensor:
+    """Sorted ids of the tokens a word blank may take: word starts and continuation pieces whose text has a
+    letter or digit (any, with ``allow_punctuation``), minus every form of each ``forbid`` word (``the``,
+    ``Ġthe``, ``▁The``, the piece ``##the``...: tokens whose text equals the word's, ignoring case; ``","``
+    forbids the comma). A forbidden word must be a single token of the vocabulary."""
+    texts, word_starts = token_words(tokenizer)
+    pieces = continuation_pieces(tokenizer)
+    return _sorted(_kept(tokenizer, set(word_starts) | set(pieces), texts | pieces, forbid, allow_punctuation))
+
+
+def piece_kinds(tokenizer, ids: Tensor) -> tuple[Tensor, Tensor]:
+    """``(starts, continuations)``: boolean masks over ``ids`` (e.g. a blank's category ids) of the word
+    starts and of the continuation pieces. A token is at most one of the two."""
+    word_starts, pieces = token_words(tokenizer)[1], continuation_pieces(tokenizer)
+    listed = ids.tolist()
+    return (torch.tensor([i in word_starts for i in listed], dtype=torch.bool),
+            torch.tensor([i in pieces for i in listed], dtype=torch.bool))
+
+
+def _kept(tokenizer, allowed: set[int], texts: dict[int, str], forbid: Iterable[str],
+          allow_punctuation: bool) -> set[int]:
+    """``allowed`` without punctuation (unless ``allow_punctuation``) and without the forms of ``forbid``:
+    the tokens whose ``texts`` equal the word's, ignoring case."""
+    if not allow_punctuation:
+        allowed = {i for i in allowed if _is_word(texts[i])}
     for word in forbid:
         key = tokenizer.decode(tokenizer(word, add_special_tokens=False)["input_ids"]).strip().casefold()
         forms = {i for i, text in texts.items() if text.casefold() == key}
@@ -52,4 +132,8 @@ def sampleable_token_ids(tokenizer, allow_subwords: bool = False, forbid: Iterab
             pieces = len(tokenizer.tokenize(word))
             raise InfillError(f"cannot forbid {word!r}: it is {pieces} tokens for this model, not one")
         allowed -= forms
-    return torch.tensor(sorted(allowed), dtype=torch.long)
+    return allowed
+
+
+def _sorted(ids: set[int]) -> Tensor:
+    return torch.tensor(sorted(ids), dtype=torch.long)

@@ -10,7 +10,8 @@ from infill import Infiller
 from infill.energies import MaskedLMEnergy, evaluate, one_hot
 from infill.errors import InfillError
 from infill.template import parse
-from infill.vocabulary import sampleable_token_ids, token_words
+from infill.vocabulary import (continuation_pieces, piece_kinds, sampleable_token_ids, token_words, word_piece_ids,
+                               word_start_a)
 
 from families import FAMILIES, build, tokenizer
 
@@ -60,6 +61,34 @@ def test_word_starts_are_derived_from_the_tokenizer(family):
     kept = sampleable_token_ids(tok, forbid=["The"]).tolist()
     texts = token_words(tok)[0]
     assert not any(texts[i].casefold() == "the" for i in kept) and len(kept) < len(words)
+
+
+@each_family
+def test_blanks_take_words_and_punctuation_only_when_allowed(family):
+    tok = tokenizer(FAMILIES[family][0])
+    texts = token_words(tok)[0] | continuation_pieces(tok)
+    for words in (sampleable_token_ids(tok), word_piece_ids(tok)):
+        assert len(words) and all(any(c.isalnum() for c in texts[i]) for i in words.tolist())
+    commas = {i for i in word_piece_ids(tok, allow_punctuation=True).tolist() if texts[i] == ","}
+    assert commas and not commas & set(word_piece_ids(tok).tolist())  # "," is a word (BERT) or a piece (BPE, Unigram)
+    assert not commas & set(word_piece_ids(tok, forbid=[","], allow_punctuation=True).tolist())
+    assert not commas & set(sampleable_token_ids(tok, forbid=[","], allow_punctuation=True).tolist())
+
+
+@each_family
+def test_a_word_of_several_pieces_is_a_word_start_and_continuation_pieces(family):
+    tok = tokenizer(FAMILIES[family][0])
+    ids = tok(" souvenir", add_special_tokens=False)["input_ids"]
+    assert len(ids) > 1  # several pieces in every vocabulary tested
+    categories = word_piece_ids(tok)
+    assert set(ids) <= set(categories.tolist())
+    starts, continuations = piece_kinds(tok, torch.tensor(ids))
+    assert starts.tolist() == [True] + [False] * (len(ids) - 1) and continuations.tolist() == [False] + [True] * (len(ids) - 1)
+    starts, continuations = piece_kinds(tok, categories)
+    assert not (starts & continuations).any() and (starts | continuations).all()
+    assert categories[starts].tolist() == sampleable_token_ids(tok).tolist()
+    pieces = continuation_pieces(tok)
+    assert all(tok.decode([word_start_a(tok), i]).strip().endswith("a" + pieces[i]) for i in ids[1:])
 
 
 @each_family
