@@ -2,8 +2,11 @@
 stands in for the model except in the slow end-to-end test."""
 from __future__ import annotations
 
+import io
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ from infill import metrics
 from infill.cli import main
 from infill.errors import InfillError
 from infill.evaluation import evaluate, load_protocol
+from infill.evaluation.compute import equal_sequences
 from infill.evaluation.corpora import normalize
 from infill.evaluation.runner import Draw, Sampling
 from infill.evaluation.tasks import Task, make_tasks, references
@@ -88,8 +92,12 @@ class FakeSampler:
         blanks = template.split().count("[MASK]")
         draws = [Draw([rng.choice(self.WORDS) for _ in range(blanks)], rng.uniform(-50, -10))
                  for _ in range(config.num_samples)]
+        if config.is_baseline:  # a left-to-right draw's cost, and the PLL of each distinct draw
+            sequences = blanks * (config.num_samples + len({tuple(d.fills) for d in draws}))
+        else:
+            sequences = config.num_samples * (10 * config.steps + blanks)
         return Sampling(draws, {"energy_evaluations": config.num_samples * config.steps, "acceptance_rate": 0.5,
-                                "mean_hops": 1.0})
+                                "mean_hops": 1.0, "encoder_sequences": sequences})
 
 
 def _error_line(capsys, argv) -> str:
@@ -210,7 +218,7 @@ def test_limit_and_samplers_select_a_prefix_of_the_units(tmp_path):
     fake = FakeSampler()
     report = evaluate(_protocol(tmp_path), tmp_path / "out", model="fake", samplers=["dmala"], limit=1,
                       make_sample_fn=lambda: fake, progress=False)
-    assert list(report["samplers"]) == ["dmala"] and report["signature"]["sentences"] == {"wt103": 1, "tbc": 1}
+    assert list(report["samplers"]) == ["dmala"] and report["signature"]["sentences"] == {"dmala": {"wt103": 1, "tbc": 1}}
     assert len(fake.calls) == 2
 
 
@@ -231,6 +239,8 @@ def test_limit_and_samplers_select_a_prefix_of_the_units(tmp_path):
     (lambda p: p.replace('"gibbs", "dmala"', '"gibbs", "nosuch"'), "unknown sampler"),
     (lambda p: p.replace("chains = 6", "chains = 0"), "at least 1"),
     (lambda p: p.replace("chains = 6", 'chains = "six"'), "must be int"),
+    (lambda p: p.replace("top = 3", 'top = 3\n[sampling.options.dmala]\nequal_sequences = "gwg"'),
+     "'equal_sequences' must name another row"),
 ])
 def test_bad_protocols_fail_with_one_line_and_write_nothing(tmp_path, capsys, edit, message):
     path = _protocol(tmp_path)
@@ -315,3 +325,92 @@ def test_a_row_added_to_the_protocol_keeps_the_finished_units(tmp_path):
     protocol.write_text(protocol.read_text().replace("fraction = 0.25", "fraction = 0.2"))  # other masks: refused
     with pytest.raises(InfillError, match="other settings"):
         evaluate(protocol, out, model="fake", make_sample_fn=FakeSampler, progress=False)
+
+
+def test_the_report_holds_every_stored_row_and_sentence(tmp_path):
+    protocol, out = _protocol(tmp_path), tmp_path / "out"
+    evaluate(protocol, out, model="fake", samplers=["gibbs"], make_sample_fn=FakeSampler, progress=False)
+    report = evaluate(protocol, out, model="fake", samplers=["dmala"], limit=1, make_sample_fn=FakeSampler,
+                      progress=False)
+    assert list(report["samplers"]) == ["gibbs", "dmala"]
+    assert [report["samplers"][row]["sentences"] for row in ("gibbs", "dmala")] == [5, 2]
+    assert report["signature"]["sentences"] == {"gibbs": {"wt103": 3, "tbc": 2}, "dmala": {"wt103": 1, "tbc": 1}}
+    assert set(report["signature"]["samplers"]) == {"gibbs", "dmala"}
+    markdown = (out / "report.md").read_text()
+    assert "| gibbs | 5 |" in markdown and "| dmala | 2 |" in markdown
+    units = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert {u["sampler"] for u in units} == {"gibbs", "dmala"}
+
+
+def test_the_bar_shows_only_when_stderr_is_a_terminal(tmp_path, capsys, monkeypatch):
+    protocol = _protocol(tmp_path)
+    evaluate(protocol, tmp_path / "piped", model="fake", make_sample_fn=FakeSampler, progress=True)
+    assert "infill eval" not in capsys.readouterr().err
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    evaluate(protocol, tmp_path / "terminal", model="fake", make_sample_fn=FakeSampler, progress=True)
+    assert "infill eval" in terminal.getvalue()
+
+
+def test_an_out_that_is_a_file_fails_at_once_without_torch(tmp_path):
+    (tmp_path / "file").write_text("x")
+    code = ("import sys; from infill.cli import main; "
+            f"code = main(['eval', {str(_protocol(tmp_path))!r}, '--out', {str(tmp_path / 'file')!r}]); "
+            "print(code, 'torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["2", "False"]
+    assert done.stderr == f"infill: error: --out {tmp_path / 'file'} exists and is not a directory\n"
+
+
+def test_eval_summarization_refuses_an_output_in_a_missing_directory(tmp_path, capsys):
+    err = _error_line(capsys, ["eval-summarization", "--output", str(tmp_path / "no" / "dir" / "x"), "--limit", "1"])
+    assert "is not an existing directory" in err
+    assert not (tmp_path / "no").exists()
+
+
+def _cost(n: int, blanks: int = 3, vocabulary: int = 40) -> int:
+    """Encoder sequences of ``n`` left-to-right draws re-ranked by PLL: distinct draws saturate."""
+    distinct = round(vocabulary * (1 - (1 - 1 / vocabulary) ** n))
+    return blanks * (n + distinct)
+
+
+@pytest.mark.parametrize("budget", [7, 100, 243, 1000, 5000])
+def test_equal_sequences_finds_the_draws_within_one_draws_cost(budget):
+    runs = []
+    draws, cost, tried = equal_sequences(lambda n: runs.append(n) or _cost(n), lambda c: c, budget, guess=budget // 6)
+    assert cost == _cost(draws) and tried == len(runs) <= 4
+    assert abs(budget - cost) <= cost / draws or (draws == 1 and cost > budget)
+
+
+def test_equal_sequences_never_goes_below_the_minimum():
+    draws, cost, _ = equal_sequences(_cost, lambda c: c, 10, guess=1, minimum=5)
+    assert draws == 5 and cost == _cost(5) > 10
+
+
+def test_a_baseline_row_matches_the_encoder_sequences_of_its_reference(tmp_path):
+    protocol, out = _protocol(tmp_path), tmp_path / "out"
+    protocol.write_text(protocol.read_text().replace(
+        '"gibbs", "dmala"', '"gibbs", "left-to-right@equal-sequences"').replace(
+        "top = 3", 'top = 3\n[sampling.options."left-to-right@equal-sequences"]\nequal_sequences = "gibbs"'))
+    with pytest.raises(InfillError, match="run gibbs with it"):
+        evaluate(protocol, out, model="fake", samplers=["left-to-right@equal-sequences"], make_sample_fn=FakeSampler)
+    fake = FakeSampler()
+    report = evaluate(protocol, out, model="fake", make_sample_fn=lambda: fake, progress=False)
+    units = {(u["sentence_id"], u["sampler"]): u for u in map(json.loads, (out / "units.jsonl").read_text().splitlines())}
+    for (sentence, row), unit in units.items():
+        if row == "gibbs":
+            continue
+        budget = units[sentence, "gibbs"]["encoder_sequences"]
+        assert unit["budget"] == budget and unit["draws"] != 6 and unit["config"]["equal_sequences"] == "gibbs"
+        assert abs(unit["encoder_sequences"] - budget) <= unit["encoder_sequences"] / unit["draws"]
+    assert [method for _, method in fake.calls[:5]] == ["gibbs"] * 5  # every budget is known before it is used
+    (comparison,) = report["equal_compute"]
+    assert (comparison["row"], comparison["reference"], comparison["templates"]) == \
+           ("left-to-right@equal-sequences", "gibbs", 5)
+    assert comparison["reference_wins"] + comparison["row_wins"] == 5
+    assert "gibbs against left-to-right@equal-sequences, at equal encoder sequences" in (out / "report.md").read_text()

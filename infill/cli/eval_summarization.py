@@ -39,9 +39,12 @@ def add_parser(subparsers, name: str) -> None:
 
 
 def output_paths(args) -> tuple[Path, Path, bool]:
-    """``(md, json, replaces)``: an explicit ``--output``, or a new name under ``runs/``."""
+    """``(md, json, replaces)``: an explicit ``--output`` in an existing directory, or a new name under
+    ``runs/`` (created); checked writable before the run, not after."""
     if args.output:
         base = Path(args.output)
+        if not base.parent.is_dir():
+            raise InfillError(f"--output {args.output}: {base.parent} is not an existing directory")
     else:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         base = Path("runs") / f"summarization-{args.dataset}-{args.split}-{stamp}"
@@ -50,7 +53,7 @@ def output_paths(args) -> tuple[Path, Path, bool]:
             n += 1
             base = Path("runs") / f"summarization-{args.dataset}-{args.split}-{stamp}-{n}"
     md, js = base.with_name(base.name + ".md"), base.with_name(base.name + ".json")
-    try:  # before the run, not after
+    try:
         base.parent.mkdir(parents=True, exist_ok=True)
         tempfile.TemporaryFile(dir=base.parent).close()
     except OSError as exc:
@@ -59,6 +62,7 @@ def output_paths(args) -> tuple[Path, Path, bool]:
 
 
 def run(args) -> int:
+    md_path, json_path, replaces = output_paths(args)  # a bad --output fails before anything loads
     import json
 
     from ..evaluation.store import write_atomic
@@ -73,7 +77,6 @@ def run(args) -> int:
     documents = load_aclsum(args.split, args.limit)
     if not documents:
         raise InfillError(f"no documents in the aclsum {args.split} split")
-    md_path, json_path, replaces = output_paths(args)
 
     def progress(n_doc, row):
         if not args.quiet:

@@ -19,17 +19,17 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser.add_argument("--device", default="cpu", help="torch device (default: cpu)")
     parser.add_argument("--limit", type=int, help="only the first N chosen sentences of each corpus")
     parser.add_argument("--out", required=True, help="output directory (created; reused to resume)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
     parser.set_defaults(run=run)
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..evaluation import evaluate
-    from ..evaluation.store import check_unlocked
-    from ..config import default_model
+    from ..evaluation.store import check_out
 
-    check_unlocked(args.out)  # a busy --out fails at once, before the model loads
+    check_out(Path(args.out))  # a file or a busy --out fails at once, before torch and the model load
+    from ..config import default_model
+    from ..evaluation import evaluate
 
     samplers = None
     if args.samplers is not None:

@@ -1,8 +1,9 @@
 """Batch corpus evaluation of infilling samplers under a protocol file (``infill eval``).
 
-``evaluate`` checks everything that can be checked (protocol, samplers, corpora, sentence selection)
-before it writes anything, then runs the missing (sentence, sampler) units, resumably, and writes the
-report. The sampling is injected (``make_sample_fn``) so that the pipeline can run without a model.
+``evaluate`` checks everything that can be checked (output directory, protocol, samplers, corpora, sentence
+selection) before it writes anything, then runs the missing (sentence, sampler) units, resumably, and writes
+the report of every unit the output directory holds: rows added by earlier commands stay in it. The
+sampling is injected (``make_sample_fn``) so that the pipeline can run without a model.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 from ..errors import InfillError
 from .corpora import load_corpus
 from .protocol import Protocol, load_protocol
-from .store import UnitStore, write_atomic
+from .store import UnitStore, check_out, write_atomic
 from .tasks import Task, limit_tasks, make_tasks, references
 
 if TYPE_CHECKING:  # torch, nltk: imported once a protocol has been read (a bad one fails fast)
@@ -30,7 +31,12 @@ def _configs(protocol: Protocol, rows: Sequence[str]) -> dict[str, dict]:
 
     if not rows or len(set(rows)) < len(rows):
         raise InfillError("give one or more distinct samplers")
-    return {row: json.loads(json.dumps(config_signature(protocol.run_config(row)))) for row in rows}
+    for row in rows:
+        if row in protocol.budgets and protocol.budgets[row] not in rows:
+            raise InfillError(f"{row} draws as many encoder sequences as {protocol.budgets[row]}: "
+                              f"run {protocol.budgets[row]} with it")
+    return {row: json.loads(json.dumps(config_signature(protocol.run_config(row), protocol.budgets.get(row))))
+            for row in rows}
 
 
 def _check_stored(store: UnitStore, configs: dict[str, dict]) -> None:
@@ -54,8 +60,6 @@ def _open_store(world: World, out: Path, fingerprint: dict, configs: dict[str, d
     store, error = None, None
     if world.is_main:
         try:
-            if out.exists() and not out.is_dir():
-                raise InfillError(f"--out {out} exists and is not a directory")
             store = UnitStore(out, fingerprint)
             _check_stored(store, configs)
             write_atomic(out / "tasks.jsonl", manifest)
@@ -80,6 +84,7 @@ def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: O
     ``model`` and ``device``), called once the protocol and corpora are known to be good and before
     anything is written.
     """
+    check_out(Path(out))
     protocol = load_protocol(protocol_path)
     from .distributed import close_world, init_world
     from .report import write_report
@@ -111,30 +116,42 @@ def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: O
                        "model": model}
         store = _open_store(world, Path(out), fingerprint, configs, manifest)
         done = world.broadcast(set(store.units) if world.is_main else None)
-        units = run_units(chosen, samplers, protocol, store, sample_fn, done, world, progress)
+        run_units(chosen, samplers, protocol, store, sample_fn, done, world, progress)
     finally:
         close_world(world)
     if not world.is_main:
         return None
     try:
-        return write_report(out, units, refs, _signature(protocol, model, device, configs, chosen, limit))
+        units = _stored_units(store, tasks, protocol)
+        return write_report(out, units, refs, _signature(protocol, model, device, units))
     finally:
         store.close()  # the lock on --out is held until the report is written
 
 
-def _signature(protocol: Protocol, model: str, device: str, configs: dict, chosen: list[Task],
-               limit: Optional[int]) -> dict:
-    """The settings that reproduce the report."""
+def _stored_units(store: UnitStore, tasks: list[Task], protocol: Protocol) -> list[dict]:
+    """Every unit of ``store``: rows in the protocol's order (others after, in stored order), each row's
+    sentences in the order of ``tasks``."""
+    rows = list(dict.fromkeys([*protocol.samplers, *(row for _, row in store.units)]))
+    position = {task.sentence_id: i for i, task in enumerate(tasks)}
+    return sorted(store.units.values(), key=lambda u: (rows.index(u["sampler"]), position[u["sentence_id"]]))
+
+
+def _signature(protocol: Protocol, model: str, device: str, units: list[dict]) -> dict:
+    """The settings that reproduce the report of ``units``: each row's settings and sentences per corpus."""
     from ..signature import library_versions
     from .report import EVAL_PACKAGES
 
+    samplers, sentences = {}, {}
+    for unit in units:
+        samplers.setdefault(unit["sampler"], unit["config"])
+        counts = sentences.setdefault(unit["sampler"], {spec.name: 0 for spec in protocol.corpora})
+        counts[unit["corpus"]] += 1
     return {
-        "model": model, "device": device, "samplers": configs, "seed": protocol.seed,
+        "model": model, "device": device, "samplers": samplers, "seed": protocol.seed,
         "protocol": {"name": protocol.name, "file": protocol.path.name, "sha256": protocol.sha256,
                      "chains": protocol.chains, "steps": protocol.steps, "top": protocol.top,
                      "words": [protocol.min_words, protocol.max_words],
                      "mask": {"fraction": protocol.mask.fraction, "count": protocol.mask.count,
                               "exclude_ends": protocol.mask.exclude_ends}},
-        "sentences": {spec.name: sum(t.corpus == spec.name for t in chosen) for spec in protocol.corpora},
-        "limit": limit, "versions": library_versions(EVAL_PACKAGES),
+        "sentences": sentences, "versions": library_versions(EVAL_PACKAGES),
     }

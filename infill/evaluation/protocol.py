@@ -52,6 +52,9 @@ class MaskSpec:
 
 @dataclass(frozen=True)
 class Protocol:
+    """A parsed protocol file. ``budgets`` maps a row with an ``equal_sequences = "REF"`` option to ``REF``:
+    per sentence, that row draws as many times as it takes to pass as many encoder sequences as the row
+    ``REF`` did (see :mod:`.compute`)."""
     name: str
     path: Path
     sha256: str
@@ -67,12 +70,14 @@ class Protocol:
     top: int
     defaults: dict = field(default_factory=dict)
     sampler_options: dict = field(default_factory=dict)
+    budgets: dict = field(default_factory=dict)
 
     def run_config(self, row: str, seed: int | None = None) -> RunConfig:
         """The run of the report row ``row``: the protocol's chains, steps, top and [sampling] defaults,
-        overridden by ``[sampling.options.ROW]`` (whose ``method`` defaults to the row's name)."""
-        options = {"method": row, "num_samples": self.chains, "steps": self.steps, "top": self.top,
-                   **self.defaults, **self.sampler_options.get(row, {})}
+        overridden by ``[sampling.options.ROW]`` (whose ``method`` defaults to the row's name before any
+        ``@``). A row in :attr:`budgets` draws as many times as its budget needs instead of ``chains``."""
+        options = {"method": row.partition("@")[0], "num_samples": self.chains, "steps": self.steps,
+                   "top": self.top, **self.defaults, **self.sampler_options.get(row, {})}
         return RunConfig.create(seed=seed, **options)
 
 
@@ -155,12 +160,18 @@ def _sampling(table: dict) -> dict:
                               f"({', '.join(samplers)})")
         if not isinstance(opts, dict):
             raise InfillError(f"[sampling.options]: {row!r} must be a table of options")
+    budgets = {row: opts.pop("equal_sequences") for row, opts in options.items() if "equal_sequences" in opts}
+    for row, reference in budgets.items():
+        if reference not in samplers or reference in budgets:
+            raise InfillError(f"[sampling.options.{row}]: 'equal_sequences' must name another row of [sampling] "
+                              f"samplers without a budget of its own, not {reference!r}")
     values = {key: _positive(_typed(table, key, int, "[sampling]", required=True), key, "[sampling]")
               for key in ("chains", "steps", "top")}
     if values["top"] > values["chains"]:
         raise InfillError(f"[sampling]: 'top' ({values['top']}) cannot exceed 'chains' ({values['chains']})")
     defaults = {key: table[key] for key in ("init", "temperature", "decode") if key in table}
-    return {"samplers": tuple(samplers), "defaults": defaults, "sampler_options": options, **values}
+    return {"samplers": tuple(samplers), "defaults": defaults, "sampler_options": options, "budgets": budgets,
+            **values}
 
 
 def load_protocol(path: str | Path) -> Protocol:

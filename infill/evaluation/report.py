@@ -6,6 +6,9 @@ more diverse), unique 2/3-grams against the fillings themselves and against each
 (higher = more novel), and corpus BLEU of the fillings against all reference corpora together (higher =
 closer to real text). Pooling keeps corpus BLEU-4 meaningful: five fillings of one sentence often share
 no 4-gram with the references, which would make per-sentence scores mostly zero.
+
+Compute is the mean number of encoder sequences per sentence. A row drawn at the encoder sequences of
+another (``equal_sequences``) is compared with it sentence by sentence: top-5 mean PLL and wall time.
 """
 from __future__ import annotations
 
@@ -15,7 +18,9 @@ import statistics
 from pathlib import Path
 
 from .. import metrics
+from .compute import Measure, compare, describe
 from .store import write_atomic
+from .tables import fmt, mean_defined, signature_block, table
 
 NGRAM_ORDERS = (2, 3)
 
@@ -50,6 +55,7 @@ def sampler_table(units: list[dict], reference_sentences: dict[str, list[list[st
             fillings=len(texts),
             seconds=sum(u["seconds"] for u in group),
             energy_evaluations=sum(u.get("energy_evaluations", 0) for u in group),
+            encoder_sequences=mean_defined(u.get("encoder_sequences") for u in group),
             acceptance_rate=mean_defined(u.get("acceptance_rate") for u in group),
             mean_hops=mean_defined(u.get("mean_hops") for u in group),
             distinct_per_sentence=statistics.fmean(u["distinct"] for u in group),
@@ -59,44 +65,60 @@ def sampler_table(units: list[dict], reference_sentences: dict[str, list[list[st
     return table
 
 
-def mean_defined(values) -> float | None:
-    values = [v for v in values if v is not None]
-    return statistics.fmean(values) if values else None
+def equal_compute(units: list[dict]) -> list[dict]:
+    """Each row drawn at another row's encoder sequences against that row, over the sentences both have
+    (:func:`.compute.compare`, with ``row`` and ``reference`` named)."""
+    by_key = {(u["sentence_id"], u["sampler"]): u for u in units}
+    comparisons = []
+    for row, reference in {u["sampler"]: u["config"]["equal_sequences"] for u in units
+                           if "equal_sequences" in u["config"]}.items():
+        pairs = [(by_key[sentence, reference], unit) for (sentence, name), unit in by_key.items()
+                 if name == row and (sentence, reference) in by_key]
+        if pairs:
+            measures = [[_measure(unit) for unit in pair] for pair in zip(*pairs)]
+            comparisons.append({"row": row, "reference": reference, **compare(*measures)})
+    return comparisons
+
+
+def _measure(unit: dict) -> Measure:
+    return Measure(statistics.fmean(f["energy"] for f in unit["fillings"]), unit["seconds"],
+                   unit.get("encoder_sequences"))
 
 
 EVAL_PACKAGES = ("infill", "torch", "transformers", "datasets", "nltk", "rouge-score", "numpy")
 """The packages whose versions an infilling report's signature records."""
 
 
-def _fmt(value, digits: int = 2) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
-
-
 def markdown(report: dict) -> str:
-    """The report as Markdown: the table, then the signature block."""
-    corpora = report["signature"]["reference_corpora"]
-    columns = [("self_bleu", "Self-BLEU ↓")]
-    for name in ["self", *corpora]:
-        columns += [(f"unique_{n}_{name}", f"Uniq {n}-gr {name} ↑") for n in NGRAM_ORDERS]
-    columns += [("corpus_bleu", "Corpus BLEU ↑"), ("mean_energy", "Mean PLL ↑"), ("seconds", "Wall s"),
-                ("energy_evaluations", "Energy evals"), ("acceptance_rate", "Accept"), ("mean_hops", "Hops/step"),
-                ("distinct_per_sentence", "Distinct/sent")]
+    """The report as Markdown: the table, the comparisons at equal compute, then the signature block."""
+    columns = [("sentences", "Sentences", 0), ("self_bleu", "Self-BLEU ↓", 2)]
+    for name in ["self", *report["signature"]["reference_corpora"]]:
+        columns += [(f"unique_{n}_{name}", f"Uniq {n}-gr {name} ↑", 2) for n in NGRAM_ORDERS]
+    columns += [("corpus_bleu", "Corpus BLEU ↑", 2), ("mean_energy", "Mean PLL ↑", 2), ("seconds", "Wall s", 2),
+                ("encoder_sequences", "Enc. seqs/sent", 0), ("energy_evaluations", "Energy evals", 0),
+                ("acceptance_rate", "Accept", 2), ("mean_hops", "Hops/step", 2),
+                ("distinct_per_sentence", "Distinct/sent", 2)]
+    rows = [[sampler, *(fmt(_rounded(row.get(key), digits), digits) for key, _, digits in columns)]
+            for sampler, row in report["samplers"].items()]
     lines = [f"# {report['signature']['protocol']['name']}: text infilling, diversity vs quality", "",
-             "| Sampler | " + " | ".join(title for _, title in columns) + " |",
-             "|---|" + "---:|" * len(columns)]
-    for sampler, row in report["samplers"].items():
-        lines.append(f"| {sampler} | " + " | ".join(_fmt(row.get(key)) if key != "energy_evaluations"
-                                                      else _fmt(row.get(key), 0) for key, _ in columns) + " |")
-    lines += ["", "Metrics in percent on each sampler's kept fillings, all sentences pooled (self-BLEU and corpus "
-              "BLEU: nltk corpus BLEU-4, no smoothing; corpus BLEU against all reference corpora, which exclude "
-              "the chosen sentences). Mean PLL: the pseudo-log-likelihood of the kept fillings (higher is more likely). "
-              "Wall time and energy evaluations are totals over all sentences and chains; baselines (no steps) "
-              "show no acceptance or hops.",
-              "", "## Signature", "", "```json",
-              json.dumps(report["signature"], indent=2, ensure_ascii=False), "```", ""]
-    return "\n".join(lines)
+             *table(["Sampler", *(title for _, title, _ in columns)], rows),
+             "", "Metrics in percent on each sampler's kept fillings, all sentences pooled (self-BLEU and corpus "
+             "BLEU: nltk corpus BLEU-4, no smoothing; corpus BLEU against all reference corpora, which exclude "
+             "the chosen sentences). Mean PLL: the pseudo-log-likelihood of the kept fillings (higher is more likely). "
+             "Wall time and energy evaluations are totals over all sentences and chains; encoder sequences (forward "
+             "copies and backward passes through the masked LM, starts and PLL re-scoring included) are a mean per "
+             "sentence; baselines (no steps) show no acceptance or hops.", ""]
+    for c in report["equal_compute"]:
+        lines += [f"## {c['reference']} against {c['row']}, at equal encoder sequences", "",
+                  f"Per sentence, {c['row']} draws as many times as it takes to use as many encoder sequences as "
+                  f"{c['reference']}, its PLL re-ranking included.", "",
+                  *describe(c["reference"], c["row"], c), ""]
+    return "\n".join(lines + signature_block(report["signature"]) + [""])
+
+
+def _rounded(value, digits: int):
+    """Counts as integers (``fmt`` prints floats with decimals), other values as they are."""
+    return round(value) if digits == 0 and isinstance(value, float) else value
 
 
 def plot_png(report: dict) -> bytes:
@@ -141,7 +163,7 @@ def write_report(directory: Path, units: list[dict], references: dict[str, list[
                  signature: dict) -> dict:
     """Compute the table and write ``report.json``, ``report.md``, ``report.png``, ``samples.jsonl`` atomically."""
     report = {"signature": {**signature, "reference_corpora": list(references)},
-              "samplers": sampler_table(units, references)}
+              "samplers": sampler_table(units, references), "equal_compute": equal_compute(units)}
     directory = Path(directory)
     write_atomic(directory / "samples.jsonl", samples_jsonl(units))
     write_atomic(directory / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")

@@ -3,6 +3,10 @@
 The sampling itself is injected: ``sample_fn(template, config)`` (a :class:`~infill.config.RunConfig`)
 returns a ``Sampling``. ``infiller_sample_fn`` adapts ``infill.Infiller``; tests pass a fake.
 
+A row with a budget (``Protocol.budgets``) runs after the row it matches: per sentence, its number of draws
+is searched (:func:`~.compute.equal_sequences`) so that it passes as many encoder sequences as that row's
+unit did; the run that does is the one timed and kept.
+
 Filled sentences are rebuilt from the fills in the corpus' whitespace tokenization (``Task.fill``), not
 taken from the Infiller's detokenized text, whose clean-up drops the spaces before punctuation: so
 fillings, originals and references are compared token for token.
@@ -11,13 +15,17 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import replace
 from dataclasses import dataclass, field
 from typing import Optional, Protocol as Interface
 
 from tqdm.auto import tqdm
 
 from ..config import RunConfig
+from ..errors import InfillError
+from ..mlm_draws import FORWARDS
 from ..results import top_distinct
+from .compute import equal_sequences
 from .distributed import World
 from .protocol import Protocol
 from .store import UnitStore
@@ -42,7 +50,8 @@ class SampleFn(Interface):
     def __call__(self, template: str, config: RunConfig) -> Sampling: ...
 
 
-DIAGNOSTICS = ("energy_evaluations", "forwards", "acceptance_rate", "mean_hops", "tuned", "candidates")
+DIAGNOSTICS = ("energy_evaluations", "encoder_sequences", "forwards", "acceptance_rate", "mean_hops", "tuned",
+               "candidates")
 
 
 def unit_seed(protocol_seed: int, sentence_id: str) -> int:
@@ -56,45 +65,90 @@ def best_distinct(task: Task, draws: list[Draw], top: int) -> list[dict]:
     return [{"text": task.fill(list(d.fills)), "fills": list(d.fills), "energy": float(d.energy)} for d in kept]
 
 
-def run_unit(task: Task, row: str, protocol: Protocol, sample_fn: SampleFn) -> dict:
-    """Sample one sentence as the report row ``row`` says and summarise it as a storable unit."""
+def run_unit(task: Task, row: str, protocol: Protocol, sample_fn: SampleFn, budget: Optional[int] = None) -> dict:
+    """Sample one sentence as the report row ``row`` says (within ``budget`` encoder sequences for a row with
+    a budget) and summarise it as a storable unit."""
     seed = unit_seed(protocol.seed, task.sentence_id)
     config = protocol.run_config(row, seed)
-    start = time.perf_counter()
-    result = sample_fn(task.template, config)
-    seconds = time.perf_counter() - start
+    unit = {"config": config_signature(config, protocol.budgets.get(row))}
+
+    def timed(draws: int) -> tuple[Sampling, float]:
+        start = time.perf_counter()
+        return sample_fn(task.template, replace(config, num_samples=draws)), time.perf_counter() - start
+
+    if budget is None:
+        result, seconds = timed(config.num_samples)
+    else:
+        method, blanks = config.method if config.method in FORWARDS else config.init, len(task.masked)
+        draws, (result, seconds), runs = equal_sequences(
+            timed, lambda run: run[0].diagnostics["encoder_sequences"], budget,
+            guess=budget // (FORWARDS[method](blanks) + blanks),
+            minimum=config.top if config.top is not None and config.decode == "final" else 1)
+        unit.update(budget=budget, draws=draws, budget_runs=runs)
     fillings = best_distinct(task, result.draws, protocol.top)
-    unit = {"sentence_id": task.sentence_id, "corpus": task.corpus, "sampler": row, "seed": seed,
-            "original": task.text, "template": task.template, "masked": list(task.masked),
-            "distinct": len({task.fill(list(d.fills)) for d in result.draws}),
-            "fillings": fillings, "seconds": seconds, "config": config_signature(config)}
+    unit.update({"sentence_id": task.sentence_id, "corpus": task.corpus, "sampler": row, "seed": seed,
+                 "original": task.text, "template": task.template, "masked": list(task.masked),
+                 "distinct": len({task.fill(list(d.fills)) for d in result.draws}),
+                 "fillings": fillings, "seconds": seconds})
     unit.update({key: result.diagnostics[key] for key in DIAGNOSTICS if key in result.diagnostics})
     return unit
 
 
-def config_signature(config: RunConfig) -> dict:
-    """A row's settings as stored with each unit and in the report (the seed varies per sentence)."""
-    return {key: value for key, value in config.signature().items() if key != "seed"}
+def config_signature(config: RunConfig, equal_to: Optional[str] = None) -> dict:
+    """A row's settings as stored with each unit and in the report (the seed varies per sentence; so does
+    the number of draws of a row with the encoder sequences of row ``equal_to``)."""
+    signature = {key: value for key, value in config.signature().items() if key != "seed"}
+    if equal_to is not None:
+        del signature["num_samples"]
+        signature["equal_sequences"] = equal_to
+    return signature
 
 
 def run_units(tasks: list[Task], samplers: list[str], protocol: Protocol, store: Optional[UnitStore],
-              sample_fn: SampleFn, done: set, world: World = World(), progress: bool = True) -> list[dict]:
-    """Run every (task, sampler) unit not in ``done``, dealt over the ranks of ``world`` in rounds; rank 0
-    stores each round's units in ``store`` and returns the units of ``tasks`` x ``samplers`` (others: [])."""
-    keys = [(task, sampler) for task in tasks for sampler in samplers]
-    todo = [(task, sampler) for task, sampler in keys if (task.sentence_id, sampler) not in done]
-    with tqdm(total=len(keys), initial=len(keys) - len(todo), disable=not (progress and world.is_main),
+              sample_fn: SampleFn, done: set, world: World = World(), progress: bool = True) -> None:
+    """Run every (task, sampler) unit not in ``done``, dealt over the ranks of ``world`` in rounds, the rows
+    with a budget after all others; rank 0 stores each round's units in ``store``. The bar shows on rank 0
+    when ``progress`` and stderr is a terminal."""
+    todo = [(task, sampler) for task in tasks for sampler in samplers if (task.sentence_id, sampler) not in done]
+    total = len(tasks) * len(samplers)
+    with tqdm(total=total, initial=total - len(todo), disable=None if progress and world.is_main else True,
               unit="unit", desc="infill eval") as bar:
-        for start in range(0, len(todo), world.size):
-            mine = todo[start + world.rank] if start + world.rank < len(todo) else None
-            if mine is not None:
-                bar.set_postfix_str(f"{mine[0].sentence_id} {mine[1]}")
-            finished = world.gather(None if mine is None else run_unit(*mine, protocol, sample_fn))
-            if world.is_main:
-                for unit in filter(None, finished):
-                    store.add(unit)
-                bar.update(len(todo[start:start + world.size]))
-    return [store.units[(task.sentence_id, sampler)] for task, sampler in keys] if world.is_main else []
+        _run_rounds([key for key in todo if key[1] not in protocol.budgets], protocol, store, sample_fn, {},
+                    world, bar)
+        budgeted = [key for key in todo if key[1] in protocol.budgets]
+        if budgeted:
+            budgets, error = world.broadcast(_budgets(store, budgeted, protocol) if world.is_main else None)
+            if error:
+                raise InfillError(error)
+            _run_rounds(budgeted, protocol, store, sample_fn, budgets, world, bar)
+
+
+def _budgets(store: UnitStore, keys: list[tuple[Task, str]], protocol: Protocol) -> tuple[dict, Optional[str]]:
+    """The encoder sequences each (task, row) may use: those of the stored unit of the row it matches; or
+    the error, if that unit does not count them."""
+    budgets = {}
+    for task, row in keys:
+        reference = protocol.budgets[row]
+        budgets[task.sentence_id, row] = store.units[task.sentence_id, reference].get("encoder_sequences")
+        if budgets[task.sentence_id, row] is None:
+            return {}, (f"{store.directory}: the {reference} unit of {task.sentence_id} does not count its encoder "
+                        f"sequences (sampled by an older infill), which {row} needs; use another --out")
+    return budgets, None
+
+
+def _run_rounds(todo: list[tuple[Task, str]], protocol: Protocol, store: Optional[UnitStore], sample_fn: SampleFn,
+                budgets: dict, world: World, bar: tqdm) -> None:
+    for start in range(0, len(todo), world.size):
+        mine = todo[start + world.rank] if start + world.rank < len(todo) else None
+        unit = None
+        if mine is not None:
+            bar.set_postfix_str(f"{mine[0].sentence_id} {mine[1]}")
+            unit = run_unit(*mine, protocol, sample_fn, budgets.get((mine[0].sentence_id, mine[1])))
+        finished = world.gather(unit)
+        if world.is_main:
+            for unit in filter(None, finished):
+                store.add(unit)
+            bar.update(len(todo[start:start + world.size]))
 
 
 def infiller_sample_fn(infiller) -> SampleFn:
@@ -105,7 +159,8 @@ def infiller_sample_fn(infiller) -> SampleFn:
         d = result.diagnostics
         return Sampling(
             draws=[Draw(fills=list(s.fills), energy=float(s.energy)) for s in result.samples],
-            diagnostics={"energy_evaluations": d.evaluations * config.num_samples, "forwards": d.forwards,
+            diagnostics={"energy_evaluations": d.evaluations * config.num_samples,
+                         "encoder_sequences": d.encoder_sequences, "forwards": d.forwards,
                          "acceptance_rate": d.acceptance_rate, "mean_hops": d.mean_hops, "tuned": d.tuned,
                          "candidates": d.candidates})
 

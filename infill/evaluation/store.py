@@ -38,9 +38,13 @@ def _try_lock(fd: int, operation: int) -> bool:
     return True
 
 
-def check_unlocked(directory: Path) -> None:
-    """Raise ``InfillError`` at once if another process holds ``directory``'s lock; writes nothing."""
-    key = Path(directory).resolve()
+def check_out(directory: Path) -> None:
+    """Raise ``InfillError`` at once if ``directory`` cannot serve as an output directory: it is a file, or
+    another process holds its lock. Writes nothing."""
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise InfillError(f"--out {directory} exists and is not a directory")
+    key = directory.resolve()
     if fcntl is None or key in _locked:
         return
     try:

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 import torch
 
 from ..errors import InfillError
-from ..evaluation.report import mean_defined
+from ..evaluation.tables import fmt, mean_defined, table
 from ..signature import RunSignature, library_versions
 from .aclsum_data import AclsumDocument
 from .baselines import greedy, lead
@@ -151,37 +151,30 @@ def aggregate(rows: list[dict]) -> dict:
     return entry
 
 
-def _fmt(value, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
 def markdown(report: dict, title: str, preamble: list[str]) -> str:
     """The report as Markdown: a main table (best-F decoding for samplers), then every decoding."""
     n = len(report["documents"])
     lines = [f"# {title}", "", *preamble, ""]
     lines += [f"- {note}" for note in report["notes"]]
-    lines += ["| Method | F(S) | R-1 R/P/F | R-2 R/P/F | R-L R/P/F | words | empty | F < greedy | F > greedy "
-              "| Acc | s/doc | CPU s/doc |", "|" + "---|" * 12]
+    rows = []
     for method, e in report["summary"].items():
         d = e["best"]
-        cells = ["/".join(_fmt(100 * d["rouge"][r][k], 1) for k in ("recall", "precision", "fmeasure")) for r in ROUGE]
-        lines.append("| " + " | ".join([method, _fmt(d["F"]), *cells, _fmt(d["words"], 0), str(d["empty"]),
-                                        f"{e.get('below_greedy', '–')}/{n}",
-                                        f"{e['improved']}/{n}" if "improved" in e else "–",
-                                        _fmt(e.get("acceptance")), _fmt(e["seconds_per_document"]),
-                                        _fmt(e["cpu_seconds_per_document"])]) + " |")
+        rouge = ["/".join(fmt(100 * d["rouge"][r][k], 1) for k in ("recall", "precision", "fmeasure")) for r in ROUGE]
+        rows.append([method, fmt(d["F"]), *rouge, fmt(d["words"], 0), str(d["empty"]),
+                     f"{e.get('below_greedy', '-')}/{n}", f"{e['improved']}/{n}" if "improved" in e else "-",
+                     fmt(e.get("acceptance")), fmt(e["seconds_per_document"]), fmt(e["cpu_seconds_per_document"])])
+    lines += table(["Method", "F(S)", "R-1 R/P/F", "R-2 R/P/F", "R-L R/P/F", "words", "empty", "F < greedy",
+                    "F > greedy", "Acc", "s/doc", "CPU s/doc"], rows)
     samplers = [m for m, e in report["summary"].items() if "sample" in e]
     if samplers:
+        rows = [[method, decoding, fmt(d["F"]), fmt(d["words"], 0), str(d["empty"]),
+                 *(fmt(100 * d["rouge"][r]["fmeasure"], 1) for r in ROUGE)]
+                for method in samplers for decoding in DECODINGS for d in [report["summary"][method][decoding]]]
         lines += ["", "Every decoding of the chains (ROUGE F ×100):", "",
-                  "| Method | decoding | F(S) | words | empty | R-1 F | R-2 F | R-L F |", "|" + "---|" * 8]
-        for method in samplers:
-            for decoding in DECODINGS:
-                d = report["summary"][method][decoding]
-                lines.append(f"| {method} | {decoding} | {_fmt(d['F'])} | {_fmt(d['words'], 0)} | {d['empty']} | "
-                             + " | ".join(_fmt(100 * d["rouge"][r]["fmeasure"], 1) for r in ROUGE) + " |")
+                  *table(["Method", "decoding", "F(S)", "words", "empty", "R-1 F", "R-2 F", "R-L F"], rows)]
     lines += ["", "Signatures:", ""] + [f"- `{s}`" for s in report["signatures"].values()]
     lines += ["", f"Building the objective (sentence cleaning, similarities, clusters): "
-                  f"{_fmt(report['objective_seconds'])} s ({_fmt(report['objective_cpu_seconds'])} CPU s) per "
+                  f"{fmt(report['objective_seconds'])} s ({fmt(report['objective_cpu_seconds'])} CPU s) per "
                   f"document, not included in s/doc above. "
                   f"Dropped sentences (no content word or duplicate): {report['dropped_sentences']} in all. "
                   f"Total runtime {report['total_seconds']:.0f} s.", ""]

@@ -1,0 +1,75 @@
+"""Comparisons at equal compute: a baseline given as many encoder sequences as another run used.
+
+Compute is counted in sequences passed through the encoder (``Diagnostics.encoder_sequences``): a
+left-to-right draw costs one sequence per blank token, an independent draw one, and re-ranking by PLL
+one masked copy per blank token of every distinct draw. The re-scoring counts distinct draws only, so a
+run's cost is not linear in its number of draws: :func:`equal_sequences` finds the number by running.
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Callable, NamedTuple, Optional, Sequence, TypeVar
+
+from ..errors import InfillError
+
+R = TypeVar("R")
+
+SUFFIX = "@equal-sequences"
+"""Names a row whose number of draws is set per template to match the default run's encoder sequences."""
+
+
+def equal_sequences(run: Callable[[int], R], sequences: Callable[[R], int], budget: int, guess: int,
+                    minimum: int = 1, tries: int = 8) -> tuple[int, R, int]:
+    """``(n, run(n), runs)``: the number of draws ``n >= minimum`` whose run passes ``budget`` encoder
+    sequences within one draw's cost (its mean cost per draw), the run itself, and how many runs the search
+    took. Starts at ``guess`` and takes secant steps on the measured costs (``run`` is deterministic, e.g.
+    seeded); after ``tries`` runs, or when ``minimum`` draws already exceed the budget, the closest run."""
+    if budget < 1:
+        raise InfillError(f"a budget of encoder sequences must be positive, got {budget}")
+    measured: dict[int, tuple[int, R]] = {}
+    n = max(minimum, guess)
+    while True:
+        result = run(n)
+        measured[n] = (sequences(result), result)
+        cost = measured[n][0]
+        if abs(budget - cost) <= cost / n or len(measured) == tries or (n == minimum and cost > budget):
+            break
+        points = sorted(measured.items(), key=lambda item: abs(budget - item[1][0]))[:2]
+        (n1, (c1, _)), (n0, (c0, _)) = points if len(points) == 2 else (points[0], (0, (0, None)))
+        slope = (c1 - c0) / (n1 - n0) if c1 != c0 and n1 != n0 else cost / n
+        step = round((budget - c1) / max(slope, 1e-9))
+        n = max(minimum, n1 + (step or (1 if budget > c1 else -1)))
+        if n in measured:
+            break
+    best = min(measured, key=lambda k: abs(budget - measured[k][0]))
+    return best, measured[best][1], len(measured)
+
+
+class Measure(NamedTuple):
+    """One run on one template: the mean PLL of its kept fillings, its wall seconds, its encoder sequences."""
+    pll: float
+    seconds: float
+    sequences: Optional[int]
+
+
+def compare(reference: Sequence[Measure], row: Sequence[Measure]) -> dict:
+    """``reference`` against ``row``, template by template: on how many templates each has the higher mean
+    PLL of its kept fillings (and the means), the mean ratio of encoder sequences (row over reference), and
+    the ratio of wall times (reference over row: median and range)."""
+    pairs = list(zip(reference, row, strict=True))
+    times = sorted(a.seconds / b.seconds for a, b in pairs)
+    sequences = [b.sequences / a.sequences for a, b in pairs if a.sequences and b.sequences is not None]
+    return {"templates": len(pairs), "reference_wins": sum(a.pll > b.pll for a, b in pairs),
+            "row_wins": sum(b.pll > a.pll for a, b in pairs),
+            "reference_pll": statistics.fmean(a.pll for a, _ in pairs), "row_pll": statistics.fmean(b.pll for _, b in pairs),
+            "sequences_ratio": statistics.fmean(sequences) if sequences else None,
+            "time_ratio_median": statistics.median(times), "time_ratio_min": times[0], "time_ratio_max": times[-1]}
+
+
+def describe(reference: str, row: str, c: dict) -> list[str]:
+    """A comparison from :func:`compare` as Markdown bullets."""
+    sequences = "" if c["sequences_ratio"] is None else f" ({row} used {c['sequences_ratio']:.2f}x the sequences)"
+    return [f"- Mean PLL of the kept fillings higher for {reference} on {c['reference_wins']} of {c['templates']} "
+            f"templates, for {row} on {c['row_wins']} ({c['reference_pll']:.2f} against {c['row_pll']:.2f}){sequences}.",
+            f"- Wall time of {reference} over {row}'s: {c['time_ratio_median']:.2f}x (median over templates; range "
+            f"{c['time_ratio_min']:.2f}-{c['time_ratio_max']:.2f})."]
