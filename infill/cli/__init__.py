@@ -30,6 +30,7 @@ COMMANDS = {
                                   "runtime", "summarize"),
     "score": Command("score", "pseudo-log-likelihood (PLL) of sentences, one per line", None),
     "rank": Command("score", "rank given fills of a [MASK] blank by the PLL of the sentence each makes", None),
+    "serve": Command("serve", "a local web page and JSON API for sampling fillings", "serve"),
 }
 
 

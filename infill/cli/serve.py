@@ -1,0 +1,68 @@
+"""``infill serve``: the page and JSON API of :mod:`infill.serve` over one model, on 127.0.0.1 by default."""
+from __future__ import annotations
+
+import argparse
+import errno
+import socket
+import sys
+
+from ..errors import InfillError
+
+
+def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        name, help="a local web page and JSON API for sampling fillings",
+        description="Serve a page (fill templates, see marginals and traces) and a JSON API (POST /api/sample "
+                    "with a JSON-lines object) over one loaded model. Runs go one at a time through a queue.")
+    parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--device", default="cpu", help="torch device (cpu)")
+    parser.add_argument("--dtype", help="float32 (default), bfloat16, float16 or auto")
+    parser.add_argument("--queue-size", type=int, default=32, metavar="N",
+                        help="runs that may wait behind the running one; more get HTTP 503 (default 32)")
+    parser.add_argument("--time-limit", type=float, default=60.0, metavar="S",
+                        help="seconds a request may take, waiting included (default 60)")
+    parser.add_argument("--max-body", type=int, default=64 * 1024, metavar="BYTES",
+                        help="largest request body (default 65536)")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def check_address(host: str, port: int) -> None:
+    """One line if ``host:port`` cannot be bound (in use, or not an address of this machine)."""
+    if not 0 < port < 65536:
+        raise InfillError(f"--port must be between 1 and 65535, got {port}")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        raise InfillError(f"unknown host {host!r}; use 127.0.0.1 (this machine) or 0.0.0.0 (every address)") from None
+    with socket.socket(infos[0][0], socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(infos[0][4])
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise InfillError(f"port {port} on {host} is in use; choose another with --port") from None
+            raise InfillError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
+def run(args) -> int:
+    import starlette  # noqa: F401  (the [serve] extra, checked before the model loads)
+    import uvicorn
+
+    for name, value in (("--queue-size", args.queue_size), ("--max-body", args.max_body)):
+        if value < 1:
+            raise InfillError(f"{name} must be a positive integer, got {value}")
+    if not args.time_limit > 0:
+        raise InfillError(f"--time-limit must be positive, got {args.time_limit}")
+    check_address(args.host, args.port)
+    from ..infiller import Infiller
+    from ..serve import create_app
+
+    infiller = Infiller(args.model, device=args.device, dtype=args.dtype)
+    app = create_app(infiller, args.queue_size, args.time_limit, args.max_body)
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"infill: serving {infiller.model_name} at http://{shown}:{args.port}/ (Ctrl-C stops)", file=sys.stderr)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
