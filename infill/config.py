@@ -29,7 +29,8 @@ DECODES = ("visited", "final")
 """Where ``top`` takes its fillings from: every state visited after burn-in, or the chains' final states."""
 
 
-def _integer(name: str, value: Any, minimum: int = 1) -> int:
+def positive_integer(name: str, value: Any, minimum: int = 1) -> int:
+    """``value`` if it is an integer of at least ``minimum``, else one line naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise InfillError(f"{name} must be {kind}, got {value!r}")
@@ -50,10 +51,15 @@ def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
 
 def check_hyperparameters(method: str, options: dict, defaults: dict) -> dict:
     """``options`` checked against ``defaults`` (name -> default value) of ``method``: known names, and
-    values of the defaults' type (integers for integer options, finite numbers for float ones)."""
+    values of the defaults' type (integers for integer options, finite numbers for float ones). A name
+    that is no sampler's option at all is an unknown key."""
     checked = {}
     for key, value in options.items():
         if key not in defaults:
+            from .samplers import SAMPLERS, sampler_options
+
+            if not any(key in sampler_options(name) for name in SAMPLERS):
+                raise InfillError(f"unknown key {key!r}")
             known = ", ".join(sorted(defaults)) or "none"
             raise InfillError(f"{method!r} has no option {key!r} (its options: {known})")
         default = defaults[key]
@@ -62,13 +68,17 @@ def check_hyperparameters(method: str, options: dict, defaults: dict) -> dict:
             if not isinstance(value, bool):
                 raise InfillError(f"{name} must be true or false, got {value!r}")
         elif isinstance(default, int):
-            value = _integer(name, value, minimum=0)
+            value = positive_integer(name, value, minimum=0)
         elif isinstance(default, float):
             value = _number(name, value)
         elif isinstance(default, str) and not isinstance(value, str):
             raise InfillError(f"{name} must be a string, got {value!r}")
         checked[key] = value
     return checked
+
+
+MIN_TEMPERATURE = 1e-30
+"""Below this, a model's float32 logits divided by the temperature overflow (``1e-39`` gave garbage)."""
 
 
 @dataclass(frozen=True)
@@ -78,19 +88,34 @@ class RunConfig:
     ``exp(U / temperature)`` (baselines temper the masked LM's softmax), after an optional annealing from
     ``anneal_from`` during the first half of the steps (see :meth:`annealing_schedule`); ``top=k`` keeps the
     ``k`` distinct fillings of highest energy, taken as ``decode`` says; ``options`` are the sampler's
-    hyperparameters."""
+    hyperparameters. The fields are the one list of run settings: the CLI's flags and the keys of JSON
+    lines and protocols are read from them (:func:`settings`). A configuration is hashable."""
 
-    method: str = "gibbs"
-    num_samples: int = 25
-    steps: int = 12
-    top: Optional[int] = None
-    seed: Optional[int] = None
-    init: str = "left-to-right"
-    temperature: float = 1.0
-    anneal_from: Optional[float] = None
-    decode: str = "visited"
-    allow_subwords: bool = False
-    forbid: tuple[str, ...] = ()
+    method: str = field(default="gibbs", metadata={
+        "help": "a sampler (see `infill samplers`) or a baseline: independent, left-to-right, argmax",
+        "flag": "--sampler", "key": "sampler"})
+    num_samples: int = field(default=25, metadata={"help": "chains (or draws) per template", "short": "-n",
+                                                   "type": int})
+    steps: int = field(default=12, metadata={"help": "MCMC steps per chain", "type": int})
+    top: Optional[int] = field(default=None, metadata={"help": "keep the K distinct fillings of highest energy",
+                                                       "type": int, "metavar": "K"})
+    seed: Optional[int] = field(default=None, metadata={"help": "random seed (same seed, same samples)",
+                                                        "type": int})
+    init: str = field(default="left-to-right", metadata={
+        "help": "chain start: uniform, independent (all-masked MLM draws) or left-to-right"})
+    temperature: float = field(default=1.0, metadata={
+        "help": "target exp(PLL / T); T < 1 favours likely fillings", "type": float, "metavar": "T"})
+    anneal_from: Optional[float] = field(default=None, metadata={
+        "help": "anneal from temperature T0 down to --temperature over the first half of the steps",
+        "type": float, "metavar": "T0"})
+    decode: str = field(default="visited", metadata={
+        "help": "where --top takes fillings from: visited (every state after burn-in) or final (the chains' "
+                "final states)"})
+    allow_subwords: bool = field(default=False, metadata={
+        "help": "let blanks take word-continuation pieces (##ing)"})
+    forbid: tuple[str, ...] = field(default=(), metadata={
+        "help": "words the blanks may not take, comma-separated (repeatable; a lone , forbids the comma)",
+        "metavar": "WORDS"})
     options: dict = field(default_factory=dict)
 
     @classmethod
@@ -105,19 +130,22 @@ class RunConfig:
         return cls(**values, options=options)
 
     def __post_init__(self):
-        _integer("num_samples", self.num_samples)
-        _integer("steps", self.steps)
-        if self.top is not None and _integer("top", self.top) > self.num_samples and self.decode == "final":
+        positive_integer("num_samples", self.num_samples)
+        positive_integer("steps", self.steps)
+        if self.top is not None and positive_integer("top", self.top) > self.num_samples and self.decode == "final":
             raise InfillError(f"top ({self.top}) cannot exceed num_samples ({self.num_samples}) with final-state "
                               "decoding")
         if self.seed is not None:
-            _integer("seed", self.seed, minimum=0)
+            positive_integer("seed", self.seed, minimum=0)
             if self.seed >= 2**63:
                 raise InfillError(f"seed must be below 2**63, got {self.seed}")
         _choice("init", self.init, INITS)
         _choice("decode", self.decode, DECODES)
         if _number("temperature", self.temperature) <= 0:
             raise InfillError(f"temperature must be positive, got {self.temperature!r}")
+        if self.temperature < MIN_TEMPERATURE:
+            raise InfillError(f"temperature must be at least {MIN_TEMPERATURE:g}, got {self.temperature!r}: "
+                              "below that the model's logits divided by it overflow")
         if self.anneal_from is not None and _number("anneal_from", self.anneal_from) <= self.temperature:
             raise InfillError(f"anneal_from ({self.anneal_from}) must be above the temperature ({self.temperature})")
         if self.anneal_from is not None and (self.is_baseline or self.steps < 4):
@@ -137,6 +165,9 @@ class RunConfig:
                               f"{', '.join(sorted(SAMPLERS))} or a baseline: {', '.join(BASELINES)}")
         defaults = {} if self.is_baseline else sampler_options(self.method)
         object.__setattr__(self, "options", check_hyperparameters(self.method, self.options, defaults))
+
+    def __hash__(self) -> int:
+        return hash(tuple(_hashable(getattr(self, f.name)) for f in fields(self)))
 
     @property
     def is_baseline(self) -> bool:
@@ -166,3 +197,19 @@ class RunConfig:
         length = self.steps // 2 // stages
         return [(self.anneal_from * ratio**k, length) for k in range(stages)] + \
             [(self.temperature, self.steps - stages * length)]
+
+
+def _hashable(value: Any) -> Any:
+    """``value`` with its lists and dicts made tuples, for hashing."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
+def settings() -> list:
+    """The run settings as dataclass fields, each with ``metadata``: ``help``, the CLI ``flag`` (default
+    ``--name-with-dashes``), ``short``, and argparse ``type``/``metavar``; ``key`` is the name in JSON lines
+    and protocols (default the field's name)."""
+    return [f for f in fields(RunConfig) if f.name != "options"]

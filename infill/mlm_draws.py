@@ -37,7 +37,7 @@ def draw(energy, method: str, num_chains: int, generator: Optional[torch.Generat
     if method != "left-to-right":
         raise ValueError(f"unknown draw method {method!r}")
     for j in range(d):
-        logits = energy.blank_logits(x, masked)[:, j]
+        logits = energy.blank_logits(x, masked, read=torch.full((num_chains, 1), j, device=device))[:, 0]
         x[:, j] = sample_categorical(logits / temperature, generator)
         masked[:, j] = False
     return x

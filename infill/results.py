@@ -45,7 +45,9 @@ class Diagnostics:
     this template's chains (None for a baseline method, which has no steps); ``tuned`` is what the
     sampler adapted during its ``burn_in`` steps (``Tuning.to_dict()``: the tuned ``value``, e.g. the step size); ``evaluations`` counts
     energy evaluations per chain and ``forwards`` the masked-LM forward passes over the chains spent on
-    starts or baseline draws; ``candidates`` is the number of distinct fillings ``top`` chose from;
+    starts or baseline draws; ``encoder_sequences`` is the run's compute in sequences through the encoder
+    (every masked copy of a forward pass, each backward pass counted again; starts, chains and re-scoring
+    included; a batch's count shared evenly by its templates); ``candidates`` is the number of distinct fillings ``top`` chose from;
     ``seconds`` is the wall time of the run, shared with the templates batched with it
     (``batched_templates``)."""
 
@@ -64,6 +66,7 @@ class Diagnostics:
     burn_in: int
     evaluations: int
     forwards: int
+    encoder_sequences: int
     candidates: int
     seconds: float
     batched_templates: int
@@ -75,17 +78,22 @@ class Diagnostics:
 @dataclass(frozen=True)
 class InfillResult:
     """The ``samples`` of one template (all chains, or the ``top`` distinct ones by energy), the run's
-    ``diagnostics``, and the raw sampler ``trace`` of this template's chains (category indices)."""
+    ``diagnostics``, the raw sampler ``trace`` of this template's chains (category indices; its
+    ``energies`` filled with the PLL / T where the run re-scored visited states) and the ``marginals``:
+    for each written blank, its most frequent fills over the states visited after burn-in (the draws of
+    a baseline), as ``{"fill", "frequency"}``, most frequent first."""
 
     template: str
     samples: list[Sample]
     diagnostics: Diagnostics
     trace: Optional[Trace] = field(default=None, repr=False, compare=False)
+    marginals: list[list[dict]] = field(default_factory=list, compare=False)
 
     @property
     def texts(self) -> list[str]:
         return [s.text for s in self.samples]
 
-    @property
-    def fills(self) -> list[list[str]]:
-        return [s.fills for s in self.samples]
+    def to_dict(self) -> dict:
+        """JSON-ready: ``template``, ``samples``, ``diagnostics`` and ``marginals``."""
+        return {"template": self.template, "samples": [s.to_dict() for s in self.samples],
+                "diagnostics": self.diagnostics.to_dict(), "marginals": self.marginals}

@@ -92,7 +92,7 @@ def test_samplers_lists_options(capsys):
     (["sample", "[MASK*2]"], "only blanks"),
     (["sample", "word " * 70 + "[MASK]"], "longer than the model's maximum of 64"),
     (["sample", "A [MASK].", "--sampler", "nope"], "unknown sampler 'nope'"),
-    (["sample", "A [MASK].", "--option", "bogus=1"], "has no option 'bogus'"),
+    (["sample", "A [MASK].", "--option", "bogus=1"], "unknown key 'bogus'"),
     (["sample", "A [MASK].", "--option", "bogus"], "KEY=VALUE"),
     (["sample", "A [MASK].", "--sampler", "gibbs", "--step-size", "0.1"], "has no option 'step_size'"),
     (["sample", "A [MASK].", "--steps", "0"], "steps must be a positive integer"),

@@ -112,7 +112,9 @@ def test_sample_many_batches_by_shape(infiller):
     ({"top": 0}, "top must be a positive integer"),
     ({"num_samples": 3, "top": 4, "decode": "final"}, r"top \(4\) cannot exceed num_samples \(3\)"),
     ({"sampler": "nope"}, "unknown sampler 'nope'"),
-    ({"sampler": "dmala", "bogus": 1}, "has no option 'bogus'"),
+    ({"sampler": "dmala", "bogus": 1}, "unknown key 'bogus'"),
+    ({"sampler": "gibbs", "preconditioner": [1.0]}, "'gibbs' has no option 'preconditioner'"),
+    ({"temperature": 1e-39}, "temperature must be at least 1e-30"),
     ({"sampler": "dmala", "step_size": -1.0}, "step_size must be positive"),
     ({"sampler": "dmala", "step_size": math.inf}, "step_size must be a finite number"),
     ({"sampler": "dmala", "step_size": "abc"}, "step_size must be a finite number, got 'abc'"),
@@ -244,7 +246,56 @@ def test_top_decodes_from_every_visited_state(infiller):
     final = infiller.sample(TEMPLATE, sampler="gibbs-mh", num_samples=4, steps=6, seed=0, top=3, init="uniform",
                             decode="final")
     assert final.samples[0].energy == pytest.approx(trace.final_state.energy.max().item(), abs=1e-4)
-    assert result.samples[0].energy >= final.samples[0].energy
+
+
+def test_encoder_sequences_count_every_masked_copy(infiller):
+    """d = 3 blank tokens, n = 4 chains: a draw pass is n sequences, a PLL n * d, a gradient twice that."""
+    independent = infiller.sample(TEMPLATE, sampler="independent", num_samples=4, seed=0)
+    assert independent.diagnostics.encoder_sequences == 4 + 4 * 3  # draws, then the PLL of every draw
+    l2r = infiller.sample(TEMPLATE, sampler="left-to-right", num_samples=4, seed=0)
+    assert l2r.diagnostics.encoder_sequences == 3 * 4 + 4 * 3
+    dmala = infiller.sample(TEMPLATE, sampler="dmala", num_samples=4, steps=3, seed=0, init="uniform")
+    assert dmala.diagnostics.encoder_sequences == (1 + 3) * 2 * 4 * 3  # value and gradient at start and per step
+    gibbs = infiller.sample(TEMPLATE, sampler="gibbs", num_samples=4, steps=3, seed=0, init="uniform", top=2)
+    distinct = gibbs.diagnostics.candidates
+    assert gibbs.diagnostics.encoder_sequences == 3 * 4 + distinct * 3  # one forward per step, then re-scoring
+    pair = infiller.sample_many(["the [MASK] sat on the [MASK] .", "a [MASK] ran to my [MASK] !"],
+                                sampler="independent", num_samples=4, seed=0)
+    assert [r.diagnostics.encoder_sequences for r in pair] == [4 + 4 * 2] * 2  # a batch's count is shared
+
+
+def test_marginals_are_fill_frequencies_over_visited_states(infiller):
+    result = infiller.sample(TEMPLATE, sampler="gibbs-mh", num_samples=5, steps=6, seed=0, init="uniform", top=3)
+    trace, t = result.trace, infiller.parse(TEMPLATE)
+    visited = trace.samples[trace.burn_in:].flatten(0, 1)
+    assert len(result.marginals) == 2  # one per written blank, [MASK*2] included
+    first = result.marginals[0]
+    counts = torch.unique(visited[:, 0], return_counts=True)[1].sort(descending=True).values
+    assert [m["frequency"] for m in first] == pytest.approx((counts[:10] / len(visited)).tolist(), abs=1e-4)
+    assert all(len(m["fill"].split()) == 2 for m in result.marginals[1])
+    assert not torch.isnan(trace.energies[trace.burn_in:]).any()  # re-scored states filled into the trace
+    data = result.to_dict()
+    assert set(data) == {"template", "samples", "diagnostics", "marginals"} and len(data["samples"]) == 3
+    assert t.num_blanks == 3
+
+
+def test_stream_yields_in_input_order_as_batches_finish(infiller):
+    from infill.config import RunConfig
+
+    templates = ["the [MASK] sat on the [MASK] .", "I [MASK] it.", "a [MASK] ran to my [MASK] !"]
+    config = RunConfig.create(method="gibbs", num_samples=2, steps=2, seed=0)
+    streamed = list(infiller.stream(templates, config))
+    assert [i for i, _ in streamed] == [0, 1, 2]
+    assert [r.texts for _, r in streamed] == [r.texts for r in infiller.run(templates, config)]
+    steps = []
+    infiller.sample("I [MASK] it.", num_samples=2, steps=3, seed=0, on_step=lambda done, total: steps.append((done, total)))
+    assert steps == [(1, 3), (2, 3), (3, 3)]
+
+    def cancel(done, total):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        infiller.sample("I [MASK] it.", num_samples=2, steps=3, on_step=cancel)
 
 
 def test_annealing_runs_stages_and_keeps_only_the_last(infiller):

@@ -26,6 +26,10 @@ class MaskedLMEnergy:
     chains, at least one), forward and backward per chunk, to bound activation memory: same values, less
     peak memory.
     The model is put in eval mode with its parameters frozen.
+
+    ``sequences`` counts the sequences that went through the encoder since the energy was built: every
+    masked copy of a forward pass, and each copy again for its backward pass (the unit in which runs
+    report their compute: ``encoder_sequences``).
     """
 
     def __init__(self, model: nn.Module, input_ids: Tensor, blank_positions: Tensor, category_ids: Tensor,
@@ -39,6 +43,12 @@ class MaskedLMEnergy:
         self.num_categories = len(category_ids)
         self.chunk_size = chunk_size
         self._head = prediction_head(model)
+        self.sequences = 0
+
+    def template(self, g: int) -> "MaskedLMEnergy":
+        """The energy of stacked template ``g`` alone: same model, categories and chunking, its own count."""
+        return MaskedLMEnergy(self.model, self.input_ids[g], self.blank_positions[g], self.category_ids,
+                              self.mask_token_id, self.chunk_size)
 
     @property
     def num_blanks(self) -> int:
@@ -61,6 +71,7 @@ class MaskedLMEnergy:
         """Logits ``(N, S, K)`` over the categories at ``slots (N, S)`` of the ``N`` sequences given as
         ``input_ids`` or ``inputs_embeds``; the head runs only at those slots where the family's is known."""
         rows = torch.arange(len(slots), device=slots.device)[:, None]
+        self.sequences += len(slots)
         if self._head is None:
             return self.model(**inputs).logits[rows, slots][..., self.category_ids]
         return self._head(self.model.base_model(**inputs)[0][rows, slots])[..., self.category_ids]
@@ -98,21 +109,24 @@ class MaskedLMEnergy:
                 x_chunk = x[chunk].detach().requires_grad_(True)
                 value = self._pll(x_chunk, ids[chunk], positions[chunk])
                 (grad,) = torch.autograd.grad(value.sum(), x_chunk)
+            self.sequences += x_chunk.shape[0] * x_chunk.shape[1]  # the backward pass over the copies
             values.append(value.detach())
             grads.append(grad)
         return torch.cat(values), torch.cat(grads)
 
     @torch.inference_mode()
-    def blank_logits(self, x_idx: Tensor, masked: Tensor) -> Tensor:
-        """The model's logits ``(B, d, K)`` (float32) at every blank, in one forward pass over the ``B``
-        sequences in which blank ``j`` of chain ``b`` holds the mask token where ``masked[b, j]`` (bool
-        ``(B, d)``) and category ``x_idx[b, j]`` elsewhere."""
+    def blank_logits(self, x_idx: Tensor, masked: Tensor, read: Optional[Tensor] = None) -> Tensor:
+        """The model's logits (float32) in one forward pass over the ``B`` sequences in which blank ``j`` of
+        chain ``b`` holds the mask token where ``masked[b, j]`` (bool ``(B, d)``) and category
+        ``x_idx[b, j]`` elsewhere: at every blank ``(B, d, K)``, or only at the blanks ``read (B, S)`` of
+        each chain ``(B, S, K)`` (the head runs only where it is read)."""
         ids, positions = self._templates(len(x_idx))
         rows = torch.arange(len(ids), device=ids.device)[:, None]
         ids[rows, positions] = torch.where(masked, self.mask_token_id, self.category_ids[x_idx])
-        return self._logits_at(positions, input_ids=ids).float()
+        slots = positions if read is None else positions.gather(1, read)
+        return self._logits_at(slots, input_ids=ids).float()
 
     def conditional_logits(self, x_idx: Tensor, i: Tensor) -> Tensor:
         """The model's own logits ``(B, K)`` at blank ``i[b]`` masked, the other blanks filled from ``x_idx``."""
         masked = torch.nn.functional.one_hot(i, self.num_blanks).bool()
-        return self.blank_logits(x_idx, masked)[torch.arange(len(i), device=i.device), i]
+        return self.blank_logits(x_idx, masked, read=i[:, None])[:, 0]

@@ -1,0 +1,139 @@
+"""Stage 3 of a run: from a batch's chains to each template's :class:`~infill.results.InfillResult`.
+
+The candidates of a template are its chains' final states, or with ``top`` and ``decode="visited"``
+every state visited after burn-in. They are deduplicated once, on tensors; the PLL is computed only for
+distinct candidates whose energy the run did not compute (plain ``gibbs`` never does), at most
+:data:`MAX_SEQUENCES` masked copies per pass; ``top`` keeps the best distinct ones (ties to the smaller
+category indices, so the choice never depends on the chains' order). Only the reported states are
+turned into text.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from . import mlm_draws
+from .config import RunConfig
+from .energies.base import evaluate, one_hot
+from .energies.masked_lm import MaskedLMEnergy
+from .results import Diagnostics, InfillResult, Sample
+from .samplers import Sampler, Trace
+from .template import Template, detokenize, fill
+
+MAX_SEQUENCES = 512  # masked copies per forward pass when re-scoring candidates
+MARGINAL_FILLS = 10  # fills listed per blank in the marginals
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What stage 2 produced for ``templates`` of one shape: the run's ``energy`` over all of them, the
+    ``trace`` of the sampler's chains (None for a baseline) and the final states or draws ``x (G * n, d)``,
+    template ``g`` owning the ``g``-th block of ``config.num_samples`` chains; ``start`` is when the run began."""
+
+    templates: list[Template]
+    config: RunConfig
+    sampler: Optional[Sampler]
+    energy: MaskedLMEnergy
+    trace: Optional[Trace]
+    x: Tensor
+    start: float
+
+
+def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -> list[InfillResult]:
+    """The result of each template of ``batch``; ``bar`` (tqdm-like: ``total``, ``update``) counts re-scoring passes."""
+    config, chains = batch.config, batch.config.num_samples
+    shared = batch.energy.sequences / len(batch.templates)  # the run's encoder sequences, shared evenly
+    results = []
+    for g, template in enumerate(batch.templates):
+        block = slice(g * chains, (g + 1) * chains)
+        trace = None if batch.trace is None else batch.trace.select(block)
+        energy = batch.energy.template(g)
+        states, values = _candidates(batch.x[block], trace, config)
+        rows, values = states.flatten(0, 1), values.flatten()  # row r is chain r % chains
+        if config.top is None:
+            order, candidates = torch.arange(len(rows)), len(rows)
+            _fill_missing(energy, rows, values, bar)
+        else:
+            unique, inverse = torch.unique(rows, dim=0, return_inverse=True)
+            first = torch.full((len(unique),), len(rows)).scatter_reduce(0, inverse, torch.arange(len(rows)), "amin")
+            unique_values = values[first]
+            _fill_missing(energy, unique, unique_values, bar)
+            values = unique_values[inverse]
+            best = torch.sort(-unique_values, stable=True).indices[:config.top]  # unique rows are sorted: ties
+            order, candidates = first[best], len(unique)  # go to the smaller indices
+        if trace is not None and config.top is not None and config.decode == "visited":
+            trace.energies[trace.burn_in:] = (values / config.temperature).view(-1, chains).to(trace.energies.device)
+        token_ids = energy.token_ids(rows[order].to(energy.category_ids.device)).cpu()
+        samples = []
+        for r, ids in zip(order.tolist(), token_ids):
+            text, fills = fill(template, tokenizer, ids)
+            tokens = tokenizer.convert_ids_to_tokens(ids[template.content].tolist())
+            samples.append(Sample(text, fills, tokens, ids.tolist(), values[r].item(), r % chains))
+        visited = batch.x[block][None] if trace is None else trace.samples[trace.burn_in:]
+        diagnostics = _diagnostics(batch, trace, model_name, seed, candidates,
+                                   round(shared + energy.sequences))
+        results.append(InfillResult(template.text, samples, diagnostics, trace,
+                                    marginals(template, tokenizer, energy, visited.flatten(0, 1).cpu())))
+    return results
+
+
+def _candidates(x: Tensor, trace: Optional[Trace], config: RunConfig) -> tuple[Tensor, Tensor]:
+    """The states ``(S, chains, d)`` ``top`` may choose from, with their energies ``(S, chains)`` at
+    temperature 1 (NaN where the run did not compute them)."""
+    if trace is None:
+        return x[None].cpu(), torch.full((1, len(x)), math.nan)
+    if config.top is None or config.decode == "final":
+        states, values = trace.final_state.x[None], trace.final_state.energy[None]
+    else:
+        states, values = trace.samples[trace.burn_in:], trace.energies[trace.burn_in:]
+    return states.cpu(), (values * config.temperature).cpu()
+
+
+def _fill_missing(energy: MaskedLMEnergy, rows: Tensor, values: Tensor, bar) -> None:
+    """Compute in place the NaN ``values`` of ``rows (N, d)`` (distinct states), in passes of at most
+    :data:`MAX_SEQUENCES` masked copies."""
+    missing = values.isnan().nonzero().flatten()
+    if not len(missing):
+        return
+    parts = missing.split(max(1, MAX_SEQUENCES // rows.shape[1]))
+    if bar is not None:
+        bar.total += len(parts)
+    for part in parts:
+        x = rows[part].to(energy.category_ids.device)
+        values[part] = evaluate(energy, one_hot(x, energy.num_categories)).cpu()
+        if bar is not None:
+            bar.update()
+
+
+def marginals(template: Template, tokenizer, energy: MaskedLMEnergy, states: Tensor) -> list[list[dict]]:
+    """For each written blank, its most frequent fills over ``states (N, d)`` with their frequencies."""
+    out = []
+    for start, n in template.spans:
+        fills, counts = torch.unique(states[:, start:start + n], dim=0, return_counts=True)
+        top = counts.argsort(descending=True, stable=True)[:MARGINAL_FILLS]
+        ids = energy.category_ids.cpu()[fills[top]].tolist()
+        out.append([{"fill": detokenize(tokenizer, i), "frequency": round(c / len(states), 4)}
+                    for i, c in zip(ids, counts[top].tolist())])
+    return out
+
+
+def _diagnostics(batch: Batch, trace: Optional[Trace], model_name: str, seed: int, candidates: int,
+                 encoder_sequences: int) -> Diagnostics:
+    config, d = batch.config, batch.templates[0].num_blanks
+    return Diagnostics(
+        sampler=config.method, hyperparameters={} if batch.sampler is None else batch.sampler.hyperparameters(),
+        model=model_name, steps=0 if trace is None else config.steps, num_samples=config.num_samples, seed=seed,
+        init="-" if trace is None else config.init, temperature=config.temperature, decode=config.decode,
+        acceptance_rate=None if trace is None else trace.acceptance_rate,
+        mean_hops=None if trace is None else trace.mean_hops,
+        tuned=None if trace is None or trace.final_state.tuning is None else trace.final_state.tuning.to_dict(),
+        burn_in=0 if trace is None else config.steps - trace.samples.shape[0] + trace.burn_in,
+        evaluations=0 if trace is None else trace.evaluations,
+        forwards=mlm_draws.FORWARDS[config.method if trace is None else config.init](d),
+        encoder_sequences=encoder_sequences, candidates=candidates,
+        seconds=time.perf_counter() - batch.start, batched_templates=len(batch.templates))
