@@ -67,7 +67,8 @@ class RunQueue:
         """Queue ``run(step)``; raises :class:`QueueFull` when ``size`` jobs are already waiting."""
         with self._lock:
             if len(self._waiting) >= self.size:
-                raise QueueFull(f"the server is busy: {len(self._waiting)} runs are waiting; try again shortly")
+                raise QueueFull(f"the server is busy ({len(self._waiting)} waiting behind the running one); try again "
+                                "shortly")
             job = Job(str(next(self._ids)), run, time.monotonic() + self.time_limit, self.time_limit)
             self._waiting.append(job)
             self._jobs[job.id] = job
