@@ -1,42 +1,88 @@
-"""Templates: text with blanks -> token ids, blank positions, and back to text.
+"""Templates: text with blanks -> token ids around the blanks, and fills spliced back into the text.
 
-``[MASK]`` is a blank of one token; ``[MASK*3]`` is a blank of three consecutive tokens (its fill is the
-three decoded together, e.g. ``"ice cream shop"``). A blank is a whole word (or words): it must not be
-glued to a letter or digit on either side (``un[MASK]``, ``[MASK]ing`` are refused), and text glued to
-its left (``"[MASK]"``, ``([MASK])``) is accepted only where the tokenizer starts a new word after it
-(WordPiece does; byte-level BPE and SentencePiece do not): the tokenizer must give the word "a" put in
-the blank a token of its own. The text around the blanks goes through the model's tokenizer, with each
-run of spaces or line breaks made one space: an uncased model lowercases it and strips accents,
-characters outside the vocabulary become ``[UNK]`` (kept visible in the output), and punctuation becomes
-separate tokens. The sequence is the tokenizer's for the text with a word in each blank token, that
-word's token replaced by the mask token: the bare space pieces (``Ġ``, ``▁``) that some tokenizers put
-next to a mask token, and that a word would absorb, are dropped.
+Syntax (:func:`parse`):
+
+- ``[MASK]``, ``[MASK*3]``: a blank of exactly 1 or 3 tokens (``blank_unit="token"``, the default), or of
+  exactly 1 or 3 words of any number of pieces each (``blank_unit="word"``).
+- ``[MASK*1-3]``: a span of 1 to 3 words, always a word blank; ``[MASK*0-2]`` may vanish; ``[MASK*?]`` is
+  ``[MASK*1-4]``. At most 16 words. Spaces inside the brackets are allowed: ``[MASK * 2]``.
+
+A blank is whole words: it must not be glued to a letter or digit on either side (``un[MASK]``,
+``[MASK]ing`` are refused), and text glued to its left (``"[MASK]"``, ``([MASK])``) is accepted only where
+the tokenizer starts a new word after it (WordPiece does; byte-level BPE and SentencePiece do not).
+
+Interface:
+
+- :func:`parse` ``(text, tokenizer, max_length, blank_unit="token") -> Template``.
+- :class:`Template`: ``blanks`` (one :class:`Blank` per written blank: ``start``/``end`` character offsets
+  in ``text``, ``unit`` ``"token"`` or ``"word"``, ``min``/``max`` counted in that unit); ``segments``,
+  the token ids around the blanks (special tokens in the first and last): for fills of word-start and
+  continuation pieces, ``torch.cat([seg0, fill0, seg1, ..., segN])`` is the tokenizer's own sequence of
+  the filled text (a fill opening the text is a word after a space, as RoBERTa's ``add_prefix_space``
+  has it). ``fixed`` is True when every blank is a token blank; ``input_ids``, ``blank_positions``
+  (flat, of every blank token), ``spans`` ((start, length) into ``blank_positions``, one per blank) and
+  ``content`` (positions that are not ``[CLS]``/``[SEP]``) are the sequence with each blank at ``min``
+  mask tokens: a fixed template's only form; :meth:`Template.with_lengths` gives any other.
+  :meth:`Template.splice` puts fills (text) into the user's text.
+- :func:`fill` ``(template, tokenizer, token_ids) -> (text, fills)`` for a whole sequence laid out as the
+  template's ``input_ids``; :func:`fill_pieces` ``(template, tokenizer, pieces) -> (text, fills)`` for
+  the token ids of each blank's fill. ``text`` is the template's text, character for character, with the
+  fills spliced in; ``fills`` are as spliced.
+
+The token ids come from the model's tokenizer with each run of spaces or line breaks made one space:
+an uncased model lowercases the text and strips accents there, and characters outside the vocabulary
+become ``[UNK]``; the output text keeps the user's characters all the same. The sequence is the
+tokenizer's for the text with a word in each blank token, that word's token replaced by the mask token:
+the bare space pieces (``Ġ``, ``▁``) that some tokenizers put next to a mask token, and that a word would
+absorb, are dropped.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import accumulate
+from typing import Optional, Sequence
 
 import torch
 from torch import Tensor
 
 from .errors import InfillError
+from .vocabulary import lowercases, word_start_a
 
-BLANK = re.compile(r"\[MASK(?:\s*\*\s*(\d+))?\]")
+BLANK = re.compile(r"\[MASK(?:\s*\*\s*(?:(\d+)(?:\s*-\s*(\d+))?|(\?)))?\]")
+MAX_SPAN = 16  # words in a span [MASK*m-n]
+ANY_LENGTH = (1, 4)  # [MASK*?]
+QUOTED = 80  # characters of a template an error message quotes
+SENTENCE_START = re.compile(r"(?:^|[.!?][\"'’”)\]]*\s)\s*[\"'“‘(\[]*$")
+CLOSING = tuple(".,;:!?)]}%")  # punctuation that takes no space before it
+
+
+@dataclass(frozen=True)
+class Blank:
+    """A written blank: ``text[start:end]`` is ``[MASK...]``; it takes ``min`` to ``max`` tokens
+    (``unit="token"``) or words of any pieces (``unit="word"``)."""
+
+    start: int
+    end: int
+    unit: str
+    min: int
+    max: int
 
 
 @dataclass(frozen=True)
 class Template:
-    """A tokenized template: ``input_ids (L,)`` with special tokens, the flat ``blank_positions (d,)``
-    of all blank tokens, ``spans`` (start, length) into ``blank_positions`` for each written blank, and
-    ``content`` (the positions that are text or blanks, i.e. not ``[CLS]``/``[SEP]``)."""
+    """A parsed template (see the module docstring for each field)."""
 
     text: str
     input_ids: Tensor
     blank_positions: Tensor
     spans: tuple[tuple[int, int], ...]
     content: Tensor
+    blanks: tuple[Blank, ...]
+    segments: tuple[Tensor, ...]
+    mask_token_id: int
+    capitalize: bool  # fills at a sentence start get a capital: an uncased model, and capitals in the text
 
     @property
     def length(self) -> int:
@@ -47,51 +93,146 @@ class Template:
         """Number of blank tokens ``d`` (``[MASK*3]`` counts three)."""
         return len(self.blank_positions)
 
+    @property
+    def fixed(self) -> bool:
+        """Whether every blank is a token blank: one sequence length, ``input_ids``."""
+        return all(b.unit == "token" for b in self.blanks)
 
-def parse(text: str, tokenizer, max_length: int) -> Template:
-    """Tokenize ``text``; raises :class:`InfillError` for a template without blanks, of blanks only,
-    with a malformed or empty blank (``[MASK*0]``), a blank glued to a word, a special token written out
-    (``[CLS]``, ``<s>``), or longer than ``max_length`` tokens."""
-    counts = [int(m.group(1) or 1) for m in BLANK.finditer(text)]
+    def with_lengths(self, lengths: Sequence[int]) -> Template:
+        """This template with ``lengths[k]`` mask tokens in blank ``k``: ``input_ids``, ``blank_positions``,
+        ``spans`` and ``content`` laid out for them (blanks, segments and text unchanged)."""
+        if len(lengths) != len(self.blanks):
+            raise ValueError(f"{len(lengths)} lengths for {len(self.blanks)} blanks")
+        parts, positions, spans, at = [self.segments[0]], [], [], len(self.segments[0])
+        for n, segment in zip(lengths, self.segments[1:]):
+            spans.append((len(positions), n))
+            positions.extend(range(at, at + n))
+            parts += [torch.full((n,), self.mask_token_id, dtype=torch.long), segment]
+            at += n + len(segment)
+        ids = torch.cat(parts)
+        lead, trail = int(self.content[0]), self.length - 1 - int(self.content[-1])  # special tokens at the ends
+        content = torch.arange(lead, len(ids) - trail)
+        return replace(self, input_ids=ids, blank_positions=torch.tensor(positions, dtype=torch.long),
+                       spans=tuple(spans), content=content)
+
+    def splice(self, fills: Sequence[str]) -> str:
+        """The template's text, character for character, with ``fills[k]`` in place of blank ``k``. Where a
+        fill is empty (a vanished span) the text keeps single spaces, and no space before punctuation
+        that it did not have. With ``capitalize``, a fill opening a sentence (the text, or after ``.``,
+        ``!`` or ``?`` and a space) gets a capital first letter."""
+        return self._spliced(fills)[0]
+
+    def _spliced(self, fills: Sequence[str]) -> tuple[str, list[str]]:
+        """``(text, fills as spliced)``."""
+        if len(fills) != len(self.blanks):
+            raise ValueError(f"{len(fills)} fills for {len(self.blanks)} blanks")
+        out, written = self.text[:self.blanks[0].start], []
+        ends = [b.start for b in self.blanks[1:]] + [len(self.text)]
+        for blank, fill, end in zip(self.blanks, fills, ends):
+            fill, right = fill.strip(), self.text[blank.end:end]
+            if fill and self.capitalize and SENTENCE_START.search(out):
+                fill = fill[0].upper() + fill[1:]
+            if not fill and right[:1].isspace() and (not out.strip() or out[-1].isspace() or out[-1] in "([{"):
+                right = right.lstrip()
+            elif not fill and out[-1:].isspace() and (not right or right.startswith(CLOSING)):
+                out = out.rstrip()
+            written.append(fill)
+            out += fill + right
+        return out, written
+
+
+def parse(text: str, tokenizer, max_length: int, blank_unit: str = "token") -> Template:
+    """Tokenize ``text`` (needs only the tokenizer); raises :class:`InfillError` for a template without
+    blanks, of blanks only, with a malformed or empty blank (``[MASK*0]``, ``[MASK*3-1]``), a blank glued to
+    a word, a special token written out (``[CLS]``, ``<s>``), or longer than ``max_length`` tokens with each
+    blank at its fewest tokens. ``blank_unit`` says what ``[MASK]`` and ``[MASK*n]`` count: ``"token"`` or
+    ``"word"``."""
+    if blank_unit not in ("token", "word"):
+        raise InfillError(f"blank unit must be 'token' or 'word', got {blank_unit!r}")
+    blanks = tuple(_blank(m, blank_unit, text) for m in BLANK.finditer(text))
     rest = BLANK.sub(" ", text)
     if "[MASK" in rest.upper():
-        raise InfillError(f"malformed blank in {text!r}; write [MASK] or [MASK*N]")
-    if not counts:
-        raise InfillError(f"template has no [MASK] blank: {text!r}")
-    if min(counts) < 1:
-        raise InfillError(f"a blank must have at least one token, got [MASK*0] in {text!r}")
+        bad = re.search(r"\[MASK[^\]\[]*\]?", rest, re.IGNORECASE)
+        raise InfillError(f"malformed blank {bad.group()!r} in {_quote(text, bad.start())}; write [MASK], "
+                          "[MASK*N], [MASK*M-N] or [MASK*?]")
+    if not blanks:
+        raise InfillError(f"template has no [MASK] blank: {_quote(text)}")
     if not rest.strip():
-        raise InfillError(f"template is only blanks; give some context around them: {text!r}")
+        raise InfillError(f"template is only blanks; give some context around them: {_quote(text)}")
     if tokenizer.mask_token is None:
         raise InfillError("this model's tokenizer has no mask token; use a masked language model")
-    if sum(counts) > max_length:
-        raise InfillError(f"template has {sum(counts)} blank tokens, more than the model's maximum of {max_length}")
+    fewest = sum(b.min for b in blanks)
+    if fewest > max_length:
+        raise InfillError(f"template's blanks take at least {fewest} tokens, more than the model's maximum of "
+                          f"{max_length}")
     special = next((token for token in tokenizer.all_special_tokens  # [UNK] is text the vocabulary lacks
                     if token in rest and token != tokenizer.unk_token), None)
     if special:
-        raise InfillError(f"template contains the special token {special!r} outside a blank: {text!r}; "
-                          "write plain text around the [MASK] blanks")
-    for m in BLANK.finditer(text):
-        if _glued(text, m):
-            raise InfillError(f"blank {m.group()} is glued to {_glued(text, m)!r} in {text!r}; a blank fills whole "
-                              "words: put a space between them")
+        raise InfillError(f"template contains the special token {special!r} outside a blank: "
+                          f"{_quote(text, rest.index(special))}; write plain text around the [MASK] blanks")
+    for b in blanks:
+        if _glued(text, b):
+            raise InfillError(f"blank {text[b.start:b.end]} is glued to {_glued(text, b)!r} in "
+                              f"{_quote(text, b.start)}; a blank fills whole words: put a space between them")
+    slots = [b.max if b.unit == "token" else 1 for b in blanks]  # mask tokens standing for each blank
     spaced = " ".join(text.split())  # a run of spaces is one space (byte-level BPE would keep a token for it)
-    masked, probed = (tokenizer(BLANK.sub(lambda m: " ".join([word] * int(m.group(1) or 1)), spaced),
-                                verbose=False)["input_ids"] for word in (tokenizer.mask_token, "a"))
+    masked, probed = (tokenizer(_words_in_blanks(spaced, slots, word), verbose=False)["input_ids"]
+                      for word in (tokenizer.mask_token, "a"))
     ids = _align(masked, probed, tokenizer, text)
-    if len(ids) > max_length:
-        raise InfillError(f"template is {len(ids)} tokens, longer than the model's maximum of {max_length}")
-    input_ids = torch.tensor(ids, dtype=torch.long)
-    blank_positions = (input_ids == tokenizer.mask_token_id).nonzero().flatten()
+    positions = [p for p, i in enumerate(ids) if i == tokenizer.mask_token_id]
+    ends = list(accumulate(slots))  # blank k's mask tokens are positions[ends[k] - slots[k]:ends[k]]
+    bounds = [0] + [p for n, end in zip(slots, ends) for p in (positions[end - n], positions[end - 1] + 1)]
+    segments = tuple(torch.tensor(ids[a:b], dtype=torch.long) for a, b in zip(bounds[::2], bounds[1::2] + [len(ids)]))
     special = set(tokenizer.all_special_ids) - {tokenizer.mask_token_id, tokenizer.unk_token_id}
     content = torch.tensor([p for p, i in enumerate(ids) if i not in special], dtype=torch.long)
-    starts = [sum(counts[:j]) for j in range(len(counts))]
-    return Template(text, input_ids, blank_positions, tuple(zip(starts, counts)), content)
+    capitalize = lowercases(tokenizer) and any(c.isupper() for c in rest)
+    template = Template(text, torch.tensor(ids, dtype=torch.long), torch.empty(0, dtype=torch.long), (), content,
+                        blanks, segments, tokenizer.mask_token_id, capitalize)
+    template = template.with_lengths([b.min for b in blanks])
+    if template.length > max_length:
+        raise InfillError(f"template is {template.length} tokens, longer than the model's maximum of {max_length}")
+    return template
 
 
-def _glued(text: str, m: re.Match) -> str:
+def _words_in_blanks(text: str, slots: list[int], word: str) -> str:
+    """``text`` with ``slots[k]`` copies of ``word`` in blank ``k``."""
+    counts = iter(slots)
+    return BLANK.sub(lambda m: " ".join([word] * next(counts)), text)
+
+
+def _blank(m: re.Match, unit: str, text: str) -> Blank:
+    """The :class:`Blank` of a written ``[MASK...]``; raises :class:`InfillError` for an empty or
+    inverted one."""
+    count, upper, any_length = m.groups()
+    where = _quote(text, m.start())
+    if any_length or upper is not None:
+        low, high = ANY_LENGTH if any_length else (int(count), int(upper))
+        if low > high:
+            raise InfillError(f"blank {m.group()} in {where}: a span [MASK*M-N] needs M <= N")
+        if high == 0:
+            raise InfillError(f"blank {m.group()} in {where}: a span must allow at least one word")
+        if high > MAX_SPAN:
+            raise InfillError(f"blank {m.group()} in {where}: a span has at most {MAX_SPAN} words")
+        return Blank(m.start(), m.end(), "word", low, high)
+    n = int(count or 1)
+    if n < 1:
+        raise InfillError(f"a blank must have at least one {unit}, got {m.group()} in {where}; write "
+                          "[MASK*0-N] for a span that may vanish")
+    return Blank(m.start(), m.end(), unit, n, n)
+
+
+def _quote(text: str, at: Optional[int] = None) -> str:
+    """``text`` quoted, at most about :data:`QUOTED` characters: a long one is cut to the part around
+    character ``at`` (the blank or token an error is about) or to its start, with ``...`` for the rest."""
+    if len(text) <= QUOTED:
+        return repr(text)
+    start = 0 if at is None else max(0, min(at - QUOTED // 2, len(text) - QUOTED))
+    return ("..." if start else "") + repr(text[start:start + QUOTED]) + ("..." if start + QUOTED < len(text) else "")
+
+
+def _glued(text: str, blank: Blank) -> str:
     """The letter or digit a blank is glued to (``un[MASK]``, ``[MASK]ing``), or ``""``."""
-    around = text[m.start() - 1:m.start()] + text[m.end():m.end() + 1]
+    around = text[blank.start - 1:blank.start] + text[blank.end:blank.end + 1]
     return next((c for c in around if c.isalnum()), "")
 
 
@@ -100,7 +241,7 @@ def _align(masked: list[int], probed: list[int], tokenizer, text: str) -> list[i
     ``probed`` (its ids with the word "a" in each blank), by dropping the bare space pieces (``Ġ``, ``▁``)
     next to a mask token; raises :class:`InfillError` where a blank's word would not be a token of its own."""
     mask = tokenizer.mask_token_id
-    word_start = tokenizer("x a", add_special_tokens=False)["input_ids"][-1]  # the word-initial "a"
+    word_start = word_start_a(tokenizer)
     first = tokenizer("a")["input_ids"]  # "a" opening the text, after the special tokens
     out, j = [], 0
     for n, i in enumerate(masked):
@@ -113,8 +254,8 @@ def _align(masked: list[int], probed: list[int], tokenizer, text: str) -> list[i
     else:
         if j == len(probed):
             return out
-    raise InfillError(f"a blank of {text!r} is glued to the text next to it: the tokenizer would not keep a word "
-                      "there whole; put a space between the blank and that text")
+    raise InfillError(f"a blank of {_quote(text)} is glued to the text next to it: the tokenizer would not keep a "
+                      "word there whole; put a space between the blank and that text")
 
 
 @lru_cache(maxsize=8)
@@ -131,9 +272,24 @@ def detokenize(tokenizer, ids) -> str:
                             clean_up_tokenization_spaces=_spaces_punctuation(tokenizer)).strip()
 
 
+def _fill_text(tokenizer, ids: list[int]) -> str:
+    """The text of one blank's fill, decoded after the word ``a`` so that a fill opening with a continuation
+    piece (``##ing``, with ``allow_subwords``) reads as the piece's text, never its marker."""
+    if not ids:
+        return ""
+    a = word_start_a(tokenizer)
+    prefix, text = detokenize(tokenizer, [a]), detokenize(tokenizer, [a] + list(ids))
+    return text[len(prefix):].strip() if text.startswith(prefix) else detokenize(tokenizer, ids)
+
+
+def fill_pieces(template: Template, tokenizer, pieces: Sequence[Sequence[int]]) -> tuple[str, list[str]]:
+    """The filled text and each blank's fill (as spliced) for the token ids ``pieces[k]`` of blank ``k``'s
+    fill (empty for a vanished span)."""
+    return template._spliced([_fill_text(tokenizer, list(p)) for p in pieces])
+
+
 def fill(template: Template, tokenizer, token_ids: Tensor) -> tuple[str, list[str]]:
-    """The filled text and the decoded fill of each blank for a full sequence ``token_ids (L,)``."""
-    text = detokenize(tokenizer, token_ids[template.content].tolist())
+    """The filled text and each blank's fill (as spliced) for a whole sequence ``token_ids (L,)`` laid out as
+    ``template.input_ids``."""
     blank_ids = token_ids[template.blank_positions].tolist()
-    fills = [detokenize(tokenizer, blank_ids[start:start + n]) for start, n in template.spans]
-    return text, fills
+    return fill_pieces(template, tokenizer, [blank_ids[start:start + n] for start, n in template.spans])

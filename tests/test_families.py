@@ -9,7 +9,7 @@ import transformers as tf
 from infill import Infiller
 from infill.energies import MaskedLMEnergy, evaluate, one_hot
 from infill.errors import InfillError
-from infill.template import parse
+from infill.template import fill_pieces, parse
 from infill.vocabulary import (continuation_pieces, piece_kinds, sampleable_token_ids, token_words, word_piece_ids,
                                word_start_a)
 
@@ -103,8 +103,34 @@ def test_samples_are_whole_words_in_the_tokenizers_own_sequence(family, sampler)
         blanks = [s.token_ids[p] for p in parse(TEMPLATE, tok, 64).blank_positions]
         assert set(blanks) <= word_starts and "the" not in [f.casefold() for f in " ".join(s.fills).split()]
         assert "  " not in s.text and not any(m in s.text for m in ("Ġ", "▁", "##", tok.mask_token))
-        if FAMILIES[family][0] != "wordpiece":  # decoding is exact: the template with the words in its blanks
-            assert s.text == f"the {s.fills[0]} sat on the {s.fills[1]}."
+        assert s.text == f"the {s.fills[0]} sat on the {s.fills[1]}."  # the template with the fills spliced in
+
+
+def _pieces(tok, words: str) -> list[int]:
+    """The tokenizer's ids of ``words`` after a space: word starts and continuation pieces."""
+    before = len(tok("a", add_special_tokens=False)["input_ids"])
+    return tok("a " + words, add_special_tokens=False)["input_ids"][before:] if words else []
+
+
+@each_family
+@pytest.mark.parametrize("text, words", [
+    ("The [MASK*1-3] sat on the mat.", ["big black dog"]),
+    ("I saw [MASK*0-2] cats.", [""]),
+    ("I saw [MASK*0-2] cats.", ["souvenir"]),
+    ("He left the [MASK*0-1].", [""]),
+    ("the [MASK*?]'s toy, 40,000 $ and night; [MASK] end", ["souvenir shop", "the"]),
+    ("[MASK*?] sat. [MASK] ran", ["old cats", "dog"]),
+])
+def test_segments_with_fills_are_the_tokenizers_sequence_of_the_spliced_text(family, text, words):
+    tok = tokenizer(FAMILIES[family][0])
+    t = parse(text, tok, 64)
+    fills = [_pieces(tok, w) for w in words]
+    ids = torch.cat([t.segments[0]] + [torch.cat([torch.tensor(f, dtype=torch.long), s])
+                                       for f, s in zip(fills, t.segments[1:])])
+    filled, spliced = fill_pieces(t, tok, fills)
+    assert filled == t.splice(words) and [w.casefold() for w in spliced] == [w.casefold() for w in words]
+    prefix = " " if text.startswith("[MASK") else ""  # a blank opening the text is a word after a space
+    assert ids.tolist() == tok(prefix + filled)["input_ids"]
 
 
 @each_family
