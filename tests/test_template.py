@@ -4,6 +4,7 @@ import torch
 
 from infill.errors import InfillError
 from infill.template import detokenize, fill, fill_pieces, parse
+from infill.vocabulary import token_words
 
 from families import tokenizer
 
@@ -101,6 +102,13 @@ def test_segments_and_lengths_of_a_fixed_template(bert_tokenizer):
         ["[CLS]", "the", "[MASK]", "[MASK]", "sat", "on", "the", ".", "[SEP]"]
     assert longer.spans == ((0, 2), (2, 0)) and longer.blank_positions.tolist() == [2, 3]
     assert longer.content.tolist() == list(range(1, 8))
+
+
+def test_parse_needs_the_tokenizer_only(bert_tokenizer):
+    """The CLI parses before the model loads: no pass over the vocabulary (token_words) either."""
+    before = token_words.cache_info()
+    parse("The [MASK] sat on the [MASK*?].", bert_tokenizer, 64, blank_unit="word")
+    assert token_words.cache_info()[:2] == before[:2]
 
 
 def test_error_messages_quote_at_most_about_80_characters(bert_tokenizer):
