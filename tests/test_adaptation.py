@@ -1,9 +1,16 @@
 """The annealed runner and adaptation as a wrapper around kernels that do not know they are tuned."""
+import dataclasses
+from dataclasses import dataclass, field
+
+import pytest
 import torch
 
 from infill.energies import PottsEnergy
 from infill.energies.tempered import Tempered
-from infill.samplers import make_sampler, run_annealed
+from infill.errors import InfillError
+from infill.samplers import Adapted, Tuning, make_sampler, run_annealed, sampler_options
+from infill.samplers.auxiliary_gaussian import AVG, Preconditioning
+from infill.samplers.presets import DMALA
 
 ENERGY = PottsEnergy.random(3, 4, seed=1)
 
@@ -32,3 +39,69 @@ def test_run_annealed_builds_each_stage_sampler_from_its_energy_and_start():
 
     run_annealed(build, ENERGY, torch.zeros(2, 3, dtype=torch.long), [(3.0, 2), (1.0, 2)], None)
     assert built == [(3.0, (2, 3)), (1.0, (2, 3))]
+
+
+@dataclass(frozen=True)
+class Halving:
+    """A user's adaptation: halve the step size after each of the first ``window`` steps."""
+
+    window: int = 3
+
+    def init(self, value, steps):
+        return Tuning(float(value), self.window, self.window)
+
+    def update(self, tuning, before, after, info):
+        value = tuning.value / 2 if tuning.steps < self.window else tuning.value
+        return dataclasses.replace(tuning, value=value, steps=tuning.steps + 1)
+
+    def final(self, tuning):
+        return (tuning.value,)
+
+
+@dataclass
+class RecordingDMALA(DMALA):
+    """DMALA that records the step size each transition is given."""
+
+    given: list = field(default_factory=list)
+
+    def transition(self, energy, state, generator, value):
+        self.given.append(value)
+        return super().transition(energy, state, generator, value)
+
+
+def test_the_kernel_takes_the_value_the_adaptation_feeds_and_it_freezes_after_the_window():
+    kernel = RecordingDMALA(step_size=0.8)
+    trace = Adapted(kernel, Halving()).run(ENERGY, torch.zeros(4, 3, dtype=torch.long), 6)
+    assert kernel.given == [0.8, 0.4, 0.2, 0.1, 0.1, 0.1]
+    assert trace.burn_in == 3 and trace.final_state.tuning == Tuning(0.1, 3, 3, 6)
+
+
+def test_a_kernel_without_its_adaptation_is_the_fixed_kernel():
+    x0, steps = torch.zeros(5, 3, dtype=torch.long), 12
+    fixed = make_sampler("dmala", step_size=0.5, adapt_steps=0).run(ENERGY, x0, steps, torch.Generator().manual_seed(3))
+    kernel, generator = DMALA(step_size=0.5), torch.Generator().manual_seed(3)
+    state, samples = kernel.start(ENERGY, x0, 4), []
+    for _ in range(steps):
+        state, _ = kernel.transition(ENERGY, state, generator, 0.5)
+        samples.append(state.x)
+    assert torch.equal(fixed.samples, torch.stack(samples)) and fixed.burn_in == 0
+
+
+def test_pavg_is_avg_tuned_by_preconditioning():
+    x0 = torch.randint(4, (20, 3), generator=torch.Generator().manual_seed(0))
+    pavg = make_sampler("pavg", burn_in=20)
+    assert isinstance(pavg.adaptation, Preconditioning) and pavg.hyperparameters()["burn_in"] == 20
+    a = pavg.run(ENERGY, x0, 30, torch.Generator().manual_seed(1))
+    b = Adapted(AVG(), Preconditioning(burn_in=20)).run(ENERGY, x0, 30, torch.Generator().manual_seed(1))
+    assert torch.equal(a.samples, b.samples) and a.final_state.tuning.gamma == b.final_state.tuning.gamma
+    assert a.burn_in == 20
+
+
+def test_adaptation_options_are_sampler_options():
+    assert {"step_size": 0.1, "adapt_steps": None, "target_accept": 0.9}.items() <= sampler_options("dula").items()
+    assert {"decay": 1.0, "min_step_size": 0.0}.items() <= sampler_options("mana").items()
+    sampler = make_sampler("dmala", step_size=0.5, adapt_steps=0)
+    assert sampler.name == "dmala" and sampler.hyperparameters() == {
+        "step_size": 0.5, "preconditioner": None, "adapt_steps": 0, "target_accept": 0.574}
+    with pytest.raises(InfillError, match="min_step_size must be in"):
+        make_sampler("una", min_step_size=5.0)

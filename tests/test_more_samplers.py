@@ -98,8 +98,9 @@ def test_pavg_with_the_true_curvature_is_exact_and_rejection_free():
     sampler = make_sampler("pavg", burn_in=14)
     generator = torch.Generator().manual_seed(8)
     state = sampler.init(energy, torch.randint(k, (CHAINS, d), generator=generator))
+    burn_in = sampler.adaptation.burn_in
     state = dataclasses.replace(state, tuning=PreconditionerTuning(
-        sampler.step_size, 0, sampler.burn_in, steps=sampler.burn_in, basis=basis, spectrum=spectrum, gamma=1.0))
+        sampler.kernel.step_size, 0, burn_in, steps=burn_in, basis=basis, spectrum=spectrum, gamma=1.0))
     samples, accepted = [], []
     for _ in range(BURN_IN + KEEP):
         state, info = sampler.step(energy, state, generator)

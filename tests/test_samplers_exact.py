@@ -1,8 +1,9 @@
 """Every sampler at its default hyperparameters reproduces exactly enumerable targets; mutants fail the bound.
 
-Noise floor of each TV bound: the expected TV of as many *independent* draws from the target as the test
-keeps (:func:`tv_noise_floor`); chains are autocorrelated, so the attainable TV is somewhat above it. Each
-test names its floor, and asserts it leaves the bound room (floor <= bound / 2).
+The exactness bound is relative to the noise floor of the run: the mean TV of as many exact, independent
+draws from the target as the run keeps (:func:`exact_floor`), what a perfect sampler would score. Chains are
+autocorrelated, so the attainable TV is somewhat above it: a sampler passes within ``BOUND`` times the floor
+(measured: at most 2.1 times), and every biased control must fail the same bound (measured: 13 times and more).
 """
 from dataclasses import dataclass
 
@@ -13,31 +14,40 @@ from infill.energies import MaskedLMEnergy, PottsEnergy, one_hot, value_and_grad
 from infill.energies.exact import (all_states, empirical_distribution, exact_distribution, total_variation,
                                    tv_noise_floor)
 from infill.energies.toy import TwoScalePotts
-from infill.samplers import SAMPLERS, make_sampler
+from infill.samplers import SAMPLERS, Adapted, make_sampler
 from infill.samplers.presets import DMALA
 
 from conftest import tiny_bert
 
 UNADJUSTED = {"dula", "una"}  # biased by design: no exactness bound, a bias bound instead
 CHAINS, STEPS = 1000, 200  # the second half is kept: 1000 x 100 draws
+BOUND = 2.5  # times the noise floor
+
+
+def exact_floor(p, draws, repeats=5):
+    """Mean TV between ``p`` and the empirical distribution of ``draws`` exact independent draws from it."""
+    generator = torch.Generator().manual_seed(0)
+    tvs = [total_variation(p, torch.bincount(torch.multinomial(p, draws, True, generator=generator),
+                                             minlength=len(p)).double() / draws) for _ in range(repeats)]
+    return sum(tvs) / repeats
 
 
 @pytest.fixture(scope="module", params=[(6, 2), (3, 4)], ids=["ising", "potts"])
 def target(request):
-    """A random Ising model (6 bits) and a random Potts model (3 variables x 4 categories): 64 states each.
-    Floors at 1000 x 100 draws: 0.0076 and 0.0085."""
+    """A random Ising model (6 bits) and a random Potts model (3 variables x 4 categories): 64 states each."""
     d, k = request.param
     energy = PottsEnergy.random(d, k, scale=1.0, seed=1)
     return energy, exact_distribution(energy, d, k), d
 
 
 def run_tv(sampler, energy, target, d, chains=CHAINS, steps=STEPS, seed=0):
-    """TV between the target and the second half of the run (never less than the adaptation's burn-in)."""
+    """TV between the target and the second half of the run (never less than the adaptation's burn-in), and
+    the noise floor at as many draws."""
     generator = torch.Generator().manual_seed(seed)
     x0 = torch.randint(energy.num_categories, (chains, d), generator=generator)
     trace = sampler.run(energy, x0, steps, generator=generator)
     kept = trace.samples[max(trace.burn_in, steps // 2):]
-    floor = tv_noise_floor(target, kept.shape[0] * chains)
+    floor = exact_floor(target, kept.shape[0] * chains)
     return total_variation(target, empirical_distribution(kept, energy.num_categories)), floor, trace
 
 
@@ -45,8 +55,7 @@ def run_tv(sampler, energy, target, d, chains=CHAINS, steps=STEPS, seed=0):
 def test_exact_at_default_hyperparameters(target, name):
     energy, p, d = target
     tv, floor, trace = run_tv(make_sampler(name), energy, p, d)
-    assert floor <= 0.01
-    assert tv <= 0.02, f"{name}: TV {tv:.4f} (floor {floor:.4f})"
+    assert tv <= BOUND * floor, f"{name}: TV {tv:.4f} (floor {floor:.4f})"
     assert trace.hops[trace.burn_in:].float().mean() > 0.3  # the chains move
 
 
@@ -84,8 +93,8 @@ class StaleReverseDMALA(DMALA):
 @pytest.mark.parametrize("mutant", [NoReverseDMALA, StaleReverseDMALA])
 def test_mutants_fail_the_exactness_bound(target, mutant):
     energy, p, d = target
-    tv, _, _ = run_tv(mutant(), energy, p, d)
-    assert tv > 0.05, f"{mutant.__name__}: TV {tv:.4f} passes a bound it must fail"
+    tv, floor, _ = run_tv(Adapted(mutant()), energy, p, d)
+    assert tv > BOUND * floor, f"{mutant.__name__}: TV {tv:.4f} passes a bound it must fail (floor {floor:.4f})"
 
 
 def test_preconditioned_dmala_is_exact(target):
@@ -94,9 +103,9 @@ def test_preconditioned_dmala_is_exact(target):
     energy, p, d = target
     g = tuple(float(v) for v in torch.linspace(0.25, 4.0, d))
     tv, floor, trace = run_tv(make_sampler("dmala", preconditioner=g), energy, p, d)
-    assert tv <= 0.02 and trace.hops[trace.burn_in:].float().mean() > 0.3, f"TV {tv:.4f} (floor {floor:.4f})"
-    control, _, _ = run_tv(NoReverseDMALA(preconditioner=g), energy, p, d)
-    assert control > 0.05, f"control TV {control:.4f}"
+    assert tv <= BOUND * floor and trace.hops[trace.burn_in:].float().mean() > 0.3, f"TV {tv:.4f} (floor {floor:.4f})"
+    control, floor, _ = run_tv(Adapted(NoReverseDMALA(preconditioner=g)), energy, p, d)
+    assert control > BOUND * floor, f"control TV {control:.4f} (floor {floor:.4f})"
 
 
 def test_preconditioner_is_dlps_in_value_coordinates():
@@ -123,7 +132,7 @@ def test_preconditioner_is_dlps_in_value_coordinates():
 
     _, scores = value_and_grad(energy, one_hot(x, 2))
     g = tuple((2 * big_g / (values[:, 1] - values[:, 0]) ** 2).tolist())
-    ours = make_sampler("dmala", preconditioner=g).log_proposal(x, scores, alpha)
+    ours = make_sampler("dmala", preconditioner=g).kernel.log_proposal(x, scores, alpha)
     torch.testing.assert_close(ours.gather(2, (1 - x).unsqueeze(-1)).squeeze(-1), flip)
 
 
@@ -206,4 +215,4 @@ def test_plain_gibbs_on_a_masked_lm_does_not_target_the_pll(tiny_pll):
 
 def test_dmala_without_reverse_term_drifts_off_tiny_bert_pll(tiny_pll):
     energy, p = tiny_pll
-    assert stationary_run(energy, p, NoReverseDMALA())[0] > 0.05
+    assert stationary_run(energy, p, Adapted(NoReverseDMALA()))[0] > 0.05

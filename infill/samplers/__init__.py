@@ -1,10 +1,15 @@
-"""Samplers by name: ``make_sampler("dmala", step_size=0.5)``."""
+"""Samplers by name: ``make_sampler("dmala", step_size=0.5)``.
+
+A registered kernel (:class:`.adaptive.Kernel`) comes wrapped in its default adaptation
+(:class:`.adaptive.Adapted`); its options and the adaptation's are the sampler's hyperparameters.
+"""
 from __future__ import annotations
 
 import dataclasses
 
 from ..errors import InfillError
-from .base import Sampler, State, StepInfo, Trace, Tuning, sample_categorical
+from .adaptive import Adapted, Kernel, StepSize
+from .base import Sampler, State, StepInfo, Trace, Tuning, options_of, sample_categorical
 from .registry import SAMPLERS, register
 from .runner import run_annealed
 
@@ -12,28 +17,35 @@ from .runner import run_annealed
 from . import auxiliary_gaussian, presets  # noqa: E402,F401
 
 
+def sampler_options(name: str) -> dict:
+    """Hyperparameter names of sampler ``name`` with their defaults."""
+    cls = SAMPLERS[name]
+    options = {f.name: f.default for f in dataclasses.fields(cls)}
+    return {**options, **options_of(cls.adaptation)} if issubclass(cls, Kernel) else options
+
+
 def make_sampler(name: str, **hyperparameters) -> Sampler:
     """The sampler registered as ``name`` with the given hyperparameters (others at their defaults)."""
     if name not in SAMPLERS:
         raise InfillError(f"unknown sampler {name!r}; choose from {', '.join(sorted(SAMPLERS))}")
     cls = SAMPLERS[name]
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(hyperparameters) - known)
+    known = sampler_options(name)
+    unknown = sorted(set(hyperparameters) - set(known))
     if unknown:
         options = ", ".join(sorted(known)) or "none"
         raise InfillError(f"sampler {name!r} has no option {unknown[0]!r} (its options: {options})")
+    own = {f.name for f in dataclasses.fields(cls)}
     try:
-        return cls(**hyperparameters)
+        sampler = cls(**{k: v for k, v in hyperparameters.items() if k in own})
+        if isinstance(sampler, Kernel):
+            tuning = {k: v for k, v in hyperparameters.items() if k not in own}
+            sampler = Adapted(sampler, dataclasses.replace(cls.adaptation, **tuning))
+        return sampler
     except InfillError:
         raise
     except (TypeError, ValueError) as exc:  # e.g. step_size = "x"
         raise InfillError(f"bad option for sampler {name!r}: {exc}") from None
 
 
-def sampler_options(name: str) -> dict:
-    """Hyperparameter names of sampler ``name`` with their defaults."""
-    return {f.name: f.default for f in dataclasses.fields(SAMPLERS[name])}
-
-
-__all__ = ["SAMPLERS", "Sampler", "State", "StepInfo", "Trace", "Tuning", "make_sampler", "register",
-           "run_annealed", "sample_categorical", "sampler_options"]
+__all__ = ["SAMPLERS", "Adapted", "Kernel", "Sampler", "State", "StepInfo", "StepSize", "Trace", "Tuning",
+           "make_sampler", "register", "run_annealed", "sample_categorical", "sampler_options"]

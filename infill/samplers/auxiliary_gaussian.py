@@ -15,7 +15,8 @@ vectors. The MH ratio in the extended space is
 
 ``A`` itself is never formed. A proposal is exact (always accepted) when ``f`` is quadratic with cross-site
 curvature ``gamma W``. One value-and-gradient evaluation per step (at ``x'``, cached). AVG's step size adapts during burn-in
-(:mod:`.adaptive`).
+(:mod:`.adaptive`). The kernel takes the step size and the preconditioner as arguments; PAVG's learning is
+its adaptation (:class:`Preconditioning`).
 
 - AVG: ``gamma = 0``, ``c = 1/alpha`` with ``alpha`` the ``step_size``, i.e. ``z ~ N(x, alpha I)``: logits
   ``grad f(x) + x/alpha + N(0, I/alpha)``, exact for linear ``f``.
@@ -42,7 +43,7 @@ from torch import Tensor
 
 from ..energies.base import Energy, one_hot
 from ..errors import InfillError
-from .adaptive import Tuned
+from .adaptive import Kernel, StepSize
 from .base import State, StepInfo, Tuning, mh_transition, sample_categorical
 from .factorised import gather_sum
 from .registry import register
@@ -112,23 +113,19 @@ def estimate_curvature(cov: Tensor, d: int, k: int, kind: str) -> tuple[Tensor, 
 
 @register
 @dataclass
-class AVG(Tuned):
+class AVG(Kernel):
     """Auxiliary variable gradient sampler: ``z ~ N(x, alpha I)``, ``alpha`` = ``step_size``."""
 
     name = "avg"
     step_size: float = 1.0
 
     def __post_init__(self):
-        super().__post_init__()
         if not self.step_size > 0:
             raise InfillError(f"step_size must be positive, got {self.step_size}")
 
-    def start_value(self) -> float:
-        return self.step_size
-
-    def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator],
-                   value: float) -> tuple[State, StepInfo]:
-        return auxiliary_move(energy, state, value, None, generator)
+    def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator], value: float,
+                   preconditioner: Optional[Preconditioner] = None) -> tuple[State, StepInfo]:
+        return auxiliary_move(energy, state, value, preconditioner, generator)
 
 
 @dataclass(frozen=True)
@@ -146,13 +143,12 @@ class PreconditionerTuning(Tuning):
     gamma: float = 0.0
 
 
-@register
-@dataclass
-class PAVG(AVG):
-    """Preconditioned AVG: ``W`` (``preconditioner``: ``precision`` or ``covariance``) and ``gamma`` learned
-    during the first ``burn_in`` steps, then frozen. ``trace.final_state.tuning.gamma`` is the chosen scale."""
+@dataclass(frozen=True)
+class Preconditioning(StepSize):
+    """PAVG's adaptation: the step size as :class:`.adaptive.StepSize` (at most ``burn_in`` steps) and, over
+    the first ``burn_in`` steps, ``W`` (``preconditioner``: ``precision`` or ``covariance``) and ``gamma``
+    learned as the module docstring says, then frozen. The kernel's arguments: ``(alpha, Preconditioner)``."""
 
-    name = "pavg"
     burn_in: int = 100
     preconditioner: str = "precision"
 
@@ -165,37 +161,27 @@ class PAVG(AVG):
         if self.adapt_steps is not None and self.adapt_steps > self.burn_in:  # all tuning ends with burn-in
             raise InfillError(f"adapt_steps ({self.adapt_steps}) cannot exceed burn_in ({self.burn_in})")
 
-    def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
-        if x_idx.shape[1] * k > MAX_PRECONDITIONED:
-            raise InfillError(f"pavg keeps a dense (d*K)^2 preconditioner; d*K = {x_idx.shape[1] * k} exceeds "
-                              f"{MAX_PRECONDITIONED}: use avg or fewer categories")
-        return super().start(energy, x_idx, k, steps)
+    def init(self, value: float, steps: Optional[int]) -> PreconditionerTuning:
+        adapt = min(super().init(value, steps).adapt_steps, self.burn_in)
+        return PreconditionerTuning(float(value), adapt, self.burn_in)
 
-    def initial_tuning(self, steps: Optional[int]) -> Tuning:
-        adapt = min(super().initial_tuning(steps).adapt_steps, self.burn_in)
-        return PreconditionerTuning(float(self.step_size), adapt, self.burn_in)
+    def update(self, tuning: PreconditionerTuning, before: State, after: State, info: StepInfo) -> Tuning:
+        return super().update(self.learn(tuning, before, after), before, after, info)
 
-    def current(self, tuning: PreconditionerTuning) -> Optional[Preconditioner]:
-        """The preconditioner of the next step: none while moments are gathered, then the candidates in turn."""
+    def final(self, tuning: PreconditionerTuning) -> tuple:
+        """The step size and the preconditioner of the next step: none while moments are gathered, then the
+        candidates in turn, then the best."""
         if tuning.basis is None:
-            return None
+            return tuning.value, None
         if tuning.steps < self.burn_in:
             gamma = GAMMAS[(tuning.steps - self.burn_in // 2) % len(GAMMAS)]
         else:
             gamma = tuning.gamma
-        return Preconditioner(tuning.basis, tuning.spectrum, gamma)
-
-    def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator],
-                   value: float) -> tuple[State, StepInfo]:
-        return auxiliary_move(energy, state, value, self.current(state.tuning), generator)
-
-    def step(self, energy: Energy, state: State, generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
-        new_state, info = super().step(energy, state, generator)
-        return dataclasses.replace(new_state, tuning=self.learn(new_state.tuning, state, new_state)), info
+        return tuning.value, Preconditioner(tuning.basis, tuning.spectrum, gamma)
 
     def learn(self, tuning: PreconditionerTuning, before: State, after: State) -> PreconditionerTuning:
         """After step ``t`` (``before -> after``): moments (first half of burn-in), then the jumps of ``gamma``."""
-        t, half = tuning.steps - 1, self.burn_in // 2
+        t, half = tuning.steps, self.burn_in // 2
         k = after.num_categories
         b, d = after.x.shape
         if t < half:
@@ -219,3 +205,19 @@ class PAVG(AVG):
             gamma = GAMMAS[max(range(len(GAMMAS)), key=lambda j: jumps[j] / turns[j])]
             tuning = dataclasses.replace(tuning, jumps=tuple(jumps), gamma=gamma)
         return tuning
+
+
+@register
+@dataclass
+class PAVG(AVG):
+    """Preconditioned AVG: ``W`` (``preconditioner``: ``precision`` or ``covariance``) and ``gamma`` learned
+    during the first ``burn_in`` steps, then frozen. ``trace.final_state.tuning.gamma`` is the chosen scale."""
+
+    name = "pavg"
+    adaptation = Preconditioning()
+
+    def start(self, energy: Energy, x_idx: Tensor, k: int) -> State:
+        if x_idx.shape[1] * k > MAX_PRECONDITIONED:
+            raise InfillError(f"pavg keeps a dense (d*K)^2 preconditioner; d*K = {x_idx.shape[1] * k} exceeds "
+                              f"{MAX_PRECONDITIONED}: use avg or fewer categories")
+        return super().start(energy, x_idx, k)

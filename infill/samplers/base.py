@@ -9,7 +9,6 @@ and ``K`` categories per variable.
 from __future__ import annotations
 
 import dataclasses
-import time
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Optional
 
@@ -22,9 +21,10 @@ from ..errors import InfillError
 
 @dataclass(frozen=True)
 class Tuning:
-    """What a sampler adapts during burn-in: the kernel argument ``value`` in use (a step size or a path
-    length), adapted during the first ``adapt_steps`` steps and frozen afterwards; ``burn_in`` steps tune
-    anything at all (``>= adapt_steps``); ``steps`` counts the steps taken."""
+    """The record of an adaptation (:mod:`.adaptive`): the kernel argument ``value`` in use (a step size or a
+    path length), adapted during the first ``adapt_steps`` steps and frozen afterwards; ``burn_in`` steps tune
+    anything at all (``>= adapt_steps``); ``steps`` counts the steps taken. Adaptations that learn more
+    extend it (e.g. PAVG's preconditioner)."""
 
     value: float
     adapt_steps: int
@@ -82,7 +82,6 @@ class Trace:
     accepted: Tensor
     hops: Tensor
     evaluations: int
-    seconds: float
     final_state: State
     burn_in: int = 0
 
@@ -191,7 +190,6 @@ class Sampler:
         """Run ``steps`` steps from ``x0 (B, d)``; ``callback(t, state, info)`` after each (e.g. progress)."""
         if steps <= 0:
             raise InfillError(f"steps must be positive, got {steps}")
-        start = time.perf_counter()
         state = self.init(energy, x0, steps)
         evaluations = self.init_evaluations(energy, state.x.shape[1], state.num_categories)
         samples, energies, accepted, hops = [], [], [], []
@@ -210,10 +208,14 @@ class Sampler:
             accepted=torch.stack(accepted),
             hops=torch.stack(hops),
             evaluations=evaluations,
-            seconds=time.perf_counter() - start,
             final_state=state,
             burn_in=0 if state.tuning is None else min(state.tuning.burn_in, steps),
         )
 
     def hyperparameters(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return options_of(self)
+
+
+def options_of(options) -> dict:
+    """The fields of a dataclass of options, by name."""
+    return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}

@@ -3,7 +3,8 @@ one Metropolis-Hastings test with the reverse proposal built from the scores at 
 
 A preset picks the score source (the gradient, or exact neighbour differences: :mod:`.scores`), the
 per-variable proposal ``log_proposal(x, scores, value) -> (B, d, K)`` (discrete Langevin, DLMC, ...),
-whether the MH test is applied (``adjusted``) and the default of its tuned argument ``step_size``. One
+whether the MH test is applied (``adjusted``) and the default of its tuned argument ``step_size``
+(:mod:`.adaptive`). One
 evaluation of the proposal's energy and scores per step (the current state's are cached).
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from torch import Tensor
 
 from ..energies.base import Energy
 from ..errors import InfillError
-from .adaptive import Tuned
+from .adaptive import Kernel
 from .base import State, StepInfo, mh_transition, sample_categorical
 
 
@@ -26,22 +27,18 @@ def gather_sum(log_q: Tensor, x: Tensor) -> Tensor:
 
 
 @dataclass
-class Factorised(Tuned):
+class Factorised(Kernel):
     """Factorised proposal from scores with step ``step_size``, MH-tested where ``adjusted``."""
 
     step_size: float = 1.0
     adjusted: ClassVar[bool] = True
 
     def __post_init__(self):
-        super().__post_init__()
         if not self.step_size > 0:
             raise InfillError(f"step_size must be positive, got {self.step_size}")
 
     def log_proposal(self, x: Tensor, scores: Tensor, value: float) -> Tensor:
         raise NotImplementedError
-
-    def start_value(self) -> float:
-        return self.step_size
 
     def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator],
                    value: float) -> tuple[State, StepInfo]:

@@ -2,7 +2,8 @@
 :mod:`.gibbs`; the auxiliary-Gaussian family registers in :mod:`.auxiliary_gaussian`).
 
 Every step size (and PAS's path length) adapts during the first half of a run by default (:mod:`.adaptive`):
-the ``step_size`` given is where the adaptation starts; ``adapt_steps=0`` keeps it fixed.
+the ``step_size`` given is where the adaptation starts; ``adapt_steps=0`` keeps it fixed. A preset's
+``adaptation`` is its default adaptation, whose options are the sampler's too.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InfillError
-from .adaptive import Adaptation
+from .adaptive import DecayingStepSize, PathLength, StepSize
 from .balancing import balancing_function
 from .dlmc import euler_log_proposal, interpolated_log_proposal
 from .factorised import Factorised
@@ -68,7 +69,7 @@ class DULA(Langevin):
 
     name = "dula"
     adjusted = False
-    target_accept: float = 0.9
+    adaptation = StepSize(target_accept=0.9)
 
 
 @register
@@ -96,23 +97,10 @@ class NCG(Langevin):
 class NewtonSeries(Factorised):
     """The discrete Langevin proposal on exact differences (Xiang et al., 2023): no gradient, one batch of
     ``1 + d (K - 1)`` evaluations per step. ``decay < 1`` also shrinks the step by ``decay`` every step, down
-    to ``min_step_size``."""
+    to ``min_step_size`` (:class:`.adaptive.DecayingStepSize`)."""
 
-    decay: float = 1.0
-    min_step_size: float = 0.0
     score_source = DIFFERENCES
-
-    def __post_init__(self):
-        super().__post_init__()
-        if not 0 < self.decay <= 1:
-            raise InfillError(f"{self.name}: decay must be in (0, 1], got {self.decay}")
-        if not 0 <= self.min_step_size <= self.step_size:
-            raise InfillError(f"{self.name}: min_step_size must be in [0, step_size], got {self.min_step_size}")
-        if self.decay < 1 and not self.min_step_size > 0:
-            raise InfillError(f"{self.name}: a decaying step size (decay {self.decay}) needs a positive min_step_size")
-
-    def adaptation(self) -> Adaptation:
-        return Adaptation(self.target_accept, decay=self.decay, floor=self.min_step_size)
+    adaptation = DecayingStepSize()
 
     def log_proposal(self, x: Tensor, scores: Tensor, value: float) -> Tensor:
         return langevin_log_proposal(x, scores, value)
@@ -127,7 +115,7 @@ class UNA(NewtonSeries):
     name = "una"
     adjusted = False
     step_size: float = 0.5
-    target_accept: float = 0.9
+    adaptation = DecayingStepSize(target_accept=0.9)
 
 
 @register
@@ -181,7 +169,7 @@ class GWG(SingleChange):
     the gradient's estimate of the energy change, MH-corrected. One value-and-gradient evaluation per step."""
 
     name = "gwg"
-    adapt_steps: int = 0
+    adaptation = PathLength(adapt_steps=0)
 
 
 @register
@@ -201,7 +189,7 @@ class LocallyBalanced(SingleChange):
     differences (no gradient): ``d (K - 1)`` evaluations per step."""
 
     name = "lb"
-    adapt_steps: int = 0
+    adaptation = PathLength(adapt_steps=0)
     score_source = DIFFERENCES
 
 

@@ -1,10 +1,10 @@
-"""The name -> sampler class registry."""
+"""The name -> sampler (or kernel) class registry."""
 from __future__ import annotations
 
 SAMPLERS: dict[str, type] = {}
 
 
 def register(cls):
-    """Class decorator: register a sampler dataclass under its ``name``."""
+    """Class decorator: register a sampler or kernel dataclass under its ``name``."""
     SAMPLERS[cls.name] = cls
     return cls

@@ -31,27 +31,24 @@ import torch
 
 from ..energies.base import Energy
 from ..errors import InfillError
-from .adaptive import Tuned
+from .adaptive import Kernel, PathLength
 from .balancing import balancing_function, single_change_log_proposal
 from .base import State, StepInfo, mh_transition, sample_categorical
 
 
 @dataclass
-class SingleChange(Tuned):
+class SingleChange(Kernel):
     """On average ``path_length`` score-informed single-variable moves per MH step, balanced by ``balancing``."""
 
     path_length: float = 1.0
     balancing: str = "sqrt"
-    tuned_minimum: ClassVar[float] = 1.0
+    tuned: ClassVar[str] = "path_length"
+    adaptation: ClassVar[PathLength] = PathLength()
 
     def __post_init__(self):
-        super().__post_init__()
         if not self.path_length >= 1:
             raise InfillError(f"path_length must be at least 1, got {self.path_length}")
         balancing_function(self.balancing)
-
-    def start_value(self) -> float:
-        return self.path_length
 
     def path_steps(self, path_length: float, generator: Optional[torch.Generator], device) -> int:
         """``R = 1 + Poisson(path_length - 1)`` (no draw where the mean is 1)."""

@@ -12,7 +12,8 @@ from the chains, always within the budget:
 
 Chains start from the greedy selection (``start="greedy"``, the default) or from the empty one. From
 greedy, ``best`` has F >= F(greedy) by construction. ``anneal`` < 1 lowers the temperature
-geometrically over ``segments`` equal parts of the run to ``anneal`` times its start value.
+geometrically over ``segments`` equal parts of the run to ``anneal`` times its start value (the stages of
+:func:`infill.samplers.run_annealed`).
 
 Step size of ``una``/``mana``. Their proposal flips sentence ``i`` with probability
 ``sigmoid(Delta_i / 2 - 1/alpha)``, ``Delta_i`` the exact energy difference of the flip, so a fixed
@@ -34,7 +35,8 @@ import torch
 from torch import Tensor
 
 from ..errors import InfillError
-from ..samplers import make_sampler
+from ..energies.base import Energy, one_hot
+from ..samplers import make_sampler, run_annealed
 from .baselines import greedy
 from .chain_stats import mean_ess
 from .objective import SummaryObjective
@@ -90,27 +92,14 @@ class ChainResult:
     mean_hops: float
     ess: float                        # mean per-chain ESS of F(S) - P(S) after burn-in
     seconds: float
-    evaluations: int
     step_sizes: list[float]           # per segment (una/mana with step_size "auto"), else empty
 
 
-class TemperedEnergy:
-    """The objective's energy ``(F - P) / (temperature * F1)`` at a given temperature."""
-
-    num_categories = 2
-
-    def __init__(self, objective: SummaryObjective, temperature: float):
-        self.objective, self.scale = objective, 1.0 / (temperature * objective.f1)
-
-    def __call__(self, x: Tensor) -> Tensor:
-        return (self.objective.penalised(x[..., 1]) * self.scale).to(x.dtype)
-
-
-def flip_differences(energy: TemperedEnergy, x: Tensor) -> Tensor:
-    """``Delta (B, N)``: the energy change of flipping each sentence of selections ``x (B, N)``."""
+def flip_differences(energy: Energy, x: Tensor) -> Tensor:
+    """``Delta (B, N)``: the change of ``energy`` on flipping each sentence of selections ``x (B, N)``."""
     b, n = x.shape
     flipped = (x[:, None, :] + torch.eye(n, dtype=x.dtype)) % 2                  # (B, N, N)
-    values = energy.objective.penalised(torch.cat([x, flipped.reshape(-1, n)]).float()) * energy.scale
+    values = energy(one_hot(torch.cat([x, flipped.reshape(-1, n)]), 2))
     return values[b:].view(b, n) - values[:b, None]
 
 
@@ -166,25 +155,26 @@ def run_chains(objective: SummaryObjective, settings: ChainSettings = ChainSetti
     x = start.long()[None].repeat(settings.chains, 1)
     segments = max(1, min(settings.segments if settings.anneal != 1 else 1, steps))
     bounds = [round(steps * s / segments) for s in range(segments + 1)]
-    base = objective.config.temperature
+    schedule = [(settings.anneal ** (s / max(1, segments - 1)), bounds[s + 1] - bounds[s]) for s in range(segments)]
     auto = settings.step_size == "auto" and settings.sampler in AUTO_STEP
-    parts, accepted, hops, evaluations, step_sizes = [], [], [], 0, []
-    for s in range(segments):
-        energy = TemperedEnergy(objective, base * settings.anneal ** (s / max(1, segments - 1)))
+    parts, accepted, hops, step_sizes = [], [], [], []
+
+    def stage_sampler(energy: Energy, x: Tensor):
         step_size = None
         if auto:
             step_size = auto_step_size(flip_differences(energy, x), settings.flips)
             step_sizes.append(step_size)
         elif settings.step_size != "auto":
             step_size = float(settings.step_size)
-        trace = make_sampler(settings.sampler, **settings.options(step_size)).run(
-            energy, x, bounds[s + 1] - bounds[s], generator=generator)
-        parts.append(trace.samples)
-        accepted.append(trace.accepted.float())
-        hops.append(trace.hops.float())
-        evaluations += trace.evaluations
-        x = trace.samples[-1]
-    samples = torch.cat(parts)                                          # (T, B, N)
+        return make_sampler(settings.sampler, **settings.options(step_size))
+
+    def record(t, state, info):
+        parts.append(state.x)
+        accepted.append(info.accepted)
+        hops.append(info.hops)
+
+    run_annealed(stage_sampler, objective, x, schedule, generator, callback=record)
+    samples = torch.stack(parts)                                        # (T, B, N)
     flat = samples.reshape(-1, n).float()
     penalised = objective.penalised(flat).view(steps, settings.chains)
     feasible = objective.feasible(flat).view(steps, settings.chains)
@@ -204,11 +194,10 @@ def run_chains(objective: SummaryObjective, settings: ChainSettings = ChainSetti
         selections=selections,
         start=start,
         objective_trace=penalised,
-        acceptance_rate=float(torch.cat(accepted).mean()),
-        mean_hops=float(torch.cat(hops).mean()),
+        acceptance_rate=float(torch.stack(accepted).float().mean()),
+        mean_hops=float(torch.stack(hops).float().mean()),
         ess=mean_ess(penalised[first:].numpy()),
         seconds=time.perf_counter() - begin,
-        evaluations=evaluations,
         step_sizes=step_sizes,
     )
 
