@@ -23,7 +23,9 @@ Interface:
   (flat, of every blank token), ``spans`` ((start, length) into ``blank_positions``, one per blank) and
   ``content`` (positions that are not ``[CLS]``/``[SEP]``) are the sequence with each blank at ``min``
   mask tokens: a fixed template's only form; :meth:`Template.with_lengths` gives any other.
-  :meth:`Template.splice` puts fills (text) into the user's text.
+  :meth:`Template.sequence` joins segments and fills (token ids); :meth:`Template.splice` puts fills
+  (text) into the user's text. ``mask_token_id`` is the tokenizer's; ``capitalize`` says whether fills
+  opening a sentence get a capital (an uncased tokenizer, and capitals in the template's text).
 - :func:`fill` ``(template, tokenizer, token_ids) -> (text, fills)`` for a whole sequence laid out as the
   template's ``input_ids``; :func:`fill_pieces` ``(template, tokenizer, pieces) -> (text, fills)`` for
   the token ids of each blank's fill. ``text`` is the template's text, character for character, with the
@@ -114,6 +116,14 @@ class Template:
         content = torch.arange(lead, len(ids) - trail)
         return replace(self, input_ids=ids, blank_positions=torch.tensor(positions, dtype=torch.long),
                        spans=tuple(spans), content=content)
+
+    def sequence(self, pieces: Sequence[Sequence[int]]) -> Tensor:
+        """The token ids ``(L,)`` of the template with ``pieces[k]`` (token ids, empty for a vanished span)
+        in blank ``k``: ``torch.cat([seg0, pieces[0], seg1, ..., segN])``."""
+        if len(pieces) != len(self.blanks):
+            raise ValueError(f"{len(pieces)} fills for {len(self.blanks)} blanks")
+        fills = [torch.as_tensor(p, dtype=torch.long).reshape(-1) for p in pieces]
+        return torch.cat([self.segments[0]] + [part for f, s in zip(fills, self.segments[1:]) for part in (f, s)])
 
     def splice(self, fills: Sequence[str]) -> str:
         """The template's text, character for character, with ``fills[k]`` in place of blank ``k``. Where a

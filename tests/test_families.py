@@ -125,8 +125,7 @@ def test_segments_with_fills_are_the_tokenizers_sequence_of_the_spliced_text(fam
     tok = tokenizer(FAMILIES[family][0])
     t = parse(text, tok, 64)
     fills = [_pieces(tok, w) for w in words]
-    ids = torch.cat([t.segments[0]] + [torch.cat([torch.tensor(f, dtype=torch.long), s])
-                                       for f, s in zip(fills, t.segments[1:])])
+    ids = t.sequence(fills)
     filled, spliced = fill_pieces(t, tok, fills)
     assert filled == t.splice(words) and [w.casefold() for w in spliced] == [w.casefold() for w in words]
     prefix = " " if text.startswith("[MASK") else ""  # a blank opening the text is a word after a space

@@ -93,7 +93,9 @@ def test_blanks_and_syntax(bert_tokenizer):
 def test_segments_and_lengths_of_a_fixed_template(bert_tokenizer):
     t = parse("The [MASK] sat on the [MASK*3].", bert_tokenizer, 64)
     assert [b.min for b in t.blanks] == [1, 3] and len(t.segments) == 3
-    filled = torch.cat([t.segments[0], torch.tensor([5]), t.segments[1], torch.tensor([6, 7, 8]), t.segments[2]])
+    filled = t.sequence([[5], torch.tensor([6, 7, 8])])
+    assert filled.tolist() == torch.cat([t.segments[0], torch.tensor([5]), t.segments[1], torch.tensor([6, 7, 8]),
+                                         t.segments[2]]).tolist()
     ids = t.input_ids.clone()
     ids[t.blank_positions] = torch.tensor([5, 6, 7, 8])
     assert filled.tolist() == ids.tolist()
