@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..errors import InfillError
-from .adaptive import Adapted, Kernel, StepSize
+from .adaptive import Adaptation, Adapted, Kernel, StepSize
 from .base import Sampler, State, StepInfo, Trace, Tuning, options_of, sample_categorical
 from .registry import SAMPLERS, register
 from .runner import run_annealed
@@ -47,5 +47,5 @@ def make_sampler(name: str, **hyperparameters) -> Sampler:
         raise InfillError(f"bad option for sampler {name!r}: {exc}") from None
 
 
-__all__ = ["SAMPLERS", "Adapted", "Kernel", "Sampler", "State", "StepInfo", "StepSize", "Trace", "Tuning",
+__all__ = ["SAMPLERS", "Adaptation", "Adapted", "Kernel", "Sampler", "State", "StepInfo", "StepSize", "Trace", "Tuning",
            "make_sampler", "register", "run_annealed", "sample_categorical", "sampler_options"]

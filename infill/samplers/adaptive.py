@@ -9,8 +9,9 @@ adaptation is an init/update/final triple over a record of the tuning (:class:`~
   ``value`` the kernel's tuned hyperparameter;
 - ``update(tuning, before, after, info) -> Tuning``: the record after the step ``before -> after``
   (``info`` its :class:`~.base.StepInfo`), one more step counted;
-- ``final(tuning) -> tuple``: the kernel's arguments the record stands for; once the window is over the
-  record no longer changes them, so from then on every step is the same exact kernel.
+- ``final(tuning) -> tuple``: the kernel's arguments the record stands for. Once the window is over the
+  record no longer changes them (or only by a schedule fixed in advance, as :class:`DecayingStepSize`'s),
+  so from then on every step is an exact kernel.
 
 :class:`Adapted` feeds ``final(state.tuning)`` to the kernel at every step and updates the record. A new
 adaptation is any object with these three methods (a frozen dataclass whose fields are its options, checked
@@ -33,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import ClassVar, Optional, Protocol
 
 import torch
 from torch import Tensor
@@ -52,6 +53,16 @@ def moving_acceptance(info: StepInfo) -> Optional[float]:
     if not moved.any():
         return None
     return info.accept_prob[moved].float().mean().item()
+
+
+class Adaptation(Protocol):
+    """The init/update/final triple of an adaptation (module docstring)."""
+
+    def init(self, value: float, steps: Optional[int]) -> Tuning: ...
+
+    def update(self, tuning: Tuning, before: State, after: State, info: StepInfo) -> Tuning: ...
+
+    def final(self, tuning: Tuning) -> tuple: ...
 
 
 @dataclass(frozen=True)
@@ -133,7 +144,7 @@ class Kernel:
 
     name: ClassVar[str] = ""
     tuned: ClassVar[str] = "step_size"
-    adaptation: ClassVar[StepSize] = StepSize()
+    adaptation: ClassVar[Adaptation] = StepSize()
     score_source: ClassVar[ScoreSource] = GRADIENT
 
     def check_variables(self, d: int) -> None:
@@ -159,7 +170,7 @@ class Adapted(Sampler):
     """The sampler of ``kernel`` tuned by ``adaptation`` (module docstring; None: the kernel's default)."""
 
     kernel: Kernel
-    adaptation: Optional[StepSize] = None
+    adaptation: Optional[Adaptation] = None
 
     def __post_init__(self):
         if self.adaptation is None:
