@@ -143,8 +143,7 @@ def markdown(report: dict) -> str:
                ("corpus_bleu", "corpus BLEU ↑", 1), ("seconds", "s/template", 2),
                ("encoder_sequences", "enc. seqs/template", 0), ("draws", "draws/template", 0),
                ("acceptance_rate", "accept", 2), ("mean_hops", "hops/step", 2)]
-    rows = [[name, *(fmt(None if row.get(key) is None else (round(row[key]) if digits == 0 else row[key]), digits)
-                     for key, _, digits in columns)] for name, row in report["rows"].items()]
+    rows = [[name, *(fmt(row.get(key), digits) for key, _, digits in columns)] for name, row in report["rows"].items()]
     t = report["targets"]
     lines = ["# Quality/diversity frontier on bert-gen templates", "",
              *table(["row", *(title for _, title, _ in columns)], rows), "",

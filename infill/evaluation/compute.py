@@ -66,12 +66,12 @@ def compare(reference: Sequence[Measure], row: Sequence[Measure]) -> dict:
             "time_ratio_median": statistics.median(times), "time_ratio_min": times[0], "time_ratio_max": times[-1]}
 
 
-def describe(reference: str, row: str, c: dict) -> list[str]:
-    """A comparison from :func:`compare` as Markdown bullets."""
+def describe(reference: str, row: str, c: dict, unit: str = "templates") -> list[str]:
+    """A comparison from :func:`compare` as Markdown bullets (``unit``: what was compared one by one)."""
     ties = c["templates"] - c["reference_wins"] - c["row_wins"]
     sequences = "" if c["sequences_ratio"] is None else f"; {row} used {c['sequences_ratio']:.2f}x the sequences"
     return [f"- Mean PLL of the kept fillings higher for {reference} on {c['reference_wins']} of {c['templates']} "
-            f"templates, for {row} on {c['row_wins']}, equal on {ties} (means {c['reference_pll']:.2f} against "
+            f"{unit}, for {row} on {c['row_wins']}, equal on {ties} (means {c['reference_pll']:.2f} against "
             f"{c['row_pll']:.2f}{sequences}).",
-            f"- Wall time of {reference} over {row}'s: {c['time_ratio_median']:.2f}x (median over templates; range "
+            f"- Wall time of {reference} over {row}'s: {c['time_ratio_median']:.2f}x (median over {unit}; range "
             f"{c['time_ratio_min']:.2f}-{c['time_ratio_max']:.2f})."]

@@ -98,7 +98,7 @@ def markdown(report: dict) -> str:
                 ("encoder_sequences", "Enc. seqs/sent", 0), ("energy_evaluations", "Energy evals", 0),
                 ("acceptance_rate", "Accept", 2), ("mean_hops", "Hops/step", 2),
                 ("distinct_per_sentence", "Distinct/sent", 2)]
-    rows = [[sampler, *(fmt(_rounded(row.get(key), digits), digits) for key, _, digits in columns)]
+    rows = [[sampler, *(fmt(row.get(key), digits) for key, _, digits in columns)]
             for sampler, row in report["samplers"].items()]
     lines = [f"# {report['signature']['protocol']['name']}: text infilling, diversity vs quality", "",
              *table(["Sampler", *(title for _, title, _ in columns)], rows),
@@ -112,13 +112,8 @@ def markdown(report: dict) -> str:
         lines += [f"## {c['reference']} against {c['row']}, at equal encoder sequences", "",
                   f"Per sentence, {c['row']} draws as many times as it takes to use as many encoder sequences as "
                   f"{c['reference']}, its PLL re-ranking included.", "",
-                  *describe(c["reference"], c["row"], c), ""]
+                  *describe(c["reference"], c["row"], c, "sentences"), ""]
     return "\n".join(lines + signature_block(report["signature"]) + [""])
-
-
-def _rounded(value, digits: int):
-    """Counts as integers (``fmt`` prints floats with decimals), other values as they are."""
-    return round(value) if digits == 0 and isinstance(value, float) else value
 
 
 def plot_png(report: dict) -> bytes:
