@@ -4,8 +4,8 @@ import pytest
 import torch
 from transformers import BertConfig, BertForSequenceClassification
 
-from infill.constraints import (Closeness, Include, SequenceClassifier, WeightedSum, calibrate_closeness,
-                                include_term, source_categories)
+from infill.constraints import (INCLUDE_WEIGHT, Closeness, Include, SequenceClassifier, WeightedSum,
+                                calibrate_closeness, constrained_energy, include_term, source_categories)
 from infill.energies import MaskedLMEnergy, PottsEnergy, one_hot, value_and_grad
 from infill.energies.base import HasConditionals
 from infill.energies.exact import all_states, exact_distribution
@@ -138,6 +138,12 @@ def test_calibrated_closeness_on_a_tiny_masked_lm(tiny_pll):
     assert energy.term("pll") is tiny_pll and isinstance(energy, HasConditionals)
 
 
+def test_calibration_extends_a_sum_of_terms(tiny_pll):
+    base = constrained_energy(tiny_pll, include=Include([[5]], 6))
+    energy = calibrate_closeness(base, torch.tensor([3, 0, 4]), 0.3)
+    assert list(energy.entries) == ["pll", "include", "closeness"] and energy.weight("include") == INCLUDE_WEIGHT
+
+
 @pytest.mark.parametrize("change", [0, 1, -0.5, "half", True])
 def test_change_must_be_a_fraction(tiny_pll, change):
     with pytest.raises(InfillError, match="change must be a fraction strictly between 0 and 1"):
@@ -154,7 +160,7 @@ def tiny_classifier(vocab_size=32, labels=3):
 
 def test_classifier_term_equals_the_classifier_on_token_ids_and_has_a_gradient(tiny_pll):
     classifier = tiny_classifier()
-    term = SequenceClassifier(classifier, tiny_pll, "pos")
+    term = SequenceClassifier(classifier, "pos").bind(tiny_pll)
     x_idx = all_states(3, 6)[::7]
     ids = tiny_pll.token_ids(x_idx)
     with torch.no_grad():
@@ -175,7 +181,17 @@ def test_classifier_term_equals_the_classifier_on_token_ids_and_has_a_gradient(t
 ])
 def test_classifier_mismatches_are_refused_in_one_line(tiny_pll, label, vocab, message):
     with pytest.raises(InfillError, match=message):
-        SequenceClassifier(tiny_classifier(vocab), tiny_pll, label)
+        SequenceClassifier(tiny_classifier(vocab), label).bind(tiny_pll)
+
+
+def test_a_runs_energy_binds_a_classifier_and_weighs_the_include_words(tiny_pll):
+    include = Include([[5]], 6)
+    energy = constrained_energy(tiny_pll, [(0.5, SequenceClassifier(tiny_classifier(), 0), "tone"),
+                                           (1.0, lambda x: x[:, 0, 0])], include)
+    assert list(energy.entries) == ["pll", "include", "tone", "term3"]
+    assert energy.weight("include") == INCLUDE_WEIGHT and energy.term("tone").input_ids is not None
+    x = one_hot(torch.tensor([[5, 0, 1]]), 6)
+    assert set(energy.terms(x)) == set(energy.entries) and energy.terms(x)["include"].item() == 0.0
 
 
 @pytest.fixture(scope="module")

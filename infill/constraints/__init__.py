@@ -2,9 +2,9 @@
 a source, a user's callable or sequence classifier), and rewrite mode's calibrated closeness.
 See ``docs/constraints.md``."""
 from .rewrite import calibrate_closeness
-from .terms import Closeness, Include, SequenceClassifier
-from .weighted_sum import WeightedSum
+from .terms import ClassifierTerm, Closeness, Include, SequenceClassifier
+from .weighted_sum import INCLUDE_WEIGHT, WeightedSum, constrained_energy
 from .words import include_term, source_categories
 
-__all__ = ["Closeness", "Include", "SequenceClassifier", "WeightedSum", "calibrate_closeness", "include_term",
-           "source_categories"]
+__all__ = ["INCLUDE_WEIGHT", "ClassifierTerm", "Closeness", "Include", "SequenceClassifier", "WeightedSum",
+           "calibrate_closeness", "constrained_energy", "include_term", "source_categories"]

@@ -70,16 +70,20 @@ def solve_weight(log_p: Tensor, change: float) -> float:
 
 
 def closeness_sum(energy: Energy, source: Tensor, weight: float) -> WeightedSum:
-    """``energy + weight * closeness(source)``, the energy named ``pll``."""
-    return WeightedSum([(1.0, energy, "pll"), (weight, Closeness(source, energy.num_categories))])
+    """``energy + weight * closeness(source)``: a sum extended, any other energy named ``pll``."""
+    closeness = (weight, Closeness(source, energy.num_categories))
+    if isinstance(energy, WeightedSum):
+        return energy.extended(closeness)
+    return WeightedSum([(1.0, energy, "pll"), closeness])
 
 
 def calibrate_closeness(energy: Energy, source: Tensor, change: float, sampler: Optional[Sampler] = None,
                         chains: int = 16, steps: int = 20, rounds: int = 3,
                         generator: Optional[torch.Generator] = None) -> WeightedSum:
-    """``energy + lambda * closeness(source)`` with ``lambda`` set so that about a fraction ``change`` of the
-    ``d`` blanks differ from ``source (d,)`` (category indices) in expectation (module docstring); with a
-    ``sampler``, refined by ``rounds`` runs of ``chains`` chains x ``steps`` steps started at the source."""
+    """``energy + lambda * closeness(source)`` (``energy`` the PLL, or a sum of terms with it) with ``lambda``
+    set so that about a fraction ``change`` of the ``d`` blanks differ from ``source (d,)`` (category
+    indices) in expectation (module docstring); with a ``sampler``, refined by ``rounds`` runs of ``chains``
+    chains x ``steps`` steps started at the source."""
     change = check_change(change)
     source = torch.as_tensor(source, dtype=torch.long).reshape(-1)
     weight = solve_weight(source_log_probs(energy, source), change)

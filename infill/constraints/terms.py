@@ -100,14 +100,12 @@ class Closeness:
 
 
 class SequenceClassifier:
-    """``U(x) = log p(label | the filled sequence)`` under a Hugging Face sequence classifier that shares the
-    masked LM's tokenizer. The filled sequence enters through ``inputs_embeds``, blank ``i`` embedded as
-    ``x_i @ E[category_ids]`` with the classifier's own embedding matrix ``E``, so gradients reach ``x``.
-    ``energy`` supplies the template(s), blank positions and categories; ``label`` is an index or a name of
-    ``config.label2id``."""
+    """A user's term: ``U(x) = log p(label | the filled sequence)`` under a Hugging Face sequence classifier
+    that shares the masked LM's tokenizer. ``label`` is an index or a name of ``config.label2id``. It needs the
+    template: :meth:`bind` gives the term for a masked-LM energy's template(s), blanks and categories (a sum
+    built by :func:`~.weighted_sum.constrained_energy` binds it)."""
 
-    def __init__(self, classifier: nn.Module, energy: MaskedLMEnergy, label: Union[int, str],
-                 name: str = "classifier"):
+    def __init__(self, classifier: nn.Module, label: Union[int, str], name: str = "classifier"):
         config = classifier.config
         if isinstance(label, str):
             if label not in config.label2id:
@@ -116,17 +114,29 @@ class SequenceClassifier:
             label = config.label2id[label]
         if not 0 <= label < config.num_labels:
             raise InfillError(f"label {label} is out of range for a classifier of {config.num_labels} labels")
-        embeddings = classifier.get_input_embeddings().weight
+        self.classifier = classifier.eval().requires_grad_(False)
+        self.label, self.name = int(label), name
+
+    def bind(self, energy: MaskedLMEnergy) -> "ClassifierTerm":
+        return ClassifierTerm(self, energy)
+
+
+class ClassifierTerm:
+    """:class:`SequenceClassifier` on the template(s) of ``energy``: the filled sequence enters the classifier
+    through ``inputs_embeds``, blank ``i`` embedded as ``x_i @ E[category_ids]`` with the classifier's own
+    embedding matrix ``E``, so gradients reach ``x``."""
+
+    def __init__(self, spec: SequenceClassifier, energy: MaskedLMEnergy):
+        embeddings = spec.classifier.get_input_embeddings().weight
         top = max(int(energy.input_ids.max()), int(energy.category_ids.max()))
         if top >= len(embeddings):
             raise InfillError(f"the classifier knows {len(embeddings)} tokens, the template uses id {top}: "
                               "it must share the masked LM's tokenizer")
-        self.classifier = classifier.eval().requires_grad_(False)
+        self.classifier, self.label, self.name = spec.classifier, spec.label, spec.name
         self.input_ids = energy.input_ids.to(embeddings.device)
         self.blank_positions = energy.blank_positions.to(embeddings.device)
         self.category_ids = energy.category_ids.to(embeddings.device)
         self.num_categories = energy.num_categories
-        self.label, self.name = int(label), name
 
     def __call__(self, x: Tensor) -> Tensor:
         embeddings = self.classifier.get_input_embeddings().weight

@@ -17,6 +17,9 @@ from torch import Tensor
 from ..energies.base import HasConditionals, evaluate
 from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError
+from .terms import Include
+
+INCLUDE_WEIGHT = 20.0  # a missing word costs a factor exp(-20), about 2e-9: in effect a hard constraint
 
 
 def term_name(term, j: int) -> str:
@@ -69,6 +72,14 @@ class WeightedSum:
             self._model = model[0]
             self.conditional_logits = self._conditional_logits
 
+    def entries_with_weights(self) -> list[tuple[float, object, str]]:
+        """The ``(weight, term, name)`` entries, in order."""
+        return [(w, t, n) for w, (n, t) in self._weighted()]
+
+    def extended(self, *terms: tuple) -> "WeightedSum":
+        """This sum with more ``(weight, term[, name])`` entries."""
+        return WeightedSum(self.entries_with_weights() + list(terms))
+
     def term(self, name: str):
         """The term named ``name`` (e.g. ``"pll"``, the run's reported energy)."""
         if name not in self.entries:
@@ -110,6 +121,19 @@ class WeightedSum:
             part = term.conditional_logits(x_idx, i) if name == self._model else term.differences(x_idx)[rows, i]
             logits = logits + weight * part
         return logits
+
+
+def constrained_energy(pll: MaskedLMEnergy, terms: Sequence[tuple] = (), include: Optional[Include] = None,
+                       include_weight: float = INCLUDE_WEIGHT) -> WeightedSum:
+    """The energy of a run: ``pll`` (named ``pll``), plus ``include_weight * include`` where words must
+    appear, plus the user's ``(weight, term[, name])`` entries, a term with a ``bind`` method (a
+    :class:`~.terms.SequenceClassifier`) bound to ``pll``'s template(s)."""
+    entries = [(1.0, pll, "pll")] + ([] if include is None else [(include_weight, include)])
+    for entry in terms:
+        if isinstance(entry, tuple) and len(entry) > 1 and hasattr(entry[1], "bind"):
+            entry = (entry[0], entry[1].bind(pll), *entry[2:])
+        entries.append(entry)
+    return WeightedSum(entries)
 
 
 def _checked(name: str, value: Tensor, x: Tensor) -> Tensor:
