@@ -1,0 +1,174 @@
+"""Sampling the fills of a template's blanks, lengths included: the entry point :func:`sample_spans`."""
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+from torch import Tensor, nn
+
+from ..errors import InfillError
+from ..samplers import sample_categorical
+from ..template import Template
+from ..vocabulary import piece_kinds, token_words
+from .fills import MASK, Fills, SpanSpace
+from .kernel import SpanKernel, SpanState, SpanStepInfo
+from .mlm import MaskedLMSpanEnergy
+
+METHODS = ("rjmcmc", "per-length")
+INITS = ("left-to-right", "uniform")
+MAX_COMBINATIONS = 64  # length combinations the per-length method runs at once
+
+
+@dataclass
+class SpanTrace:
+    """What a run produced, per step ``t`` and chain ``b``: the fills as category indices ``tokens (T, B, J, C)``
+    (:data:`~infill.spans.fills.EMPTY` past ``lengths (T, B, J)``), their ``energies (T, B)`` (temperature 1),
+    ``accepted (T, B)``; ``categories (K,)`` maps a category to its token id. ``encoder_sequences`` counts
+    the sequences through the encoder (chain starts included); ``energy_name`` names the energy."""
+
+    tokens: Tensor
+    lengths: Tensor
+    energies: Tensor
+    accepted: Tensor
+    categories: Tensor
+    encoder_sequences: int
+    seconds: float
+    energy_name: str
+
+    def pieces(self, t: int, b: int) -> list[list[int]]:
+        """The token ids of each blank's fill at step ``t`` of chain ``b``."""
+        fills = Fills(self.tokens[t, b:b + 1], self.lengths[t, b:b + 1]).to_lists()[0]
+        return [self.categories[f].tolist() for f in fills]
+
+    def top(self, k: int) -> list[tuple[float, list[list[int]]]]:
+        """The ``k`` distinct fills of highest energy among all states visited: ``(energy, pieces)``."""
+        order = torch.argsort(self.energies.flatten(), descending=True, stable=True).tolist()
+        seen, out = set(), []
+        for i in order:
+            pieces = self.pieces(*divmod(i, self.energies.shape[1]))
+            key = repr(pieces)
+            if key not in seen:
+                seen.add(key)
+                out.append((self.energies.flatten()[i].item(), pieces))
+            if len(out) == k:
+                break
+        return out
+
+
+def span_space(template: Template, tokenizer, categories: Tensor, chains: int, max_pieces: int = 4) -> SpanSpace:
+    """The fills ``template``'s blanks may take for ``chains`` chains over the token ids ``categories``: a word
+    blank takes word starts and continuation pieces, at most ``max_pieces`` a word; a token blank takes any
+    category as one unit where every blank is a token blank, else the word starts only."""
+    starts, continuations = piece_kinds(tokenizer, categories.cpu())
+    rows = []
+    for blank in template.blanks:
+        if blank.unit == "word":
+            rows.append((starts | continuations, starts, max_pieces))
+        else:
+            rows.append((torch.ones_like(starts) if template.fixed else starts, torch.ones_like(starts), 1))
+    bounds = torch.tensor([[b.min, b.max] for b in template.blanks])
+    return SpanSpace(torch.stack([r[0] for r in rows]), torch.stack([r[1] for r in rows]),
+                     torch.tensor([r[2] for r in rows]), bounds[:, 0].expand(chains, -1).clone(),
+                     bounds[:, 1].expand(chains, -1).clone())
+
+
+def span_energy(model: nn.Module, tokenizer, template: Template, categories: Tensor, space: SpanSpace,
+                **options) -> MaskedLMSpanEnergy:
+    """The masked-LM span energy of ``template`` (``options``: ``scoring``, ``window``, ``word_bonus``,
+    ``max_copies``, see :class:`MaskedLMSpanEnergy`)."""
+    word_starts = token_words(tokenizer)[1]
+    special = set(tokenizer.all_special_ids) - {tokenizer.mask_token_id, tokenizer.unk_token_id}
+    text_starts = [torch.tensor([i in word_starts for i in s.tolist()], dtype=torch.bool) for s in template.segments]
+    specials = [torch.tensor([i in special for i in s.tolist()], dtype=torch.bool) for s in template.segments]
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.mask_token_id
+    return MaskedLMSpanEnergy(model, template.segments, categories, piece_kinds(tokenizer, categories.cpu())[0],
+                              text_starts, specials, space.starts, tokenizer.mask_token_id, pad, **options)
+
+
+def start_lengths(space: SpanSpace, generator: Optional[torch.Generator]) -> Tensor:
+    """Units ``(B, J)`` to start each chain's blanks with: uniform in ``low..high``."""
+    span = (space.high - space.low + 1).double()
+    draw = torch.rand(span.shape, generator=generator, dtype=torch.float64, device=span.device)
+    return space.low + (draw * span).long().clamp_max(space.high - space.low)
+
+
+def draw_starts(energy: MaskedLMSpanEnergy, space: SpanSpace, lengths: Tensor, init: str,
+                generator: Optional[torch.Generator], temperature: float = 1.0) -> Fills:
+    """Fills of one-piece units, ``lengths (B, J)`` of them: drawn uniformly (``uniform``) or left to right
+    from the masked LM (``left-to-right``: each from its conditional, later ones masked; one forward pass per
+    position of the longest chain)."""
+    fills = Fills.empty(lengths, space.width, MASK)
+    b, j = lengths.shape
+    chains = torch.arange(b)
+    for blank in range(j):
+        index = torch.full((b,), blank, dtype=torch.long)
+        options = (space.allowed[blank] & space.starts[blank]).expand(b, -1)
+        for slot in range(int(lengths[:, blank].max())):
+            at = torch.full((b,), slot, dtype=torch.long)
+            live = chains[lengths[:, blank] > slot]
+            if init == "uniform":
+                logits = torch.zeros(len(live), energy.num_categories)
+            else:
+                logits = energy.proposal_logits(fills.select(live), index[live], at[live]).cpu() / temperature
+            values = torch.zeros(b, dtype=torch.long)
+            values[live] = sample_categorical(logits.masked_fill(~options[live], float("-inf")), generator)
+            fills = fills.put(index, at, values).where(lengths[:, blank] > slot, fills)
+    return fills
+
+
+def length_combinations(space: SpanSpace, chains: int) -> Tensor:
+    """Every combination of the blanks' units, ``(N, J)``, for the per-length method."""
+    ranges = [range(int(lo), int(hi) + 1) for lo, hi in zip(space.low[0], space.high[0])]
+    count = 1
+    for r in ranges:
+        count *= len(r)
+    if count > MAX_COMBINATIONS:
+        raise InfillError(f"the blanks' lengths make {count} combinations, more than the {MAX_COMBINATIONS} the "
+                          "per-length method runs; use method 'rjmcmc' or narrower spans")
+    return torch.tensor(list(itertools.product(*ranges)), dtype=torch.long).reshape(count, len(ranges))
+
+
+def sample_spans(model: nn.Module, tokenizer, template: Template, categories: Tensor, chains: int, steps: int,
+                 generator: Optional[torch.Generator] = None, temperature: float = 1.0, init: str = "left-to-right",
+                 method: str = "rjmcmc", on_step: Optional[Callable[[int, SpanState, SpanStepInfo], None]] = None,
+                 max_pieces: int = 4, move_weights: tuple[float, float, float] = (1.0, 1.0, 1.0),
+                 **energy_options) -> SpanTrace:
+    """Fills of ``template``'s blanks over the token ids ``categories`` by the span kernel (see the package
+    docstring); ``energy_options`` go to :class:`MaskedLMSpanEnergy`."""
+    if method not in METHODS:
+        raise InfillError(f"span method must be one of {', '.join(METHODS)}, got {method!r}")
+    if init not in INITS:
+        raise InfillError(f"span chains start from one of {', '.join(INITS)}, got {init!r}")
+    if chains < 1 or steps < 1:
+        raise InfillError(f"chains and steps must be positive, got {chains} and {steps}")
+    if max_pieces < 1:
+        raise InfillError(f"a word takes at least one piece: max_pieces must be >= 1, got {max_pieces}")
+    begin = time.perf_counter()
+    kernel = SpanKernel(move_weights, temperature)
+    space = span_space(template, tokenizer, categories, chains, max_pieces)
+    longest = sum(len(s) for s in template.segments) + int(space.capacity[0].sum())
+    limit = min(tokenizer.model_max_length, getattr(model.config, "max_position_embeddings", longest))
+    if longest > limit:
+        raise InfillError(f"the template's longest filling is {longest} tokens, more than the model's maximum of "
+                          f"{limit}; use shorter spans or fewer pieces per word")
+    if method == "per-length":
+        combos = length_combinations(space, chains)
+        pinned = combos.repeat_interleave(chains, 0)
+        space = SpanSpace(space.allowed, space.starts, space.pieces, pinned, pinned)
+    energy = span_energy(model, tokenizer, template, categories, space, **energy_options)
+    fills = draw_starts(energy, space, start_lengths(space, generator), init, generator, temperature)
+    state = kernel.init(energy, space, fills)
+    tokens, lengths, energies, accepted = [], [], [], []
+    for t in range(steps):
+        state, info = kernel.step(energy, space, state, generator)
+        tokens.append(state.fills.tokens)
+        lengths.append(state.fills.lengths)
+        energies.append(state.energy)
+        accepted.append(info.accepted)
+        if on_step is not None:
+            on_step(t, state, info)
+    return SpanTrace(torch.stack(tokens), torch.stack(lengths), torch.stack(energies), torch.stack(accepted),
+                     categories, energy.encoder_sequences, time.perf_counter() - begin, energy.name)

@@ -1,0 +1,122 @@
+"""The masked-LM span energy and the span entry point, on a tiny random BERT and on the dev MLM."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from infill.errors import InfillError
+from infill.scoring import token_scores
+from infill.spans.fills import MASK, Fills
+from infill.spans.sample import SpanTrace, sample_spans, span_energy, span_space
+from infill.template import fill_pieces, parse
+from infill.vocabulary import token_words, word_piece_ids
+
+from conftest import tiny_bert
+
+WORDS = ["cat", "dog", "so", "##uven", "##ir", "the", "red"]
+
+
+@pytest.fixture(scope="module")
+def setup(bert_tokenizer):
+    model = tiny_bert(init=0.5)
+    categories = torch.tensor(bert_tokenizer.convert_tokens_to_ids(WORDS))
+    template = parse("the [MASK*0-2] sat on [MASK] .", bert_tokenizer, 64, blank_unit="word")
+    return model, bert_tokenizer, template, categories
+
+
+def fills_of(*blanks: list[int], width: int = 8) -> Fills:
+    tokens = torch.full((1, len(blanks), width), -1)
+    for j, seq in enumerate(blanks):
+        tokens[0, j, :len(seq)] = torch.tensor(seq, dtype=torch.long)
+    return Fills(tokens, torch.tensor([[len(seq) for seq in blanks]]))
+
+
+@pytest.mark.parametrize("scoring", ["pll", "word-l2r"])
+def test_energy_is_the_sentence_score_plus_the_word_bonus(setup, scoring):
+    model, tokenizer, template, categories = setup
+    space = span_space(template, tokenizer, categories, 1)
+    energy = span_energy(model, tokenizer, template, categories, space, scoring=scoring, word_bonus=0.7)
+    fills = fills_of([2, 3, 4, 1], [6])  # "so ##uven ##ir dog" (2 words), "red" (1 word)
+    pieces = [categories[[2, 3, 4, 1]].tolist(), categories[[6]].tolist()]
+    ids = template.sequence(pieces)
+    assert tokenizer.decode(ids[1:-1]) == "the souvenir dog sat on red."
+    special = torch.tensor([i in tokenizer.all_special_ids for i in ids.tolist()])
+    starts = torch.tensor([i in token_words(tokenizer)[1] for i in ids.tolist()]) | special
+    scores, copies = token_scores(model, ids[None], torch.ones(1, len(ids), dtype=torch.long), ~special[None],
+                                  word_l2r=scoring == "word-l2r", word_starts=starts[None],
+                                  mask_token_id=tokenizer.mask_token_id)
+    assert energy(fills).item() == pytest.approx(scores.sum().item() + 0.7 * 3, abs=1e-4)
+    assert energy.encoder_sequences == copies == len(ids) - 2
+    assert energy.name == f"{scoring} +0.7/word"
+
+
+def test_window_scores_the_fills_and_their_neighbours(setup):
+    model, tokenizer, template, categories = setup
+    space = span_space(template, tokenizer, categories, 2)
+    energy = span_energy(model, tokenizer, template, categories, space, window=1)
+    two = Fills(torch.cat([fills_of([0, 1], [5]).tokens, fills_of([], [6]).tokens]), torch.tensor([[2, 1], [0, 1]]))
+    energy(two)
+    # "the | cat dog | sat ... on | the | ." and "the | | sat ... on | red | .": fills plus one token each side
+    assert energy.encoder_sequences == (2 + 1 + 2 * 2) + (0 + 1 + 2 * 2)
+    assert energy.name == "word-l2r window 1"
+
+
+def test_proposal_logits_are_the_models_at_the_mask(setup):
+    model, tokenizer, template, categories = setup
+    space = span_space(template, tokenizer, categories, 1)
+    energy = span_energy(model, tokenizer, template, categories, space)
+    fills = fills_of([0, MASK], [6])
+    logits = energy.proposal_logits(fills, torch.tensor([0]), torch.tensor([1]))
+    ids = template.sequence([[categories[0].item(), tokenizer.mask_token_id], [categories[6].item()]])
+    expected = model(input_ids=ids[None]).logits[0, 3, categories]
+    assert torch.allclose(logits[0], expected, atol=1e-4)
+    assert energy.encoder_sequences == 1
+
+
+def test_sample_spans_keeps_fills_valid_and_counts_the_encoder(setup):
+    model, tokenizer, template, categories = setup
+    trace = sample_spans(model, tokenizer, template, categories, chains=6, steps=8,
+                         generator=torch.Generator().manual_seed(0))
+    assert isinstance(trace, SpanTrace) and trace.energies.shape == trace.accepted.shape == (8, 6)
+    space = span_space(template, tokenizer, categories, 6)
+    for t in range(8):
+        assert space.fill_valid(Fills(trace.tokens[t], trace.lengths[t]), torch.arange(6)).all()
+    energy = span_energy(model, tokenizer, template, categories, space)
+    assert torch.allclose(energy(Fills(trace.tokens[-1], trace.lengths[-1])).double(), trace.energies[-1], atol=1e-4)
+    assert trace.encoder_sequences > 6 * 8
+    score, pieces = trace.top(1)[0]
+    assert score == trace.energies.max().item() and len(pieces) == 2
+
+
+def test_per_length_pins_every_combination(setup):
+    model, tokenizer, template, categories = setup
+    trace = sample_spans(model, tokenizer, template, categories, chains=2, steps=3, method="per-length",
+                         generator=torch.Generator().manual_seed(0))
+    words = torch.tensor([[[len([i for i in p if not tokenizer.convert_ids_to_tokens(i).startswith("##")])
+                            for p in trace.pieces(t, b)] for b in range(6)] for t in range(3)])
+    assert words[:, :, 1].eq(1).all()  # [MASK] is one word
+    assert words[:, :, 0].tolist() == [[0, 0, 1, 1, 2, 2]] * 3  # [MASK*0-2]: 2 chains at each length
+
+
+@pytest.mark.parametrize("options, message", [({"method": "beam"}, "span method"), ({"init": "argmax"}, "start from"),
+                                              ({"steps": 0}, "positive"), ({"max_pieces": 0}, "max_pieces"),
+                                              ({"scoring": "bleu"}, "span scoring"), ({"window": -1}, "window")])
+def test_sample_spans_refuses_bad_options(setup, options, message):
+    model, tokenizer, template, categories = setup
+    arguments = {"chains": 2, "steps": 2, **options}
+    with pytest.raises(InfillError, match=message):
+        sample_spans(model, tokenizer, template, categories, **arguments)
+
+
+@pytest.mark.slow
+def test_word_blank_takes_a_word_of_several_pieces(dev_model_path, bert_tokenizer):
+    from transformers import AutoModelForMaskedLM
+
+    model = AutoModelForMaskedLM.from_pretrained(dev_model_path)
+    template = parse("we bought a [MASK] in paris .", bert_tokenizer, 512, blank_unit="word")
+    categories = word_piece_ids(bert_tokenizer)
+    trace = sample_spans(model, bert_tokenizer, template, categories, chains=8, steps=20,
+                         generator=torch.Generator().manual_seed(0))
+    several = {fill_pieces(template, bert_tokenizer, trace.pieces(t, b))[1][0]
+               for t in range(20) for b in range(8) if len(trace.pieces(t, b)[0]) > 1}
+    assert several and all(len(word.split()) == 1 for word in several), several
