@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
+from .blanks import UNITS
 from .errors import InfillError
 
 DEFAULT_MODEL = "bert-base-uncased"
@@ -93,14 +94,14 @@ class RunConfig:
 
     method: str = field(default="gibbs", metadata={
         "help": "a sampler (see `infill samplers`) or a baseline: independent, left-to-right, argmax",
-        "flag": "--sampler", "key": "sampler"})
+        "flag": "--sampler", "key": "sampler", "metavar": "NAME"})
     num_samples: int = field(default=25, metadata={"help": "chains (or draws) per template", "short": "-n",
-                                                   "type": int})
-    steps: int = field(default=12, metadata={"help": "MCMC steps per chain", "type": int})
+                                                   "type": int, "metavar": "N"})
+    steps: int = field(default=12, metadata={"help": "MCMC steps per chain", "type": int, "metavar": "N"})
     top: Optional[int] = field(default=None, metadata={"help": "keep the K distinct fillings of highest energy",
                                                        "type": int, "metavar": "K"})
     seed: Optional[int] = field(default=None, metadata={"help": "random seed (same seed, same samples)",
-                                                        "type": int})
+                                                        "type": int, "metavar": "N"})
     init: str = field(default="left-to-right", metadata={
         "help": "chain start: uniform, independent (all-masked MLM draws) or left-to-right"})
     temperature: float = field(default=1.0, metadata={
@@ -112,7 +113,13 @@ class RunConfig:
         "help": "where --top takes fillings from: visited (every state after burn-in) or final (the chains' "
                 "final states)"})
     allow_subwords: bool = field(default=False, metadata={
-        "help": "let blanks take word-continuation pieces (##ing)"})
+        "help": "let token blanks take word-continuation pieces (##ing)"})
+    allow_punctuation: bool = field(default=False, metadata={
+        "help": "let blanks take punctuation and quote marks (by default a blank takes words: tokens with a "
+                "letter or digit)"})
+    blank_unit: str = field(default="token", metadata={
+        "help": "what [MASK] and [MASK*n] count: token (exactly n tokens) or word (n words of any pieces); "
+                "[MASK*m-n] and [MASK*?] are always words", "metavar": "UNIT"})
     forbid: tuple[str, ...] = field(default=(), metadata={
         "help": "words the blanks may not take, comma-separated (repeatable; a lone , forbids the comma)",
         "metavar": "WORDS"})
@@ -150,8 +157,10 @@ class RunConfig:
             raise InfillError(f"anneal_from ({self.anneal_from}) must be above the temperature ({self.temperature})")
         if self.anneal_from is not None and (self.is_baseline or self.steps < 4):
             raise InfillError("anneal_from needs an MCMC sampler and at least 4 steps")
-        if not isinstance(self.allow_subwords, bool):
-            raise InfillError(f"allow_subwords must be true or false, got {self.allow_subwords!r}")
+        for name in ("allow_subwords", "allow_punctuation"):
+            if not isinstance(getattr(self, name), bool):
+                raise InfillError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        _choice("blank_unit", self.blank_unit, UNITS)
         if not isinstance(self.forbid, (list, tuple)) or not all(isinstance(w, str) and w for w in self.forbid):
             raise InfillError(f"forbid must be a list of words, got {self.forbid!r}")
         object.__setattr__(self, "forbid", tuple(self.forbid))

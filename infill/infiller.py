@@ -27,7 +27,8 @@ from torch import Tensor, nn
 from . import mlm_draws, models
 from .config import RunConfig, default_model, positive_integer
 from .energies.masked_lm import MaskedLMEnergy
-from .errors import InfillError, quote
+from .blanks import quote
+from .errors import InfillError
 from .postprocess import Batch, postprocess
 from .results import InfillResult
 from .samplers import Sampler, run_annealed
@@ -58,8 +59,8 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int)
     for text in texts:
         if not isinstance(text, str):
             raise InfillError(f"a template must be a string, got {type(text).__name__}")
-        templates.append(parse(text, tokenizer, max_length))
-    categories = sampleable_token_ids(tokenizer, config.allow_subwords, config.forbid)
+        templates.append(parse(text, tokenizer, max_length, config.blank_unit))
+    categories = sampleable_token_ids(tokenizer, config.allow_subwords, config.forbid, config.allow_punctuation)
     sampler = config.make_sampler()
     for template in templates if sampler is not None else ():
         try:
@@ -78,7 +79,7 @@ class Infiller:
     """A masked LM loaded once, sampling fillings of templates.
 
     ``model`` is a hub id or local path (default ``$INFILL_MODEL`` or ``bert-base-uncased``), or a loaded
-    masked-LM module together with its ``tokenizer``. ``dtype`` is ``None`` (float32), ``"bfloat16"``,
+    masked-LM module together with its ``tokenizer`` (a tokenizer given with a name is used as the model's). ``dtype`` is ``None`` (float32), ``"bfloat16"``,
     ``"float16"``, ``"auto"`` or a torch dtype. ``chunk_size`` caps the masked copies per forward/backward
     pass of the energy's gradient (``None``: all chains x blanks in one pass), trading nothing but peak memory.
     """
@@ -93,7 +94,7 @@ class Infiller:
             self.model, self.tokenizer = model.to(models.resolve_device(device)).eval(), tokenizer
         else:
             self.model_name = model or default_model()
-            self.model, self.tokenizer = models.load(self.model_name, device, dtype)
+            self.model, self.tokenizer = models.load(self.model_name, device, dtype, tokenizer)
         self.device = self.model.get_input_embeddings().weight.device
         self.max_length = max_length(self.tokenizer, self.model.config)
 
@@ -102,9 +103,10 @@ class Infiller:
             raise InfillError(f"a template must be a string, got {type(template).__name__}")
         return parse(template, self.tokenizer, self.max_length)
 
-    def category_ids(self, allow_subwords: bool = False, forbid: Sequence[str] = ()) -> Tensor:
+    def category_ids(self, allow_subwords: bool = False, forbid: Sequence[str] = (),
+                     allow_punctuation: bool = False) -> Tensor:
         """Token ids a blank may take; see :func:`infill.vocabulary.sampleable_token_ids`."""
-        return sampleable_token_ids(self.tokenizer, allow_subwords, tuple(forbid))
+        return sampleable_token_ids(self.tokenizer, allow_subwords, tuple(forbid), allow_punctuation)
 
     def prepare(self, templates: Sequence[str], config: RunConfig) -> Prepared:
         """:func:`prepare` with this model's tokenizer."""

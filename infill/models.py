@@ -46,46 +46,74 @@ def _check_folder(path: Path, name: str) -> None:
         raise InfillError(f"folder {name!r} has a config.json but no model weights (*.safetensors or *.bin)")
 
 
-def load(name: Optional[str] = None, device: Union[str, torch.device] = "cpu",
-         dtype: Union[str, torch.dtype, None] = None):
-    """``(model, tokenizer)`` for a hub id or local path, the model in eval mode on ``device``, with SDPA
-    attention where the architecture supports it. ``HF_HUB_OFFLINE=1`` is honoured by transformers."""
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
-    from transformers.utils import logging
-
+def _source(name: Optional[str]) -> tuple[str, str, bool]:
+    """``(name, what from_pretrained takes, whether it is a local folder)``, the folder checked."""
     name = name or default_model()
-    device, dtype = resolve_device(device), resolve_dtype(dtype)
     path = Path(name).expanduser()
     if name.startswith((".", "/", "~")) and not path.exists():
         raise InfillError(f"model path {name!r} does not exist; give the path of a local checkpoint or a hub id")
     local = path.is_dir()
     if local:
         _check_folder(path, name)
+    return name, str(path) if local else name, local
+
+
+def _unreachable(name: str, local: bool) -> InfillError:
+    if local:
+        return InfillError(f"cannot load the model saved in {name!r}: its tokenizer or weights are missing or "
+                           "unreadable")
+    return InfillError(f"cannot load model {name!r}: not found locally and the hub is unreachable; give the path "
+                       "of a local checkpoint (or set INFILL_MODEL)")
+
+
+def _not_masked_lm(name: str, exc: ValueError) -> InfillError:
+    first = str(exc).strip().splitlines()[0].rstrip(" :") if str(exc).strip() else type(exc).__name__
+    return InfillError(f"cannot load {name!r} as a masked language model: {first}")
+
+
+def load_tokenizer(name: Optional[str] = None):
+    """The tokenizer of a hub id or local path, alone: what checking templates needs, before the model."""
+    from transformers import AutoTokenizer
+
+    name, source, local = _source(name)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+    except OSError:
+        raise _unreachable(name, local) from None
+    except ValueError as exc:
+        raise _not_masked_lm(name, exc) from None
+    if tokenizer.mask_token_id is None:
+        raise InfillError(f"model {name!r} has no mask token; use a masked language model")
+    return tokenizer
+
+
+def load(name: Optional[str] = None, device: Union[str, torch.device] = "cpu",
+         dtype: Union[str, torch.dtype, None] = None, tokenizer=None):
+    """``(model, tokenizer)`` for a hub id or local path (``tokenizer``: one already loaded by
+    :func:`load_tokenizer`), the model in eval mode on ``device``, with SDPA attention where the
+    architecture supports it. ``HF_HUB_OFFLINE=1`` is honoured by transformers."""
+    from transformers import AutoModelForMaskedLM
+    from transformers.utils import logging
+
+    device, dtype = resolve_device(device), resolve_dtype(dtype)
+    tokenizer = tokenizer or load_tokenizer(name)
+    name, source, local = _source(name)
     bar = logging.is_progress_bar_enabled()
     logging.disable_progress_bar()  # no "Loading weights" bar: ours is the only one on stderr
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path) if local else name)
         try:
-            model = AutoModelForMaskedLM.from_pretrained(str(path) if local else name, dtype=dtype,
-                                                         attn_implementation="sdpa")
+            model = AutoModelForMaskedLM.from_pretrained(source, dtype=dtype, attn_implementation="sdpa")
         except ValueError as exc:
             if "sdpa" not in str(exc).lower():
                 raise
-            model = AutoModelForMaskedLM.from_pretrained(str(path) if local else name, dtype=dtype)
+            model = AutoModelForMaskedLM.from_pretrained(source, dtype=dtype)
     except OSError:
-        if local:
-            raise InfillError(f"cannot load the model saved in {name!r}: its tokenizer or weights are missing or "
-                              "unreadable") from None
-        raise InfillError(f"cannot load model {name!r}: not found locally and the hub is unreachable; give the path "
-                          "of a local checkpoint (or set INFILL_MODEL)") from None
+        raise _unreachable(name, local) from None
     except ValueError as exc:
-        first = str(exc).strip().splitlines()[0].rstrip(" :") if str(exc).strip() else type(exc).__name__
-        raise InfillError(f"cannot load {name!r} as a masked language model: {first}") from None
+        raise _not_masked_lm(name, exc) from None
     finally:
         if bar:
             logging.enable_progress_bar()
-    if tokenizer.mask_token_id is None:
-        raise InfillError(f"model {name!r} has no mask token; use a masked language model")
     return model.to(device).eval(), tokenizer
 
 

@@ -44,32 +44,17 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import accumulate
-from typing import Optional, Sequence
+from typing import Sequence
 
 import torch
 from torch import Tensor
 
+from .blanks import BLANK, Blank, quote, scan
 from .errors import InfillError
 from .vocabulary import lowercases, word_start_a
 
-BLANK = re.compile(r"\[MASK(?:\s*\*\s*(?:(\d+)(?:\s*-\s*(\d+))?|(\?)))?\]")
-MAX_SPAN = 16  # words in a span [MASK*m-n]
-ANY_LENGTH = (1, 4)  # [MASK*?]
-QUOTED = 80  # characters of a template an error message quotes
 SENTENCE_START = re.compile(r"(?:^|[.!?][\"'’”)\]]*\s)\s*[\"'“‘(\[]*$")
 CLOSING = tuple(".,;:!?)]}%")  # punctuation that takes no space before it
-
-
-@dataclass(frozen=True)
-class Blank:
-    """A written blank: ``text[start:end]`` is ``[MASK...]``; it takes ``min`` to ``max`` tokens
-    (``unit="token"``) or words of any pieces (``unit="word"``)."""
-
-    start: int
-    end: int
-    unit: str
-    min: int
-    max: int
 
 
 @dataclass(frozen=True)
@@ -157,18 +142,8 @@ def parse(text: str, tokenizer, max_length: int, blank_unit: str = "token") -> T
     a word, a special token written out (``[CLS]``, ``<s>``), or longer than ``max_length`` tokens with each
     blank at its fewest tokens. ``blank_unit`` says what ``[MASK]`` and ``[MASK*n]`` count: ``"token"`` or
     ``"word"``."""
-    if blank_unit not in ("token", "word"):
-        raise InfillError(f"blank unit must be 'token' or 'word', got {blank_unit!r}")
-    blanks = tuple(_blank(m, blank_unit, text) for m in BLANK.finditer(text))
+    blanks = scan(text, blank_unit)
     rest = BLANK.sub(" ", text)
-    if "[MASK" in rest.upper():
-        bad = re.search(r"\[MASK[^\]\[]*\]?", rest, re.IGNORECASE)
-        raise InfillError(f"malformed blank {bad.group()!r} in {_quote(text, bad.start())}; write [MASK], "
-                          "[MASK*N], [MASK*M-N] or [MASK*?]")
-    if not blanks:
-        raise InfillError(f"template has no [MASK] blank: {_quote(text)}")
-    if not rest.strip():
-        raise InfillError(f"template is only blanks; give some context around them: {_quote(text)}")
     if tokenizer.mask_token is None:
         raise InfillError("this model's tokenizer has no mask token; use a masked language model")
     fewest = sum(b.min for b in blanks)
@@ -179,11 +154,7 @@ def parse(text: str, tokenizer, max_length: int, blank_unit: str = "token") -> T
                     if token in rest and token != tokenizer.unk_token), None)
     if special:
         raise InfillError(f"template contains the special token {special!r} outside a blank: "
-                          f"{_quote(text, rest.index(special))}; write plain text around the [MASK] blanks")
-    for b in blanks:
-        if _glued(text, b):
-            raise InfillError(f"blank {text[b.start:b.end]} is glued to {_glued(text, b)!r} in "
-                              f"{_quote(text, b.start)}; a blank fills whole words: put a space between them")
+                          f"{quote(text, rest.index(special))}; write plain text around the [MASK] blanks")
     slots = [b.max if b.unit == "token" else 1 for b in blanks]  # mask tokens standing for each blank
     spaced = " ".join(text.split())  # a run of spaces is one space (byte-level BPE would keep a token for it)
     masked, probed = (tokenizer(_words_in_blanks(spaced, slots, word), verbose=False)["input_ids"]
@@ -210,42 +181,6 @@ def _words_in_blanks(text: str, slots: list[int], word: str) -> str:
     return BLANK.sub(lambda m: " ".join([word] * next(counts)), text)
 
 
-def _blank(m: re.Match, unit: str, text: str) -> Blank:
-    """The :class:`Blank` of a written ``[MASK...]``; raises :class:`InfillError` for an empty or
-    inverted one."""
-    count, upper, any_length = m.groups()
-    where = _quote(text, m.start())
-    if any_length or upper is not None:
-        low, high = ANY_LENGTH if any_length else (int(count), int(upper))
-        if low > high:
-            raise InfillError(f"blank {m.group()} in {where}: a span [MASK*M-N] needs M <= N")
-        if high == 0:
-            raise InfillError(f"blank {m.group()} in {where}: a span must allow at least one word")
-        if high > MAX_SPAN:
-            raise InfillError(f"blank {m.group()} in {where}: a span has at most {MAX_SPAN} words")
-        return Blank(m.start(), m.end(), "word", low, high)
-    n = int(count or 1)
-    if n < 1:
-        raise InfillError(f"a blank must have at least one {unit}, got {m.group()} in {where}; write "
-                          "[MASK*0-N] for a span that may vanish")
-    return Blank(m.start(), m.end(), unit, n, n)
-
-
-def _quote(text: str, at: Optional[int] = None) -> str:
-    """``text`` quoted, at most about :data:`QUOTED` characters: a long one is cut to the part around
-    character ``at`` (the blank or token an error is about) or to its start, with ``...`` for the rest."""
-    if len(text) <= QUOTED:
-        return repr(text)
-    start = 0 if at is None else max(0, min(at - QUOTED // 2, len(text) - QUOTED))
-    return ("..." if start else "") + repr(text[start:start + QUOTED]) + ("..." if start + QUOTED < len(text) else "")
-
-
-def _glued(text: str, blank: Blank) -> str:
-    """The letter or digit a blank is glued to (``un[MASK]``, ``[MASK]ing``), or ``""``."""
-    around = text[blank.start - 1:blank.start] + text[blank.end:blank.end + 1]
-    return next((c for c in around if c.isalnum()), "")
-
-
 def _align(masked: list[int], probed: list[int], tokenizer, text: str) -> list[int]:
     """``masked`` (the tokenizer's ids of the template with mask tokens) made to agree token for token with
     ``probed`` (its ids with the word "a" in each blank), by dropping the bare space pieces (``Ġ``, ``▁``)
@@ -264,7 +199,7 @@ def _align(masked: list[int], probed: list[int], tokenizer, text: str) -> list[i
     else:
         if j == len(probed):
             return out
-    raise InfillError(f"a blank of {_quote(text)} is glued to the text next to it: the tokenizer would not keep a "
+    raise InfillError(f"a blank of {quote(text)} is glued to the text next to it: the tokenizer would not keep a "
                       "word there whole; put a space between the blank and that text")
 
 

@@ -38,7 +38,7 @@ def test_plain_output_one_line_per_sample(capsys, tiny):
     code, out, err = run_main(capsys, "sample", "The [MASK] sat on the [MASK].", *tiny)
     lines = out.splitlines()
     assert code == 0 and err == "" and len(lines) == 3
-    assert all(line.startswith("the ") and " sat on the " in line and line.endswith(".") for line in lines)
+    assert all(line.startswith("The ") and " sat on the " in line and line.endswith(".") for line in lines)
 
 
 def test_json_lines_parse(capsys, tiny):
@@ -50,7 +50,7 @@ def test_json_lines_parse(capsys, tiny):
     assert diagnostics["tuned"]["value"] > 0 and diagnostics["tuned"]["adapt_steps"] == 1  # half of 2 steps
     for r in samples:
         assert r["template"] == "I [MASK*2] you." and len(r["fills"]) == 1 and len(r["fills"][0].split()) == 2
-        assert r["text"] == f"i {r['fills'][0]} you." and isinstance(r["energy"], float) and 0 <= r["chain"] < 3
+        assert r["text"] == f"I {r['fills'][0]} you." and isinstance(r["energy"], float) and 0 <= r["chain"] < 3
     assert diagnostics["hyperparameters"]["step_size"] == 0.25 and diagnostics["steps"] == 2
     assert {"acceptance_rate", "mean_hops", "evaluations", "seconds", "seed"} <= set(diagnostics)
 
@@ -159,7 +159,7 @@ def test_dev_model_cli(capsys, dev_model_path):
                             "--sampler", "gibbs", "-n", "3", "--steps", "3", "--seed", "0", "--top", "2")
     lines = out.splitlines()
     assert code == 0 and 1 <= len(lines) <= 2
-    assert all(line.startswith("i drank a cup of ") and line.endswith(".") for line in lines)
+    assert all(line.startswith("I drank a cup of ") and line.endswith(".") for line in lines)
 
 
 @pytest.mark.parametrize("line, message", [

@@ -24,7 +24,7 @@ def test_result_structure(infiller):
     assert len(result.samples) == 4 and result.texts == [s.text for s in result.samples]
     for chain, s in enumerate(result.samples):
         assert s.chain == chain and len(s.fills) == 2 and len(s.fills[1].split()) == 2
-        assert s.text == f"the {s.fills[0]} sat on the {s.fills[1]}."
+        assert s.text == f"The {s.fills[0]} sat on the {s.fills[1]}."
         assert s.tokens[0] == "the" and s.tokens[2:5] == ["sat", "on", "the"] and len(s.tokens) == 8
         assert not any(tok.startswith("##") for tok in s.tokens) and math.isfinite(s.energy)
     d = result.diagnostics
@@ -165,7 +165,7 @@ def test_dev_model_fills_a_plausible_word(dev_model_path):
     infiller = Infiller(model=str(dev_model_path))
     template = "The capital of France is [MASK]."
     result = infiller.sample(template, sampler="gibbs", num_samples=4, steps=4, seed=0, top=2)
-    assert all(s.text.startswith("the capital of france is ") for s in result.samples)
+    assert all(s.text.startswith("The capital of France is ") for s in result.samples)
     t = infiller.parse(template)
     categories = infiller.category_ids()
     mask = infiller.tokenizer.mask_token_id

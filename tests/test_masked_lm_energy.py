@@ -77,8 +77,10 @@ def test_parameters_get_no_gradient(energy):
 def test_sampleable_ids_exclude_special_unused_and_pieces(bert_tokenizer):
     ids = sampleable_token_ids(bert_tokenizer)
     tokens = bert_tokenizer.convert_ids_to_tokens(ids.tolist())
-    assert not any(t.startswith("##") or (t.startswith("[") and t != "[") for t in tokens)
-    assert {"the", "door", "."} <= set(tokens)
+    assert not any(t.startswith("##") or t.startswith("[") for t in tokens)
+    assert {"the", "door"} <= set(tokens) and "." not in tokens  # words only, by default
+    with_punctuation = bert_tokenizer.convert_ids_to_tokens(sampleable_token_ids(bert_tokenizer, allow_punctuation=True))
+    assert {"the", ".", ","} <= set(with_punctuation)
     with_pieces = bert_tokenizer.convert_ids_to_tokens(sampleable_token_ids(bert_tokenizer, allow_subwords=True))
     assert "##ing" in with_pieces and "[unused5]" not in with_pieces
     assert "the" not in bert_tokenizer.convert_ids_to_tokens(sampleable_token_ids(bert_tokenizer, forbid=["The"]))

@@ -12,10 +12,10 @@ import argparse
 import json
 import sys
 
+from ..blanks import scan
+from ..config import settings
 from ..errors import InfillError
 
-RUN_KEYS = ("sampler", "num_samples", "steps", "top", "seed", "init", "temperature", "anneal_from", "decode",
-            "allow_subwords", "forbid")
 HYPERPARAMETER_FLAGS = ("step_size", "adapt_steps")
 """Sampler hyperparameters with a flag of their own; ``-o KEY=VALUE`` reaches every hyperparameter."""
 
@@ -43,27 +43,22 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser.add_argument("--file", "-f", help="read templates from FILE (one per line, or JSONL with options)")
     parser.add_argument("--json", action="store_true",
                         help="print JSONL: one object per sample, then one {'diagnostics': ...} per template")
-    parser.add_argument("--sampler", help="a sampler (see `infill samplers`) or a baseline: independent, "
-                                          "left-to-right, argmax (default: see docs/usage.md)")
-    parser.add_argument("--num-samples", "-n", type=int, help="chains (or draws) per template")
-    parser.add_argument("--steps", type=int, help="MCMC steps per chain")
-    parser.add_argument("--top", type=int, help="keep the K distinct fillings of highest energy")
-    parser.add_argument("--decode", help="where --top takes fillings from: visited (every state after burn-in) "
-                                         "or final (the chains' final states)")
-    parser.add_argument("--init", help="chain start: uniform, independent (all-masked MLM draws) or left-to-right")
-    parser.add_argument("--temperature", type=float, help="target exp(PLL / T); T < 1 favours likely fillings")
-    parser.add_argument("--anneal-from", type=float, metavar="T0",
-                        help="anneal from temperature T0 down to --temperature over the first half of the steps")
-    parser.add_argument("--seed", type=int, help="random seed (same seed, same samples)")
+    for setting in settings():  # the run settings: one list, RunConfig's fields
+        meta = setting.metadata
+        flags = [meta.get("flag") or "--" + setting.name.replace("_", "-"), *filter(None, [meta.get("short")])]
+        if setting.type in (bool, "bool"):
+            parser.add_argument(*flags, dest=setting.name, action="store_true", default=None, help=meta["help"])
+        elif setting.name == "forbid":
+            parser.add_argument(*flags, dest="forbid", action="append", metavar=meta["metavar"], help=meta["help"])
+        else:
+            parser.add_argument(*flags, dest=setting.name, type=meta.get("type", str), metavar=meta.get("metavar"),
+                                help=meta["help"] + (f" (default: {setting.default})" if setting.default is not None
+                                                     else ""))
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
     parser.add_argument("--device", default="cpu", help="torch device (cpu)")
     parser.add_argument("--dtype", help="float32 (default), bfloat16, float16 or auto")
     parser.add_argument("--chunk-size", type=int, metavar="N",
                         help="at most N masked copies per forward/backward pass (less memory; default: all at once)")
-    parser.add_argument("--allow-subwords", action="store_true", default=None,
-                        help="let blanks take word-continuation pieces (##ing)")
-    parser.add_argument("--forbid", action="append", metavar="WORDS",
-                        help="words the blanks may not take, comma-separated (repeatable)")
     parser.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
                         help="a sampler hyperparameter, for any sampler (repeatable; see `infill samplers`)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
@@ -76,9 +71,10 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
 
 def _cli_options(args) -> dict:
     """Run options and sampler hyperparameters given on the command line."""
-    options = {key: getattr(args, key) for key in RUN_KEYS if getattr(args, key) is not None}
+    options = {s.metadata.get("key", s.name): getattr(args, s.name) for s in settings()
+               if getattr(args, s.name) is not None}
     if args.forbid:
-        options["forbid"] = [w.strip() for item in args.forbid for w in item.split(",") if w.strip()]
+        options["forbid"] = [w for item in args.forbid for w in _words(item)]
     for option in HYPERPARAMETER_FLAGS:
         if getattr(args, f"hp_{option}") is not None:
             options[option] = parse_value(getattr(args, f"hp_{option}"))
@@ -89,6 +85,13 @@ def _cli_options(args) -> dict:
         key = key.strip().replace("-", "_")
         options[key] = parse_value(value.strip())
     return options
+
+
+def _words(item: str) -> list[str]:
+    """Comma-separated words; a lone ``,`` is the comma itself."""
+    if item.strip() == ",":
+        return [","]
+    return [w.strip() for w in item.split(",") if w.strip()]
 
 
 def _read_lines(args) -> tuple[str, list[str]]:
@@ -137,41 +140,60 @@ def run(args) -> int:
     from ..config import RunConfig
 
     jobs = read_jobs(args)
-    configs, groups = [], {}
-    for i, (where, _, options) in enumerate(jobs):
+    configs = []
+    for where, template, options in jobs:  # what needs no tokenizer (nor torch) first: the syntax
         try:
-            config = RunConfig.create(**options)
+            scan(template, options.get("blank_unit", RunConfig.blank_unit))
         except InfillError as exc:
             raise InfillError(f"{where}{exc}") from None
-        configs.append(config)
-        groups.setdefault(repr(config), []).append(i)
-    from ..infiller import Infiller
+    for where, _, options in jobs:
+        try:
+            configs.append(RunConfig.create(**options))
+        except InfillError as exc:
+            raise InfillError(f"{where}{exc}") from None
+    from .. import models
+    from ..infiller import Infiller, Prepared, max_length, prepare
 
-    infiller = Infiller(args.model, device=args.device, dtype=args.dtype, chunk_size=args.chunk_size)
-    for (where, template, _), config in zip(jobs, configs):  # every template checked before any sampling
+    tokenizer = models.load_tokenizer(args.model)
+    limit = max_length(tokenizer, _model_config(args.model))
+    groups: dict[RunConfig, list[int]] = {}
+    prepared = []
+    for i, ((where, template, _), config) in enumerate(zip(jobs, configs)):  # every line checked first
         try:
-            parsed = infiller.parse(template)
-            infiller.category_ids(config.allow_subwords, config.forbid)
-            if (sampler := config.make_sampler()) is not None:
-                sampler.check_variables(parsed.num_blanks)
+            prepared.append(prepare([template], config, tokenizer, limit))
         except InfillError as exc:
             raise InfillError(f"{where}{exc}") from None
+        groups.setdefault(config, []).append(i)
+    infiller = Infiller(args.model, device=args.device, dtype=args.dtype, tokenizer=tokenizer,
+                        chunk_size=args.chunk_size)
     progress = not args.quiet and sys.stderr.isatty()
-    results = [None] * len(jobs)
-    for members in groups.values():
-        batch = infiller.run([jobs[i][1] for i in members], configs[members[0]], progress=progress)
-        for i, result in zip(members, batch):
-            results[i] = result
-    for result in results:
-        _print(result, args.json)
+    done, ready = {}, 0
+    for members in groups.values():  # results printed in input order as soon as they and those before are done
+        first = prepared[members[0]]
+        group = Prepared(tuple(prepared[i].templates[0] for i in members), first.config, first.categories,
+                         first.sampler)
+        for k, result in infiller.stream(group, progress=progress):
+            done[members[k]] = result
+            while ready in done:
+                _print(done.pop(ready), args.json)
+                ready += 1
     return 0
+
+
+def _model_config(name):
+    """The model's configuration (its size limits), read without loading the weights."""
+    from transformers import AutoConfig
+
+    from .. import models
+
+    return AutoConfig.from_pretrained(models._source(name)[1])
 
 
 def _print(result, as_json: bool) -> None:
     if not as_json:
-        for text in result.texts:
-            print(text)
+        print("\n".join(result.texts), flush=True)
         return
     for sample in result.samples:
         print(json.dumps({"template": result.template, **sample.to_dict()}, ensure_ascii=False))
-    print(json.dumps({"template": result.template, "diagnostics": result.diagnostics.to_dict()}, ensure_ascii=False))
+    print(json.dumps({"template": result.template, "diagnostics": result.diagnostics.to_dict(),
+                      "marginals": result.marginals}, ensure_ascii=False), flush=True)
