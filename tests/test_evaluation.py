@@ -281,7 +281,8 @@ def test_cli_eval_end_to_end_with_the_dev_model(tmp_path, capsys):
         pytest.skip("dev model not available")
     path = _protocol(tmp_path, wiki=1, tbc=1)
     path.write_text(path.read_text().replace("chains = 6", "chains = 3").replace("steps = 2", "steps = 1")
-                    .replace("top = 3", "top = 2"))
+                    .replace("top = 3", "top = 2").replace('"gibbs", "dmala"', '"gibbs", "dmala", "left-to-right@e"')
+                    + '[sampling.options."left-to-right@e"]\nequal_sequences = "gibbs"\n')
     out = tmp_path / "out"
     argv = ["eval", str(path), "--model", str(DEV_MODEL), "--samplers", "gibbs,dmala", "--out", str(out),
             "--no-progress"]
@@ -289,11 +290,16 @@ def test_cli_eval_end_to_end_with_the_dev_model(tmp_path, capsys):
     report = json.loads((out / "report.json").read_text())
     assert list(report["samplers"]) == ["gibbs", "dmala"]
     assert report["samplers"]["dmala"]["energy_evaluations"] > 0
+    assert main(argv[:5] + ["gibbs,left-to-right@e"] + argv[6:]) == 0  # at gibbs' encoder sequences
+    report = json.loads((out / "report.json").read_text())
+    assert list(report["samplers"]) == ["gibbs", "dmala", "left-to-right@e"]
+    (comparison,) = report["equal_compute"]
+    assert comparison["templates"] == 2 and 0.8 < comparison["sequences_ratio"] < 1.2
     from infill.samplers import sampler_options
 
     assert report["signature"]["samplers"]["dmala"]["options"] == {} and sampler_options("dmala")
     units = [json.loads(line) for line in (out / "units.jsonl").read_text().splitlines()]
-    assert len(units) == 4
+    assert len(units) == 6
     for unit in units:
         for filling in unit["fillings"]:
             words, original = filling["text"].split(), unit["original"].split()
