@@ -375,7 +375,7 @@ def test_an_out_that_is_a_file_fails_at_once_without_torch(tmp_path):
 
 def test_eval_summarization_refuses_an_output_in_a_missing_directory(tmp_path, capsys):
     err = _error_line(capsys, ["eval-summarization", "--output", str(tmp_path / "no" / "dir" / "x"), "--limit", "1"])
-    assert "is not an existing directory" in err
+    assert f"cannot write the report to {tmp_path / 'no' / 'dir'}: no such directory" in err
     assert not (tmp_path / "no").exists()
 
 

@@ -44,7 +44,7 @@ def output_paths(args) -> tuple[Path, Path, bool]:
     if args.output:
         base = Path(args.output)
         if not base.parent.is_dir():
-            raise InfillError(f"--output {args.output}: {base.parent} is not an existing directory")
+            raise InfillError(f"cannot write the report to {base.parent}: no such directory")
     else:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         base = Path("runs") / f"summarization-{args.dataset}-{args.split}-{stamp}"
@@ -62,7 +62,6 @@ def output_paths(args) -> tuple[Path, Path, bool]:
 
 
 def run(args) -> int:
-    md_path, json_path, replaces = output_paths(args)  # a bad --output fails before anything loads
     import json
 
     from ..evaluation.store import write_atomic
@@ -74,6 +73,7 @@ def run(args) -> int:
     check_methods(methods)
     budget = Budget(args.sentences, "sentences") if args.sentences else Budget(args.words or 150, "words")
     config, settings = objective_config(args), chain_settings(args, DEFAULT_SAMPLER)
+    md_path, json_path, replaces = output_paths(args)
     documents = load_aclsum(args.split, args.limit)
     if not documents:
         raise InfillError(f"no documents in the aclsum {args.split} split")
