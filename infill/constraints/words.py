@@ -52,8 +52,9 @@ def include_term(tokenizer, category_ids: Tensor, words: Sequence[str], num_blan
 
 
 def source_categories(category_ids: Tensor, token_ids: Tensor) -> Tensor:
-    """Category indices of the tokens ``token_ids (..., d)`` (a source filling), refused with one line where a
-    token is not one a blank may take."""
+    """Category indices of the tokens ``token_ids (..., d)`` (a source filling) among the sorted
+    ``category_ids`` (as :func:`~infill.vocabulary.sampleable_token_ids` gives them), refused with one line
+    where a token is not one a blank may take."""
     ids = category_ids.to(token_ids.device)
     position = torch.searchsorted(ids, token_ids).clamp_max(len(ids) - 1)
     if not (ids[position] == token_ids).all():
