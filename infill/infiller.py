@@ -24,7 +24,7 @@ from typing import Callable, Iterator, Optional, Sequence, Union
 import torch
 from torch import Tensor, nn
 
-from . import mlm_draws, models
+from . import mlm_draws, models, scoring
 from .config import RunConfig, default_model, positive_integer
 from .energies.masked_lm import MaskedLMEnergy
 from .blanks import quote
@@ -107,6 +107,19 @@ class Infiller:
                      allow_punctuation: bool = False) -> Tensor:
         """Token ids a blank may take; see :func:`infill.vocabulary.sampleable_token_ids`."""
         return sampleable_token_ids(self.tokenizer, allow_subwords, tuple(forbid), allow_punctuation)
+
+    def score(self, texts: Sequence[str], mode: str = "pll") -> list:
+        """The PLL of whole sentences (or PLL-word-l2r, ``mode="word-l2r"``) with per-token scores; see
+        :func:`infill.scoring.score`."""
+        return scoring.score(self.model, self.tokenizer, texts, mode, **self._copies())
+
+    def rank(self, template: str, options: Sequence[str], mode: str = "pll") -> list:
+        """The given fills of a one-blank template, best first by the filled sentence's score; see
+        :func:`infill.scoring.rank`."""
+        return scoring.rank(self.model, self.tokenizer, template, options, mode, **self._copies())
+
+    def _copies(self) -> dict:
+        return {} if self.chunk_size is None else {"max_copies": self.chunk_size}
 
     def prepare(self, templates: Sequence[str], config: RunConfig) -> Prepared:
         """:func:`prepare` with this model's tokenizer."""

@@ -52,7 +52,8 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
     for g, template in enumerate(batch.templates):
         block = slice(g * chains, (g + 1) * chains)
         trace = None if batch.trace is None else batch.trace.select(block)
-        energy = batch.energy.template(g)
+        energy = batch.energy if len(batch.templates) == 1 else batch.energy.template(g)
+        before = energy.sequences
         states, values = _candidates(batch.x[block], trace, config)
         rows, values = states.flatten(0, 1), values.flatten()  # row r is chain r % chains
         if config.top is None:
@@ -76,7 +77,7 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
             samples.append(Sample(text, fills, tokens, ids.tolist(), values[r].item(), r % chains))
         visited = batch.x[block][None] if trace is None else trace.samples[trace.burn_in:]
         diagnostics = _diagnostics(batch, trace, model_name, seed, candidates,
-                                   round(shared + energy.sequences))
+                                   round(shared + energy.sequences - before))
         results.append(InfillResult(template.text, samples, diagnostics, trace,
                                     marginals(template, tokenizer, energy, visited.flatten(0, 1).cpu())))
     return results

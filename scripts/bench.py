@@ -1,11 +1,16 @@
 """Speed and memory of the core, measured side by side in one run, against the project's goals.
 
-    python scripts/bench.py [--models bert-base,dev] [--repeat 3] [--device cpu] [--json]
+    python scripts/bench.py [--models bert-base,dev] [--repeat 3] [--device cpu] [--templates 12] [--json]
 
 Models: ``bert-base`` is ``BertForMaskedLM(BertConfig())`` with random weights (bert-base-uncased's shape;
 cost does not depend on the weights), ``dev`` is ``../shared/models/infill-dev-minilm-mlm``. The problem is
 25 chains x 4 blanks in a 32-token template. Each time is the median of ``--repeat`` runs after a warm-up
 (of ``--repeat // 2`` for the slow one-chain-at-a-time baseline).
+
+Pipeline overhead: on ``--templates`` bert-gen sentences (12-20 words, 3 words masked; wiki103.5k, fixed
+seed) the default run (``infill sample --top 5``) and 25 left-to-right draws re-ranked by PLL run one after
+the other per template, on the dev MLM; the ratio of their wall time per encoder sequence is reported as a
+median with its spread (the machine is shared: only the interleaved ratio means anything).
 """
 from __future__ import annotations
 
@@ -36,7 +41,9 @@ GOALS = {  # name -> (comparison, bound)
     "batched_over_sequential_chain_steps": (">=", 1.0),
     "dmala_peak_rss_gb": ("<=", 2.0),
     "gibbs_step_over_chains_forward": ("<=", 1.3),
+    "default_over_left_to_right_seconds_per_sequence": ("<=", 1.2),
 }
+CORPUS = DEV_MODEL.parents[1] / "corpora" / "bert-gen" / "wiki103.5k.txt"
 
 
 MODELS = ("bert-base", "dev")
@@ -120,6 +127,45 @@ def measure(name: str, tokenizer, device: str, repeat: int) -> dict:
     }
 
 
+def held_out_templates(count: int, seed: int = 7) -> list[str]:
+    """``count`` bert-gen sentences of 12-20 words, each with 3 of its words (not the first) made blanks."""
+    import random
+
+    rng = random.Random(seed)
+    lines = [line.split() for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+    lines = [words for words in lines if 12 <= len(words) <= 20 and all(w.isalpha() or not w.isalnum()
+                                                                         for w in words)]
+    templates = []
+    for words in rng.sample(lines, count):
+        for i in rng.sample([i for i, w in enumerate(words) if w.isalpha() and i > 0], 3):
+            words[i] = "[MASK]"
+        templates.append(" ".join(words))
+    return templates
+
+
+def pipeline_overhead(device: str, count: int) -> dict:
+    """Wall time per encoder sequence of the default run over left-to-right's, interleaved per template."""
+    from infill import Infiller
+    from infill.config import RunConfig
+
+    infiller = Infiller(str(DEV_MODEL), device=device)
+    rows = {"default": RunConfig.create(top=5, seed=0), "left-to-right": RunConfig.create(
+        method="left-to-right", top=5, seed=0)}
+    infiller.run(held_out_templates(1, seed=99), rows["default"])  # warm-up
+    ratios, per_row = [], {name: [] for name in rows}
+    for template in held_out_templates(count):
+        cost = {}
+        for name, config in rows.items():
+            start = time.perf_counter()
+            (result,) = infiller.run([template], config)
+            seconds = time.perf_counter() - start
+            cost[name] = seconds / result.diagnostics.encoder_sequences
+            per_row[name].append((seconds, result.diagnostics.encoder_sequences))
+        ratios.append(cost["default"] / cost["left-to-right"])
+    return {"templates": count, "ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
+            "ratio_max": max(ratios), "ratios": ratios, "runs": per_row}
+
+
 def peak_rss_child(device: str, steps: int, chunk_size: int) -> None:
     """In a fresh process: a 25-chain DMALA run on the bert-base shape; prints the peak RSS in GB."""
     tokenizer = AutoTokenizer.from_pretrained(DEV_MODEL)
@@ -152,6 +198,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3, help="DMALA steps of the peak-memory run")
     parser.add_argument("--chunk-size", type=int, default=25,
                         help="copies per forward/backward chunk in the peak-memory run (default 25)")
+    parser.add_argument("--templates", type=int, default=12, help="templates of the pipeline overhead measure")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--rss-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -169,6 +216,7 @@ def main() -> None:
         "dmala_peak_rss_gb_one_pass": peak_rss(args.device, args.steps, 0),
         "dmala_peak_rss_gb": peak_rss(args.device, args.steps, args.chunk_size),
         "corpus_bleu": corpus_bleu_timing(),
+        "pipeline": pipeline_overhead(args.device, args.templates),
     }
     if args.json:
         print(json.dumps(report, indent=2))
@@ -182,6 +230,10 @@ def main() -> None:
     rss, one_pass = report["dmala_peak_rss_gb"], report["dmala_peak_rss_gb_one_pass"]
     print(f"\npeak RSS, bert-base DMALA 25 chains, {args.chunk_size} copies per chunk: {rss:.3f} GB  "
           f"{verdict('dmala_peak_rss_gb', rss)}; all 100 copies in one pass: {one_pass:.3f} GB")
+    pipe = report["pipeline"]
+    print(f"default / left-to-right wall time per encoder sequence, {pipe['templates']} templates: median "
+          f"{pipe['ratio_median']:.2f} (spread {pipe['ratio_min']:.2f}-{pipe['ratio_max']:.2f})  "
+          f"{verdict('default_over_left_to_right_seconds_per_sequence', pipe['ratio_median'])}")
     bleu = report["corpus_bleu"]
     print(f"corpus BLEU {bleu['n_hyp']} hyps x {bleu['n_ref']} refs: {bleu['seconds']:.2f} s (BLEU {bleu['bleu']:.4f})")
 
