@@ -11,7 +11,7 @@ from infill.energies.base import HasConditionals
 from infill.energies.exact import all_states, exact_distribution
 from infill.energies.tempered import Tempered
 from infill.errors import InfillError
-from infill.samplers import make_sampler
+from infill.samplers import SAMPLERS, make_sampler, run_annealed
 from infill.vocabulary import sampleable_token_ids
 
 from conftest import tiny_bert
@@ -231,3 +231,14 @@ def test_source_categories(bert_tokenizer, categories):
     assert categories[x].tolist() == ids.tolist()
     with pytest.raises(InfillError, match="the source holds a token no blank may take"):
         source_categories(categories, torch.tensor(bert_tokenizer.convert_tokens_to_ids(["the", "dog"])))
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLERS))
+def test_every_sampler_runs_on_a_masked_lm_sum_with_every_kind_of_term(tiny_pll, name):
+    energy = constrained_energy(tiny_pll, [(1.0, SequenceClassifier(tiny_classifier(), "pos")),
+                                           (0.5, Closeness(torch.tensor([0, 1, 2]), 6))], Include([[5]], 6))
+    x0 = torch.tensor([[0, 1, 2]] * 4)
+    trace = run_annealed(make_sampler(name), energy, x0, [(2.0, 2), (1.0, 3)], torch.Generator().manual_seed(0))
+    assert trace.samples.shape == (3, 4, 3) and trace.evaluations > 0
+    if getattr(SAMPLERS[name], "adjusted", True):  # every MH sampler's cached energy is the sum's
+        torch.testing.assert_close(trace.energies[-1], energy(one_hot(trace.final_state.x, 6)))
