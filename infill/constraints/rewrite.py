@@ -12,8 +12,9 @@ in two stages:
    ``(1 - p_i) e^-lambda / (p_i + (1 - p_i) e^-lambda)`` (``p_i`` its conditional probability of the source
    token); ``lambda`` solves ``mean_i = change`` by bisection.
 2. A short adaptation with the sampler: ``rounds`` runs of ``steps`` steps, the chains going on from run to
-   run, each run's fraction ``f`` (over its second half) moving ``lambda`` by ``logit f - logit change``, a
-   step no longer than Newton's (the slope of a mean of logistic curves is at most ``f (1 - f)``).
+   run, each run's fraction ``f`` (over its second half) moving ``lambda`` by ``logit f - logit change``: for
+   independent blanks a step no longer than Newton's (the slope of a mean of logistic curves is at most
+   ``f (1 - f)``).
 
 ``lambda`` is then frozen: a run on the returned sum is an exact MH chain for it.
 """
