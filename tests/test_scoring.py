@@ -150,7 +150,8 @@ def test_cli_score_and_rank_print_the_library_scores(tiny_model_dir, tmp_path, c
 
     from infill.cli import main
 
-    model, tokenizer = AutoModelForMaskedLM.from_pretrained(tiny_model_dir), AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = AutoModelForMaskedLM.from_pretrained(tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     path = tmp_path / "s.txt"
     path.write_text("the cat sat .\n\nan unbelievable tune\n")
     assert main(["score", str(path), "--model", str(tiny_model_dir), "--word-l2r", "--json"]) == 0

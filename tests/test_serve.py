@@ -146,10 +146,11 @@ def test_time_limit_full_queue_and_internal_errors(infiller, monkeypatch):
         gate = threading.Event()
         app.state.queue.time_limit = 30
         started(app.state.queue.submit(lambda step: gate.wait(10)))  # runs
-        app.state.queue.submit(lambda step: None)  # waits: the queue is full
+        waiting = app.state.queue.submit(lambda step: None)  # waits: the queue is full
         status, got = request(base + "/api/sample", {"template": "a [MASK] ."})
         assert status == 503 and "busy" in got["error"]
         gate.set()
+        waiting.future.result(10)
         monkeypatch.setattr(infiller, "run", lambda *a, **k: 1 / 0)
         status, got = request(base + "/api/sample", {"template": "a [MASK] ."})
         assert status == 500 and got["error"] == "internal error (ZeroDivisionError): division by zero"

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("starlette", reason="infill serve needs the [serve] extra (starlette, uvicorn)")
-sync_api = pytest.importorskip("playwright.sync_api", reason="the browser test needs playwright (pip install playwright)")
+sync_api = pytest.importorskip("playwright.sync_api",
+                               reason="the browser test needs playwright (pip install playwright)")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None:
     pytest.skip("no chromium installed (apt-get install chromium); .ci/run installs it", allow_module_level=True)
@@ -37,7 +38,8 @@ def test_page_shows_fillings_marginals_traces_and_the_baseline(dev_model_path):
             page.check("#baseline")
             page.click("#run")
             page.wait_for_function("document.querySelectorAll('ol.fillings').length == 2", timeout=60_000)
-            gibbs, baseline = page.locator("section.run[data-method=gibbs]"), page.locator("section.run[data-method=left-to-right]")
+            gibbs = page.locator("section.run[data-method=gibbs]")
+            baseline = page.locator("section.run[data-method=left-to-right]")
             assert gibbs.locator("ol.fillings li").count() == 5
             assert gibbs.locator("ol.fillings li").first.locator("mark").count() == 2  # the blanks highlighted
             assert "PLL" in gibbs.locator("ol.fillings li").first.inner_text()
