@@ -97,6 +97,7 @@ def test_jsonl_keys_and_a_baseline(url):
     ({"template": "a [MASK] .", "step_size": "big"}, "step_size"),
     ({"template": "a [MASK] .", "options": 5}, "bad run options"),
     ({"steps": 3}, "needs a \"template\" string"),
+    ({"template": "a [MASK] .", "num_samples": 100000}, "at most 256 samples per request"),
     ([1, 2], "must be a JSON object"),
 ])
 def test_bad_input_is_400_with_one_line(url, body, message):

@@ -42,6 +42,7 @@ EXAMPLES = [
     "After the storm, the [MASK*2] was closed for a week.",
     "[MASK] is the capital of France.",
 ]
+MAX_SAMPLES = 256  # chains of one request: more could exhaust the server's memory before the time limit bites
 TRACE_POINTS = 200  # steps kept per chain in a trace sent to the page
 log = logging.getLogger("infill.serve")
 
@@ -83,11 +84,14 @@ def checked(data: Any) -> tuple[str, RunConfig]:
     if not isinstance(template, str):
         raise InfillError("the body needs a \"template\" string, e.g. {\"template\": \"The [MASK] sat.\"}")
     try:
-        return template, RunConfig.create(**options)
+        config = RunConfig.create(**options)
     except InfillError:
         raise
     except (TypeError, ValueError) as exc:  # e.g. "options" that is not an object
         raise InfillError(f"bad run options: {exc}") from None
+    if config.num_samples > MAX_SAMPLES:
+        raise InfillError(f"this server takes at most {MAX_SAMPLES} samples per request, got {config.num_samples}")
+    return template, config
 
 
 async def read_json(request: Request, max_body: int) -> Any:

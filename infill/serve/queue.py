@@ -24,7 +24,7 @@ class QueueFull(Exception):
     pass
 
 
-@dataclass
+@dataclass(eq=False)  # a job is itself: found in the queue by identity
 class Job:
     """A queued or running run: ``progress`` (steps done, total), ``state`` queued/running/done/failed/
     cancelled, ``future`` resolved with the run's return value or its exception."""
