@@ -84,7 +84,7 @@ def run_equal(infiller: Infiller, task, config: RunConfig, budget: int) -> dict:
     blanks = len(task.masked)
     draws, run, runs = equal_sequences(lambda n: run_row(infiller, task, replace(config, num_samples=n), False),
                                        lambda run: run["encoder_sequences"], budget,
-                                       guess=budget // (FORWARDS[config.method](blanks) + blanks), minimum=TOP)
+                                       draw_cost=FORWARDS[config.method](blanks) + blanks, minimum=TOP)
     return {**run, "draws": draws, "budget": budget, "budget_runs": runs}
 
 

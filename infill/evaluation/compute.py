@@ -18,31 +18,30 @@ SUFFIX = "@equal-sequences"
 """Names a row whose number of draws is set per template to match the default run's encoder sequences."""
 
 
-def equal_sequences(run: Callable[[int], R], sequences: Callable[[R], int], budget: int, guess: int,
+def equal_sequences(run: Callable[[int], R], sequences: Callable[[R], int], budget: int, draw_cost: int,
                     minimum: int = 1, tries: int = 8) -> tuple[int, R, int]:
     """``(n, run(n), runs)``: the number of draws ``n >= minimum`` whose run passes ``budget`` encoder
-    sequences within one draw's cost (its mean cost per draw), the run itself, and how many runs the search
-    took. Starts at ``guess`` and takes secant steps on the measured costs (``run`` is deterministic, e.g.
-    seeded); after ``tries`` runs, or when ``minimum`` draws already exceed the budget, the closest run."""
-    if budget < 1:
-        raise InfillError(f"a budget of encoder sequences must be positive, got {budget}")
+    sequences within ``draw_cost`` (what one more distinct draw costs), the run itself, and how many runs
+    the search took. ``run`` must be deterministic (seeded). The search starts at ``budget // draw_cost``
+    and steps by the measured mean cost per draw from the closest run so far (by one draw where that lands
+    on a measured ``n``); after ``tries`` runs, or when ``minimum`` draws exceed the budget, the closest."""
+    if budget < 1 or draw_cost < 1:
+        raise InfillError(f"a budget and a draw's cost in encoder sequences must be positive, got {budget}, "
+                          f"{draw_cost}")
     measured: dict[int, tuple[int, R]] = {}
-    n = max(minimum, guess)
-    while True:
+    n = max(minimum, budget // draw_cost)
+    while n >= minimum and len(measured) < tries:
         result = run(n)
-        measured[n] = (sequences(result), result)
-        cost = measured[n][0]
-        if abs(budget - cost) <= cost / n or len(measured) == tries or (n == minimum and cost > budget):
+        cost = sequences(result)
+        measured[n] = cost, result
+        if abs(budget - cost) <= draw_cost or (n == minimum and cost > budget):
             break
-        points = sorted(measured.items(), key=lambda item: abs(budget - item[1][0]))[:2]
-        (n1, (c1, _)), (n0, (c0, _)) = points if len(points) == 2 else (points[0], (0, (0, None)))
-        slope = (c1 - c0) / (n1 - n0) if c1 != c0 and n1 != n0 else cost / n
-        step = round((budget - c1) / max(slope, 1e-9))
-        n = max(minimum, n1 + (step or (1 if budget > c1 else -1)))
-        if n in measured:
-            break
-    best = min(measured, key=lambda k: abs(budget - measured[k][0]))
-    return best, measured[best][1], len(measured)
+        closest, (best, _) = min(measured.items(), key=lambda item: abs(budget - item[1][0]))
+        n = max(minimum, closest + round((budget - best) * closest / best))
+        while n in measured:
+            n += 1 if budget > best else -1
+    closest = min(measured, key=lambda k: abs(budget - measured[k][0]))
+    return closest, measured[closest][1], len(measured)
 
 
 class Measure(NamedTuple):
