@@ -120,3 +120,36 @@ def test_word_blank_takes_a_word_of_several_pieces(dev_model_path, bert_tokenize
     several = {fill_pieces(template, bert_tokenizer, trace.pieces(t, b))[1][0]
                for t in range(20) for b in range(8) if len(trace.pieces(t, b)[0]) > 1}
     assert several and all(len(word.split()) == 1 for word in several), several
+
+
+def test_sample_spans_is_exact_on_a_tiny_masked_lm():
+    """The kernel with the masked LM's own proposal and energy (defaults) against the enumerated target of a
+    word blank of 0-1 words over 2 word starts and a continuation piece, 2 pieces a word (5 fills: nothing,
+    ``cat``, ``dog``, ``cats``, ``dogs``), on a tiny BERT with a 13-token WordPiece vocabulary."""
+    from transformers import BertTokenizer
+
+    from infill.energies.exact import total_variation, tv_noise_floor
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "sat", ".", "cat", "dog", "##s", "a", "x"]
+    tokenizer = BertTokenizer(vocab={w: i for i, w in enumerate(words)})
+    model = tiny_bert(vocab_size=len(words), init=0.3, seed=1)
+    categories = torch.tensor(tokenizer.convert_tokens_to_ids(["cat", "dog", "##s"]))
+    template = parse("the [MASK*0-1] sat .", tokenizer, 64)
+    chains, steps = 200, 100
+    trace = sample_spans(model, tokenizer, template, categories, chains, steps, max_pieces=2, max_copies=10**5, word_bonus=2.0,
+                         generator=torch.Generator().manual_seed(0))
+    space = span_space(template, tokenizer, categories, 1, max_pieces=2)
+    grid = torch.cartesian_prod(*[torch.arange(-1, 3)] * 2)  # every sequence of up to 2 categories (-1: empty)
+    grid = grid[((grid[:, 1:] < 0) | (grid[:, :-1] >= 0)).all(1)]  # contiguous
+    every = Fills(grid[:, None, :], (grid >= 0).sum(1, keepdim=True))
+    every = every.select(space.select(torch.zeros(len(grid), dtype=torch.long)).fill_valid(every, torch.zeros(
+        len(grid), dtype=torch.long)))
+    assert len(every.lengths) == 5
+    energy = span_energy(model, tokenizer, template, categories, space, word_bonus=2.0)
+    target = torch.softmax(energy(every).double(), 0)
+    index = {repr(f): n for n, f in enumerate(every.to_lists())}
+    kept = Fills(trace.tokens[steps // 2:].flatten(0, 1), trace.lengths[steps // 2:].flatten(0, 1)).to_lists()
+    counts = torch.bincount(torch.tensor([index[repr(f)] for f in kept]), minlength=5).double()
+    tv = total_variation(counts / counts.sum(), target)
+    assert tv <= 0.02, f"TV {tv:.4f}, noise floor of independent draws {tv_noise_floor(target, len(kept)):.4f}"
+    assert (trace.lengths[1:] != trace.lengths[:-1]).float().mean() > 0.1
