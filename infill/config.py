@@ -26,6 +26,9 @@ BASELINES = ("independent", "left-to-right", "argmax")
 """Methods that draw from the masked LM directly, without MCMC: usable wherever a sampler name is."""
 INITS = ("uniform", "independent", "left-to-right")
 """Chain starts: uniform tokens, or draws from the masked LM (see :mod:`infill.mlm_draws`)."""
+REWRITE_SAMPLER = "gibbs-mh"
+"""Rewrite mode's default sampler: the one that reached a given PLL at a given change fraction with the
+fewest encoder sequences in ``scripts/constraints.py`` (``eval/constraints-minilm/``)."""
 DECODES = ("visited", "final")
 """Where ``top`` takes its fillings from: every state visited after burn-in, or the chains' final states."""
 
@@ -123,6 +126,8 @@ class RunConfig:
     forbid: tuple[str, ...] = field(default=(), metadata={
         "help": "words the blanks may not take, comma-separated (repeatable; a lone , forbids the comma)",
         "metavar": "WORDS"})
+    include: tuple[str, ...] = field(default=(), metadata={
+        "help": "a word that must appear in the filled blanks (repeatable)", "metavar": "WORD"})
     options: dict = field(default_factory=dict)
 
     @classmethod
@@ -161,9 +166,11 @@ class RunConfig:
             if not isinstance(getattr(self, name), bool):
                 raise InfillError(f"{name} must be true or false, got {getattr(self, name)!r}")
         _choice("blank_unit", self.blank_unit, UNITS)
-        if not isinstance(self.forbid, (list, tuple)) or not all(isinstance(w, str) and w for w in self.forbid):
-            raise InfillError(f"forbid must be a list of words, got {self.forbid!r}")
-        object.__setattr__(self, "forbid", tuple(self.forbid))
+        for name in ("forbid", "include"):
+            words = getattr(self, name)
+            if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) and w.strip() for w in words):
+                raise InfillError(f"{name} must be a list of words, got {words!r}")
+            object.__setattr__(self, name, tuple(words))
         for key, value in self.options.items():  # checked before the sampler registry (torch) is imported
             if isinstance(value, float):
                 _number(f"{self.method} option {key}", value)
@@ -192,7 +199,9 @@ class RunConfig:
         """The settings that reproduce a run (everything but ``top``), for diagnostics and reports."""
         return {"method": self.method, "num_samples": self.num_samples, "steps": self.steps, "init": self.init,
                 "temperature": self.temperature, "anneal_from": self.anneal_from, "decode": self.decode,
-                "seed": self.seed, "options": self.options}
+                "seed": self.seed, "options": self.options,
+                **({"include": list(self.include)} if self.include else {}),
+                **({"blank_unit": self.blank_unit} if self.blank_unit != "token" else {})}
 
     def annealing_schedule(self) -> list[tuple[float, int]]:
         """``(temperature, steps)`` stages of the run: without ``anneal_from`` one stage; with it, the first

@@ -15,6 +15,7 @@ forward pass, and each copy again for a backward pass (see :class:`~infill.energ
 from __future__ import annotations
 
 import math
+import re
 import secrets
 import sys
 import time
@@ -25,29 +26,33 @@ import torch
 from torch import Tensor, nn
 
 from . import mlm_draws, models, scoring
-from .config import RunConfig, default_model, positive_integer
+from .config import REWRITE_SAMPLER, RunConfig, default_model, positive_integer
 from .energies.masked_lm import MaskedLMEnergy
 from .blanks import quote
 from .errors import InfillError
 from .postprocess import Batch, postprocess
 from .results import InfillResult
+from .constraints import Include, calibrate_closeness, check_change, constrained_energy, include_term, source_categories
 from .samplers import Sampler, run_annealed
 from .template import Template, parse
 from .vocabulary import sampleable_token_ids
 
 MAX_SEQUENCES = 512  # chains x blank tokens per batched sampler run
+WORD = re.compile(r"(?<![\w'’])\w+(?![\w'’])")  # a word that rewrite may change
 OnStep = Callable[[int, int], None]
 """``on_step(done, total)``, called after every sampler step of a run; an exception raised in it ends the run."""
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """Templates checked against one configuration: the stage before any model work."""
+    """Templates checked against one configuration: the stage before any model work. ``include`` is the
+    include term of ``config.include`` (None without words)."""
 
     templates: tuple[Template, ...]
     config: RunConfig
     categories: Tensor
     sampler: Optional[Sampler]
+    include: Optional[Include] = None
 
 
 def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int) -> Prepared:
@@ -67,7 +72,11 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int)
             sampler.check_variables(template.num_blanks)
         except InfillError as exc:
             raise InfillError(f"{exc} (template {quote(template.text)})") from None
-    return Prepared(tuple(templates), config, categories, sampler)
+    include = None
+    if config.include and templates:
+        include = include_term(tokenizer, categories, config.include, min(t.num_blanks for t in templates),
+                               config.forbid)
+    return Prepared(tuple(templates), config, categories, sampler, include)
 
 
 def max_length(tokenizer, model_config) -> int:
@@ -127,53 +136,82 @@ class Infiller:
 
     def sample(self, template: str, sampler: str = RunConfig.method, num_samples: int = RunConfig.num_samples,
                steps: int = RunConfig.steps, top: Optional[int] = None, seed: Optional[int] = None, *,
-               progress: bool = False, on_step: Optional[OnStep] = None, **options) -> InfillResult:
+               terms: Sequence[tuple] = (), progress: bool = False, on_step: Optional[OnStep] = None,
+               **options) -> InfillResult:
         """Fill ``template`` with ``num_samples`` chains of ``steps`` steps of ``sampler`` (or draws of a
         baseline method: ``independent``, ``left-to-right``, ``argmax``); every other setting of
         :class:`~infill.config.RunConfig` (``init``, ``temperature``, ``anneal_from``, ``decode``,
-        ``allow_subwords``, ``forbid``) and the sampler's hyperparameters (``step_size=...``) are keywords.
+        ``allow_subwords``, ``forbid``, ``include``...) and the sampler's hyperparameters (``step_size=...``)
+        are keywords.
 
         Chains start from ``init`` (draws from the masked LM, or uniform tokens) and target
-        ``exp(PLL / temperature)``, optionally annealed from ``anneal_from`` during the first half of the
-        steps. Without ``top`` each chain's final state is a sample; ``top=k`` keeps the ``k`` distinct
-        fillings of highest energy among the states visited after burn-in (``decode="visited"``) or among
-        the final states (``decode="final"``, the papers' protocol). Every draw comes from a
-        ``torch.Generator`` seeded with ``seed`` (a random seed when None, reported in the diagnostics).
-        ``progress`` shows a tqdm bar on stderr after 2 s; ``on_step(done, total)`` is called after every step.
+        ``exp(U / temperature)``, optionally annealed from ``anneal_from`` during the first half of the
+        steps. ``U`` is the PLL, plus ``20 x include`` where words must appear (``include=["word"]``), plus
+        the user's ``terms``: ``(weight, term)`` pairs, a term a callable on one-hot ``x (B, d, K)`` or an
+        :class:`infill.constraints.SequenceClassifier` (see ``docs/constraints.md``). Without ``top`` each
+        chain's final state is a sample; ``top=k`` keeps the ``k`` distinct fillings of highest ``U`` among
+        the states visited after burn-in (``decode="visited"``) or among the final states (``decode="final"``,
+        the papers' protocol). A sample's ``energy`` is its PLL; with terms, ``terms`` holds each term's value.
+        Every draw comes from a ``torch.Generator`` seeded with ``seed`` (a random seed when None, reported in
+        the diagnostics). ``progress`` shows a tqdm bar on stderr after 2 s; ``on_step(done, total)`` is called
+        after every step.
         """
-        return self.sample_many([template], sampler, num_samples, steps, top, seed, progress=progress,
+        return self.sample_many([template], sampler, num_samples, steps, top, seed, terms=terms, progress=progress,
                                 on_step=on_step, **options)[0]
 
     def sample_many(self, templates: Sequence[str], sampler: str = RunConfig.method,
                     num_samples: int = RunConfig.num_samples, steps: int = RunConfig.steps,
-                    top: Optional[int] = None, seed: Optional[int] = None, *, progress: bool = False,
-                    on_step: Optional[OnStep] = None, max_sequences: int = MAX_SEQUENCES,
+                    top: Optional[int] = None, seed: Optional[int] = None, *, terms: Sequence[tuple] = (),
+                    progress: bool = False, on_step: Optional[OnStep] = None, max_sequences: int = MAX_SEQUENCES,
                     **options) -> list[InfillResult]:
         """:meth:`sample` for a list of templates, in their order."""
         config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed,
                                   **options)
-        return self.run(templates, config, progress=progress, on_step=on_step, max_sequences=max_sequences)
+        return self.run(templates, config, progress=progress, on_step=on_step, max_sequences=max_sequences,
+                        terms=terms)
+
+    def rewrite(self, text: str, change: float = 0.5, sampler: str = REWRITE_SAMPLER,
+                num_samples: int = RunConfig.num_samples, steps: int = RunConfig.steps, top: Optional[int] = None,
+                seed: Optional[int] = None, *, terms: Sequence[tuple] = (), progress: bool = False,
+                on_step: Optional[OnStep] = None, **options) -> InfillResult:
+        """Diverse variants of a whole sentence: every word the model spells as one token is a blank, the
+        chains start from ``text`` itself, and a closeness term, its weight calibrated by short runs before
+        the chains start (:func:`infill.constraints.calibrate_closeness`), keeps the expected fraction of
+        changed words near ``change``. Other arguments as :meth:`sample`; ``init`` is the source."""
+        check_change(change)
+        template, source = rewrite_template(text, self.tokenizer)
+        config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed,
+                                  **options)
+        if config.is_baseline:
+            raise InfillError(f"rewrite needs an MCMC sampler, not the baseline {config.method!r}")
+        prepared = self.prepare([template], config)
+        source = source_categories(prepared.categories, torch.tensor(source))
+        runs = self.stream(prepared, progress=progress, on_step=on_step, terms=terms, rewrite=(source, change))
+        return next(runs)[1]
 
     def run(self, templates: Union[Sequence[str], Prepared], config: Optional[RunConfig] = None,
-            progress: bool = False, on_step: Optional[OnStep] = None,
-            max_sequences: int = MAX_SEQUENCES) -> list[InfillResult]:
+            progress: bool = False, on_step: Optional[OnStep] = None, max_sequences: int = MAX_SEQUENCES,
+            terms: Sequence[tuple] = ()) -> list[InfillResult]:
         """Every result of :meth:`stream`, in the templates' order."""
-        return [result for _, result in self.stream(templates, config, progress, on_step, max_sequences)]
+        return [result for _, result in self.stream(templates, config, progress, on_step, max_sequences, terms)]
 
     def stream(self, templates: Union[Sequence[str], Prepared], config: Optional[RunConfig] = None,
-               progress: bool = False, on_step: Optional[OnStep] = None,
-               max_sequences: int = MAX_SEQUENCES) -> Iterator[tuple[int, InfillResult]]:
+               progress: bool = False, on_step: Optional[OnStep] = None, max_sequences: int = MAX_SEQUENCES,
+               terms: Sequence[tuple] = (), rewrite: Optional[tuple[Tensor, float]] = None,
+               ) -> Iterator[tuple[int, InfillResult]]:
         """Fill every template as ``config`` says (or run what :meth:`prepare` returned), yielding
         ``(index, result)`` in the templates' order as soon as each result and all before it are done.
         Templates with the same token length and number of blank tokens run as one batch of chains (at
-        most ``max_sequences`` chains x blank tokens per run); one generator serves the runs in turn, so a
-        template's samples depend on the templates batched with it (a single template gives exactly
-        :meth:`sample`'s)."""
+        most ``max_sequences`` chains x blank tokens per run; one template per run under constraints); one
+        generator serves the runs in turn, so a template's samples depend on the templates batched with it
+        (a single template gives exactly :meth:`sample`'s). ``rewrite`` is ``(source, change)`` of
+        :meth:`rewrite`."""
         prepared = templates if isinstance(templates, Prepared) else self.prepare(templates, config)
         config = prepared.config
         seed = secrets.randbits(32) if config.seed is None else config.seed
         generator = torch.Generator(self.device).manual_seed(seed)
-        batches = _batches(prepared.templates, config.num_samples, max_sequences)
+        alone = prepared.include is not None or bool(terms) or rewrite is not None
+        batches = _batches(prepared.templates, config.num_samples, 0 if alone else max_sequences)
         steps = 0 if prepared.sampler is None else config.steps
         done: dict[int, InfillResult] = {}
         ready, total, taken = 0, steps * len(batches), iter(range(1, steps * len(batches) + 1))
@@ -187,28 +225,55 @@ class Infiller:
                     on_step(next(taken), total)
 
             for indices in batches:
-                batch = self.run_batch(prepared, indices, generator, stepped)
+                batch = self.run_batch(prepared, indices, generator, stepped, terms, rewrite)
                 done.update(zip(indices, postprocess(batch, self.tokenizer, self.model_name, seed, bar)))
                 while ready in done:
                     yield ready, done.pop(ready)
                     ready += 1
 
     def run_batch(self, prepared: Prepared, indices: list[int], generator: torch.Generator,
-                  callback: Optional[Callable] = None) -> Batch:
+                  callback: Optional[Callable] = None, terms: Sequence[tuple] = (),
+                  rewrite: Optional[tuple[Tensor, float]] = None) -> Batch:
         """Stage 2 for the templates ``indices`` of one shape: chain starts and chains, or the masked LM's
         draws for a baseline; ``callback(t, state, info)`` after every step."""
         start = time.perf_counter()
         config, group = prepared.config, [prepared.templates[i] for i in indices]
-        energy = MaskedLMEnergy(self.model, torch.stack([t.input_ids for t in group]),
-                                torch.stack([t.blank_positions for t in group]), prepared.categories,
-                                self.tokenizer.mask_token_id, self.chunk_size)
+        pll = MaskedLMEnergy(self.model, torch.stack([t.input_ids for t in group]),
+                             torch.stack([t.blank_positions for t in group]), prepared.categories,
+                             self.tokenizer.mask_token_id, self.chunk_size)
+        target = pll
+        if prepared.include is not None or terms:
+            target = constrained_energy(pll, terms, prepared.include)
         n = config.num_samples * len(group)
         if prepared.sampler is None:
-            x = mlm_draws.draw(energy, config.method, n, generator, config.temperature)
-            return Batch(group, config, None, energy, None, x, start)
-        x = mlm_draws.draw(energy, config.init, n, generator, config.anneal_from or config.temperature)
-        trace = run_annealed(prepared.sampler, energy, x, config.annealing_schedule(), generator, callback)
-        return Batch(group, config, prepared.sampler, energy, trace, trace.final_state.x, start)
+            x = mlm_draws.draw(pll, config.method, n, generator, config.temperature)
+            return Batch(group, config, None, pll, target, None, x, start)
+        if rewrite is not None:
+            source, change = rewrite[0].to(self.device), rewrite[1]
+            target = calibrate_closeness(target, source, change, prepared.sampler, chains=n,
+                                         steps=max(4, config.steps // 2), generator=generator)
+            x = source.expand(n, -1).clone()
+        else:
+            x = mlm_draws.draw(pll, config.init, n, generator, config.anneal_from or config.temperature)
+        trace = run_annealed(prepared.sampler, target, x, config.annealing_schedule(), generator, callback)
+        return Batch(group, config, prepared.sampler, pll, target, trace, trace.final_state.x, start)
+
+
+def rewrite_template(text: str, tokenizer) -> tuple[str, list[int]]:
+    """``text`` with every word the tokenizer spells as one word-start token made a ``[MASK]`` blank, and
+    those tokens (the source filling); other words (several pieces, or glued to an apostrophe) stay text."""
+    if not isinstance(text, str) or not text.strip():
+        raise InfillError(f"rewrite takes a sentence, got {text!r}")
+    pieces, source, at = [], [], 0
+    for m in WORD.finditer(text):
+        ids = tokenizer(f"a {m.group()}", add_special_tokens=False)["input_ids"]
+        if len(ids) == 2 and "[MASK" not in m.group().upper():
+            pieces += [text[at:m.start()], "[MASK]"]
+            source.append(ids[1])
+            at = m.end()
+    if not source:
+        raise InfillError(f"no word of {quote(text)} is one token for this model: nothing to rewrite")
+    return "".join(pieces) + text[at:], source
 
 
 def _batches(templates: Sequence[Template], chains: int, max_sequences: int) -> list[list[int]]:
@@ -219,6 +284,6 @@ def _batches(templates: Sequence[Template], chains: int, max_sequences: int) -> 
         groups.setdefault((t.length, t.num_blanks), []).append(i)
     batches = []
     for (_, d), members in groups.items():
-        size = max(1, max_sequences // (chains * d))
+        size = max(1, max_sequences // (chains * d))  # max_sequences 0: one template per run
         batches += [members[j:j + size] for j in range(0, len(members), size)]
     return batches

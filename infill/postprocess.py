@@ -12,13 +12,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import torch
 from torch import Tensor
 
 from . import mlm_draws
 from .config import RunConfig
+from .constraints import WeightedSum
 from .energies.base import evaluate, one_hot
 from .energies.masked_lm import MaskedLMEnergy
 from .results import Diagnostics, InfillResult, Sample
@@ -31,14 +32,17 @@ MARGINAL_FILLS = 10  # fills listed per blank in the marginals
 
 @dataclass(frozen=True)
 class Batch:
-    """What stage 2 produced for ``templates`` of one shape: the run's ``energy`` over all of them, the
-    ``trace`` of the sampler's chains (None for a baseline) and the final states or draws ``x (G * n, d)``,
-    template ``g`` owning the ``g``-th block of ``config.num_samples`` chains; ``start`` is when the run began."""
+    """What stage 2 produced for ``templates`` of one shape: the run's PLL ``energy`` over all of them, the
+    ``target`` the chains sampled (the PLL, or a :class:`~infill.constraints.WeightedSum` with it, for one
+    template), the ``trace`` of the sampler's chains (None for a baseline) and the final states or draws
+    ``x (G * n, d)``, template ``g`` owning the ``g``-th block of ``config.num_samples`` chains; ``start``
+    is when the run began."""
 
     templates: list[Template]
     config: RunConfig
     sampler: Optional[Sampler]
     energy: MaskedLMEnergy
+    target: Union[MaskedLMEnergy, WeightedSum]
     trace: Optional[Trace]
     x: Tensor
     start: float
@@ -53,28 +57,33 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
         block = slice(g * chains, (g + 1) * chains)
         trace = None if batch.trace is None else batch.trace.select(block)
         energy = batch.energy if len(batch.templates) == 1 else batch.energy.template(g)
+        target = batch.target if len(batch.templates) == 1 else energy  # constrained runs hold one template
         before = energy.sequences
         states, values = _candidates(batch.x[block], trace, config)
-        rows, values = states.flatten(0, 1), values.flatten()  # row r is chain r % chains
+        rows, values = states.flatten(0, 1), values.flatten()  # row r is chain r % chains; values of the target
         if config.top is None:
             order, candidates = torch.arange(len(rows)), len(rows)
-            _fill_missing(energy, rows, values, bar)
+            _fill_missing(target, rows, values, bar, energy.category_ids.device)
         else:
             unique, inverse = torch.unique(rows, dim=0, return_inverse=True)
             first = torch.full((len(unique),), len(rows)).scatter_reduce(0, inverse, torch.arange(len(rows)), "amin")
             unique_values = values[first]
-            _fill_missing(energy, unique, unique_values, bar)
+            _fill_missing(target, unique, unique_values, bar, energy.category_ids.device)
             values = unique_values[inverse]
             best = torch.sort(-unique_values, stable=True).indices[:config.top]  # unique rows are sorted: ties
             order, candidates = first[best], len(unique)  # go to the smaller indices
         if trace is not None and config.top is not None and config.decode == "visited":
             trace.energies[trace.burn_in:] = (values / config.temperature).view(-1, chains).to(trace.energies.device)
-        token_ids = energy.token_ids(rows[order].to(energy.category_ids.device)).cpu()
+        reported = rows[order].to(energy.category_ids.device)
+        terms = None if target is energy else {name: v.tolist() for name, v in target.terms(
+            one_hot(reported, energy.num_categories)).items()}
+        plls = values[order].tolist() if terms is None else terms["pll"]
         samples = []
-        for r, ids in zip(order.tolist(), token_ids):
+        for k, (r, ids) in enumerate(zip(order.tolist(), energy.token_ids(reported).cpu())):
             text, fills = fill(template, tokenizer, ids)
             tokens = tokenizer.convert_ids_to_tokens(ids[template.content].tolist())
-            samples.append(Sample(text, fills, tokens, ids.tolist(), values[r].item(), r % chains))
+            samples.append(Sample(text, fills, tokens, ids.tolist(), plls[k], r % chains,
+                                  None if terms is None else {name: v[k] for name, v in terms.items()}))
         visited = batch.x[block][None] if trace is None else trace.samples[trace.burn_in:]
         diagnostics = _diagnostics(batch, trace, model_name, seed, candidates,
                                    round(shared + energy.sequences - before))
@@ -95,7 +104,7 @@ def _candidates(x: Tensor, trace: Optional[Trace], config: RunConfig) -> tuple[T
     return states.cpu(), (values * config.temperature).cpu()
 
 
-def _fill_missing(energy: MaskedLMEnergy, rows: Tensor, values: Tensor, bar) -> None:
+def _fill_missing(energy, rows: Tensor, values: Tensor, bar, device: torch.device) -> None:
     """Compute in place the NaN ``values`` of ``rows (N, d)`` (distinct states), in passes of at most
     :data:`MAX_SEQUENCES` masked copies."""
     missing = values.isnan().nonzero().flatten()
@@ -105,7 +114,7 @@ def _fill_missing(energy: MaskedLMEnergy, rows: Tensor, values: Tensor, bar) -> 
     if bar is not None:
         bar.total += len(parts)
     for part in parts:
-        x = rows[part].to(energy.category_ids.device)
+        x = rows[part].to(device)
         values[part] = evaluate(energy, one_hot(x, energy.num_categories)).cpu()
         if bar is not None:
             bar.update()

@@ -25,7 +25,9 @@ class Sample:
     """One filling (a chain's final state, or a state it visited): the filled ``text``, the decoded ``fills``
     (one per blank), the content ``tokens`` (WordPiece strings, no ``[CLS]``/``[SEP]``), ``token_ids`` of the whole
     sequence, its ``energy`` (pseudo-log-likelihood; higher is more likely) and the ``chain`` that reached it
-    (the draw's index for a baseline method)."""
+    (the draw's index for a baseline method); under constraints, ``terms`` holds the value of each term
+    of the sampled energy (``pll``, ``include``: minus the missing words, ``closeness``: minus the changed
+    blanks, the user's terms), unweighted."""
 
     text: str
     fills: list[str]
@@ -33,10 +35,11 @@ class Sample:
     token_ids: list[int]
     energy: float
     chain: int
+    terms: Optional[dict] = None
 
     def to_dict(self) -> dict:
         return {"text": self.text, "fills": self.fills, "energy": self.energy, "chain": self.chain,
-                "tokens": self.tokens}
+                "tokens": self.tokens, **({"terms": self.terms} if self.terms is not None else {})}
 
 
 @dataclass(frozen=True)

@@ -326,3 +326,38 @@ def test_tempered_toy_energy_has_no_conditionals():
     from infill.energies import HasConditionals, PottsEnergy
 
     assert not isinstance(Tempered(PottsEnergy.random(3, 4), 0.5), HasConditionals)
+
+
+def test_include_is_met_and_reported_with_every_term(infiller):
+    result = infiller.sample(TEMPLATE, sampler="gibbs-mh", num_samples=6, steps=8, seed=0, top=3, include=["door"])
+    energy = _energy(infiller, TEMPLATE)
+    for s in result.samples:
+        assert "door" in " ".join(s.fills).split() and s.terms["include"] == 0.0
+        assert s.energy == s.terms["pll"]  # the reported energy stays the PLL
+    x = torch.searchsorted(infiller.category_ids(),
+                           torch.tensor([s.token_ids for s in result.samples])[:, infiller.parse(TEMPLATE).blank_positions])
+    assert torch.allclose(torch.tensor([s.energy for s in result.samples]),
+                          energy(torch.nn.functional.one_hot(x, energy.num_categories).float()), atol=1e-4)
+    plain = infiller.sample(TEMPLATE, sampler="gibbs-mh", num_samples=6, steps=8, seed=0, top=3)
+    assert not any("door" in " ".join(s.fills).split() for s in plain.samples) and plain.samples[0].terms is None
+    with pytest.raises(InfillError, match="cannot include 4 words in 3 blanks"):
+        infiller.sample(TEMPLATE, include=["door", "cat", "dog", "sun"])
+    with pytest.raises(InfillError, match="also forbidden"):
+        infiller.sample(TEMPLATE, include=["door"], forbid=["door"])
+    with pytest.raises(InfillError, match="include must be a list of words"):
+        infiller.sample(TEMPLATE, include="door")
+
+
+def test_rewrite_starts_from_the_sentence_and_changes_some_words(infiller):
+    source = "the cat sat on the mat ."
+    result = infiller.rewrite(source, change=0.5, num_samples=8, steps=6, seed=0, top=5)
+    assert result.template == "[MASK] [MASK] [MASK] [MASK] [MASK] [MASK] ."
+    assert len(set(result.texts)) == len(result.texts) >= 2
+    for s in result.samples:
+        changed = sum(a != b for a, b in zip(s.text.split(), source.split()))
+        assert s.terms["closeness"] == -changed and s.text.endswith(" .")
+    assert infiller.rewrite(source, change=0.5, num_samples=8, steps=6, seed=0, top=5).texts == result.texts
+    with pytest.raises(InfillError, match="change must be a fraction"):
+        infiller.rewrite(source, change=1.5)
+    with pytest.raises(InfillError, match="rewrite needs an MCMC sampler"):
+        infiller.rewrite(source, sampler="argmax")

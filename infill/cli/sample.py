@@ -9,6 +9,7 @@ line's. Every line is checked (:class:`infill.config.RunConfig`) before the mode
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -37,19 +38,29 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         name, help="fill the [MASK] blanks of templates with diverse samples",
         description="Fill the blanks of a template by MCMC on a masked LM (or by drawing from the masked LM "
-                    "itself). [MASK] is one token, [MASK*3] three consecutive tokens. Prints one filled "
-                    "sentence per line.")
+                    "itself). [MASK] is one token (one word with --blank-unit word), [MASK*3] three, "
+                    "[MASK*1-3] one to three words, [MASK*?] one to four. Prints one filled sentence per line.")
     parser.add_argument("template", nargs="?", help="the template, or - to read templates from stdin")
     parser.add_argument("--file", "-f", help="read templates from FILE (one per line, or JSONL with options)")
+    add_run_arguments(parser)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+    """``--json``, a flag per run setting (RunConfig's fields but ``skip``), the model's and the
+    sampler's flags: what ``sample`` and ``rewrite`` share."""
     parser.add_argument("--json", action="store_true",
-                        help="print JSONL: one object per sample, then one {'diagnostics': ...} per template")
+                        help="print JSONL: one object per sample, then one {'diagnostics', 'marginals'} per template")
     for setting in settings():  # the run settings: one list, RunConfig's fields
+        if setting.name in skip:
+            continue
         meta = setting.metadata
         flags = [meta.get("flag") or "--" + setting.name.replace("_", "-"), *filter(None, [meta.get("short")])]
         if setting.type in (bool, "bool"):
             parser.add_argument(*flags, dest=setting.name, action="store_true", default=None, help=meta["help"])
-        elif setting.name == "forbid":
-            parser.add_argument(*flags, dest="forbid", action="append", metavar=meta["metavar"], help=meta["help"])
+        elif setting.name in ("forbid", "include"):
+            parser.add_argument(*flags, dest=setting.name, action="append", metavar=meta["metavar"], help=meta["help"])
         else:
             parser.add_argument(*flags, dest=setting.name, type=meta.get("type", str), metavar=meta.get("metavar"),
                                 help=meta["help"] + (f" (default: {setting.default})" if setting.default is not None
@@ -65,14 +76,12 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     hyper = parser.add_argument_group("sampler hyperparameters (others: -o KEY=VALUE; see `infill samplers`)")
     for option in HYPERPARAMETER_FLAGS:
         hyper.add_argument("--" + option.replace("_", "-"), dest=f"hp_{option}", metavar="X")
-    parser.set_defaults(run=run)
-    return parser
 
 
-def _cli_options(args) -> dict:
+def cli_options(args) -> dict:
     """Run options and sampler hyperparameters given on the command line."""
     options = {s.metadata.get("key", s.name): getattr(args, s.name) for s in settings()
-               if getattr(args, s.name) is not None}
+               if getattr(args, s.name, None) is not None}
     if args.forbid:
         options["forbid"] = [w for item in args.forbid for w in _words(item)]
     for option in HYPERPARAMETER_FLAGS:
@@ -113,7 +122,7 @@ def _read_lines(args) -> tuple[str, list[str]]:
 def read_jobs(args) -> list[tuple[str, str, dict]]:
     """``(where, template, options)`` per non-empty input line (``where`` is ``FILE:LINE: `` for error
     messages), per-line JSON options over the command line's."""
-    defaults = _cli_options(args)
+    defaults = cli_options(args)
     source, lines = _read_lines(args)
     jobs = []
     for number, line in enumerate(lines, 1):
@@ -152,7 +161,7 @@ def run(args) -> int:
         except InfillError as exc:
             raise InfillError(f"{where}{exc}") from None
     from .. import models
-    from ..infiller import Infiller, Prepared, max_length, prepare
+    from ..infiller import Infiller, max_length, prepare
 
     tokenizer = models.load_tokenizer(args.model)
     limit = max_length(tokenizer, _model_config(args.model))
@@ -170,12 +179,11 @@ def run(args) -> int:
     done, ready = {}, 0
     for members in groups.values():  # results printed in input order as soon as they and those before are done
         first = prepared[members[0]]
-        group = Prepared(tuple(prepared[i].templates[0] for i in members), first.config, first.categories,
-                         first.sampler)
+        group = dataclasses.replace(first, templates=tuple(prepared[i].templates[0] for i in members))
         for k, result in infiller.stream(group, progress=progress):
             done[members[k]] = result
             while ready in done:
-                _print(done.pop(ready), args.json)
+                print_result(done.pop(ready), args.json)
                 ready += 1
     return 0
 
@@ -189,7 +197,7 @@ def _model_config(name):
     return AutoConfig.from_pretrained(models._source(name)[1])
 
 
-def _print(result, as_json: bool) -> None:
+def print_result(result, as_json: bool) -> None:
     if not as_json:
         print("\n".join(result.texts), flush=True)
         return

@@ -1,0 +1,45 @@
+"""``infill rewrite "a whole sentence" --change 0.5``: diverse variants of a sentence.
+
+Every word the model spells as one token is a blank, the chains start from the sentence itself, and a
+closeness term keeps the expected fraction of changed words near ``--change`` (see
+:meth:`infill.Infiller.rewrite`). Takes the run flags of ``infill sample``; prints one variant per line.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import InfillError
+from .sample import add_run_arguments, cli_options, print_result
+
+
+def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(name, help="diverse variants of a sentence, a fraction of its words changed",
+                                   description=__doc__.split("\n\n")[1])
+    parser.add_argument("sentence", help="the sentence to rewrite")
+    parser.add_argument("--change", type=float, default=0.5,
+                        help="expected fraction of the words to change, strictly between 0 and 1 (default: 0.5)")
+    add_run_arguments(parser, skip=("top", "include", "blank_unit"))
+    parser.add_argument("--top", type=int, default=5, metavar="K",
+                        help="keep the K distinct variants of highest energy (default: 5)")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args) -> int:
+    from ..config import REWRITE_SAMPLER, RunConfig
+    from ..constraints import check_change
+
+    check_change(args.change)
+    options = cli_options(args)
+    options.setdefault("sampler", REWRITE_SAMPLER)
+    RunConfig.create(**options)  # every option checked before the model loads
+    if not args.sentence.strip():
+        raise InfillError("give a sentence to rewrite")
+    from ..infiller import Infiller
+
+    infiller = Infiller(args.model, device=args.device, dtype=args.dtype, chunk_size=args.chunk_size)
+    result = infiller.rewrite(args.sentence, args.change,
+                              progress=not args.quiet and sys.stderr.isatty(), **options)
+    print_result(result, args.json)
+    return 0
