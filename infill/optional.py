@@ -1,4 +1,4 @@
-"""Optional dependencies: a missing one is one line naming the extra (``pip install 'infill[EXTRA]'``)."""
+"""Optional dependencies: a missing one is one line naming the extra (``pip install 'infill-mcmc[EXTRA]'``)."""
 from __future__ import annotations
 
 from .errors import InfillError
@@ -6,4 +6,4 @@ from .errors import InfillError
 
 def missing(module: str, extra: str) -> InfillError:
     """The error for an optional ``module`` that is not installed; ``extra`` installs it."""
-    return InfillError(f"{module.split('.')[0]} is not installed; install it with: pip install 'infill[{extra}]'")
+    return InfillError(f"{module.split('.')[0]} is not installed; install it with: pip install 'infill-mcmc[{extra}]'")

@@ -62,7 +62,7 @@ def test_a_missing_optional_dependency_names_its_extra(module, argv, extra, tmp_
     done = subprocess.run([sys.executable, "-c", MISSING, module, *argv], capture_output=True, text=True,
                           timeout=120, cwd=tmp_path, input="One sentence here. Another one there. And a third.\n" * 5)
     assert done.returncode == 2
-    assert done.stderr == f"infill: error: {module} is not installed; install it with: pip install 'infill[{extra}]'\n"
+    assert done.stderr == f"infill: error: {module} is not installed; install it with: pip install 'infill-mcmc[{extra}]'\n"
     assert list(tmp_path.iterdir()) == []
 
 
