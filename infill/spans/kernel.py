@@ -113,53 +113,65 @@ class SpanKernel:
         reverse = log_p_y[rows, torch.tensor(REVERSE, device=move.device)[move]] - slots_y.log()
         return forward, reverse + torch.where(insert, 0.0, log_q_old)
 
-    def step(self, energy: SpanEnergy, space: SpanSpace, state: SpanState,
-             generator: Optional[torch.Generator]) -> tuple[SpanState, SpanStepInfo]:
-        fills = state.fills
+    def choose_moves(self, space: SpanSpace, fills: Fills, generator: Optional[torch.Generator]):
+        """Per chain: ``(blank, move, slot, log_p)``: a blank uniformly, a possible move (:data:`NO_MOVE` where
+        none is), a position uniformly among its slots, and the log-probabilities ``(B, 3)`` of the moves."""
         b, j = fills.lengths.shape
         device = fills.tokens.device
         chains = torch.arange(b, device=device)
         blank = torch.randint(j, (b,), generator=generator, device=device)
         n = fills.lengths[chains, blank]
-        log_p_x = self.move_log_probs(space, n, blank, chains)
-        move = torch.where(torch.isfinite(log_p_x).any(1), sample_categorical(log_p_x, generator), NO_MOVE)
-        insert = move == 0
-        slots = n + insert.long()
+        log_p = self.move_log_probs(space, n, blank, chains)
+        move = torch.where(torch.isfinite(log_p).any(1), sample_categorical(log_p, generator), NO_MOVE)
+        slots = n + (move == 0).long()
         slot = (torch.rand(b, generator=generator, device=device, dtype=torch.float64) * slots).long()
-        slot = torch.minimum(slot, (slots - 1).clamp_min(0))
+        return blank, move, torch.minimum(slot, (slots - 1).clamp_min(0)), log_p
 
-        a = (move != NO_MOVE).nonzero().flatten()  # chains that propose
-        x, bl, sl, mv, na = fills.select(a), blank[a], slot[a], move[a], n[a]
-        ins = insert[a]
-        mask_token = torch.full_like(bl, MASK)
-        context = x.insert(bl, sl, mask_token).where(ins, x.put(bl, sl, mask_token))
-        logits = energy.proposal_logits(context, bl, sl).double() / self.temperature
-        allowed = space.proposal_mask(x, bl, sl, ins, a)
+    def propose(self, energy: SpanEnergy, space: SpanSpace, x: Fills, chains: Tensor, blank: Tensor, move: Tensor,
+                slot: Tensor, log_p_x: Tensor, generator: Optional[torch.Generator]):
+        """The proposals ``y`` from fills ``x`` of ``chains`` (moves chosen), whether each is valid, and
+        ``(log q(y | x), log q(x | y))``."""
+        rows = torch.arange(len(chains), device=chains.device)
+        insert, n = move == 0, x.lengths[rows, blank]
+        mask_token = torch.full_like(blank, MASK)
+        context = x.insert(blank, slot, mask_token).where(insert, x.put(blank, slot, mask_token))
+        logits = energy.proposal_logits(context, blank, slot).double() / self.temperature
+        allowed = space.proposal_mask(x, blank, slot, insert, chains)
         log_q = torch.log_softmax(logits.masked_fill(~allowed, float("-inf")), -1)
         drawn = sample_categorical(log_q.nan_to_num(nan=float("-inf")), generator)
-        rows_a = torch.arange(len(a), device=device)
-        old = x.rows(bl)[rows_a, sl.clamp_max(x.tokens.shape[2] - 1)].clamp_min(0)
-        deleted = x.delete(bl, sl)
-        y = x.insert(bl, sl, drawn).where(ins, x.put(bl, sl, drawn)).where(mv != 1, deleted)
-        n_y = y.lengths[rows_a, bl]
-        ok = torch.where(mv == 1, space.valid(space.kinds(deleted.rows(bl), bl), n_y, bl, a), allowed.any(1))
+        old = x.rows(blank)[rows, slot.clamp_max(x.tokens.shape[2] - 1)].clamp_min(0)  # the category replaced
+        deleted = x.delete(blank, slot)
+        y = x.insert(blank, slot, drawn).where(insert, x.put(blank, slot, drawn)).where(move != 1, deleted)
+        n_y = y.lengths[rows, blank]
+        valid = torch.where(move == 1, space.valid(space.kinds(deleted.rows(blank), blank), n_y, blank, chains),
+                            allowed.any(1))
+        log_p_y = self.move_log_probs(space, n_y, blank, chains)
+        return y, valid, *self.log_proposals(move, n, log_p_x, log_p_y, log_q[rows, drawn], log_q[rows, old])
 
-        log_p_y = self.move_log_probs(space, n_y, bl, a)
-        forward, reverse = self.log_proposals(mv, na, log_p_x[a], log_p_y, log_q[rows_a, drawn], log_q[rows_a, old])
-        p = ok.nonzero().flatten()  # valid proposals: evaluate them
+    def step(self, energy: SpanEnergy, space: SpanSpace, state: SpanState,
+             generator: Optional[torch.Generator]) -> tuple[SpanState, SpanStepInfo]:
+        """One move per chain, tested by Metropolis-Hastings; one proposal forward pass and one energy
+        evaluation over the chains that propose a valid fill."""
+        fills = state.fills
+        b, device = len(fills.lengths), fills.tokens.device
+        blank, move, slot, log_p = self.choose_moves(space, fills, generator)
+        a = (move != NO_MOVE).nonzero().flatten()  # chains that propose
+        y, valid, forward, reverse = self.propose(energy, space, fills.select(a), a, blank[a], move[a], slot[a],
+                                                  log_p[a], generator)
         energy_y = torch.full((len(a),), float("-inf"), dtype=torch.float64, device=device)
-        if len(p):
-            energy_y[p] = energy(y.select(p)).double()
+        if bool(valid.any()):
+            energy_y[valid] = energy(y.select(valid)).double()
         log_ratio = (energy_y - state.energy[a]) / self.temperature + reverse - forward
-        log_ratio = torch.where(ok, log_ratio, float("-inf"))
-        accept_a = mh_accept(log_ratio, generator)
+        log_ratio = torch.where(valid, log_ratio, float("-inf"))
+        accept = mh_accept(log_ratio, generator)
 
         accepted = torch.zeros(b, dtype=torch.bool, device=device)
-        accepted[a] = accept_a
+        accepted[a] = accept
         accept_prob = torch.zeros(b, dtype=torch.float64, device=device)
-        accept_prob[a] = log_ratio.clamp_max(0).exp().double().nan_to_num(nan=0.0)
+        accept_prob[a] = log_ratio.clamp_max(0).exp().nan_to_num(nan=0.0)
         tokens, lengths, values = fills.tokens.clone(), fills.lengths.clone(), state.energy.clone()
-        keep = a[accept_a]
-        tokens[keep], lengths[keep], values[keep] = y.tokens[accept_a], y.lengths[accept_a], energy_y[accept_a]
-        move = torch.where(torch.isin(chains, a[ok]), move, NO_MOVE)
-        return SpanState(Fills(tokens, lengths), values), SpanStepInfo(move, accepted, accept_prob)
+        keep = a[accept]
+        tokens[keep], lengths[keep], values[keep] = y.tokens[accept], y.lengths[accept], energy_y[accept]
+        proposed = torch.full_like(move, NO_MOVE)
+        proposed[a[valid]] = move[a[valid]]
+        return SpanState(Fills(tokens, lengths), values), SpanStepInfo(proposed, accepted, accept_prob)
