@@ -150,17 +150,19 @@ class SpanKernel:
 
     def step(self, energy: SpanEnergy, space: SpanSpace, state: SpanState,
              generator: Optional[torch.Generator]) -> tuple[SpanState, SpanStepInfo]:
-        """One move per chain, tested by Metropolis-Hastings; one proposal forward pass and one energy
-        evaluation over the chains that propose a valid fill."""
+        """One move per chain, tested by Metropolis-Hastings; one proposal forward pass, and one energy
+        evaluation over the chains that propose a valid fill other than their own."""
         fills = state.fills
         b, device = len(fills.lengths), fills.tokens.device
         blank, move, slot, log_p = self.choose_moves(space, fills, generator)
         a = (move != NO_MOVE).nonzero().flatten()  # chains that propose
-        y, valid, forward, reverse = self.propose(energy, space, fills.select(a), a, blank[a], move[a], slot[a],
-                                                  log_p[a], generator)
-        energy_y = torch.full((len(a),), float("-inf"), dtype=torch.float64, device=device)
-        if bool(valid.any()):
-            energy_y[valid] = energy(y.select(valid)).double()
+        x = fills.select(a)
+        y, valid, forward, reverse = self.propose(energy, space, x, a, blank[a], move[a], slot[a], log_p[a], generator)
+        same = (y.tokens == x.tokens).all(2).all(1) & (y.lengths == x.lengths).all(1)  # a replace by itself
+        energy_y = torch.where(same, state.energy[a], float("-inf"))
+        new = valid & ~same
+        if bool(new.any()):
+            energy_y[new] = energy(y.select(new)).double()
         log_ratio = (energy_y - state.energy[a]) / self.temperature + reverse - forward
         log_ratio = torch.where(valid, log_ratio, float("-inf"))
         accept = mh_accept(log_ratio, generator)
