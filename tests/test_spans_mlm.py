@@ -7,7 +7,7 @@ import torch
 from infill.errors import InfillError
 from infill.scoring import token_scores
 from infill.spans.fills import MASK, Fills
-from infill.spans.sample import SpanTrace, sample_spans, span_energy, span_space
+from infill.spans.sample import SpanTrace, draw_starts, sample_spans, span_energy, span_space
 from infill.template import fill_pieces, parse
 from infill.vocabulary import token_words, word_piece_ids
 
@@ -88,6 +88,19 @@ def test_sample_spans_keeps_fills_valid_and_counts_the_encoder(setup):
     assert score == trace.energies.max().item() and len(pieces) == 2
 
 
+@pytest.mark.parametrize("init", ["left-to-right", "independent", "argmax", "uniform"])
+def test_chain_starts(setup, init):
+    model, tokenizer, template, categories = setup
+    space = span_space(template, tokenizer, categories, 4)
+    energy = span_energy(model, tokenizer, template, categories, space)
+    lengths = torch.tensor([[0, 1], [1, 1], [2, 1], [2, 1]])
+    fills = draw_starts(energy, space, lengths, init, torch.Generator().manual_seed(0))
+    assert torch.equal(fills.lengths, lengths) and space.fill_valid(fills, torch.arange(4)).all()
+    assert energy.encoder_sequences == (0 if init == "uniform" else (3 + 2) + 4)  # the chains at each position
+    if init == "argmax":
+        assert fills.tokens[2, 0, 0] == fills.tokens[3, 0, 0]
+
+
 def test_per_length_pins_every_combination(setup):
     model, tokenizer, template, categories = setup
     trace = sample_spans(model, tokenizer, template, categories, chains=2, steps=3, method="per-length",
@@ -98,7 +111,7 @@ def test_per_length_pins_every_combination(setup):
     assert words[:, :, 0].tolist() == [[0, 0, 1, 1, 2, 2]] * 3  # [MASK*0-2]: 2 chains at each length
 
 
-@pytest.mark.parametrize("options, message", [({"method": "beam"}, "span method"), ({"init": "argmax"}, "start from"),
+@pytest.mark.parametrize("options, message", [({"method": "beam"}, "span method"), ({"init": "greedy"}, "start from"),
                                               ({"steps": 0}, "positive"), ({"max_pieces": 0}, "max_pieces"),
                                               ({"scoring": "bleu"}, "span scoring"), ({"window": -1}, "window")])
 def test_sample_spans_refuses_bad_options(setup, options, message):

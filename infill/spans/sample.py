@@ -18,7 +18,7 @@ from .kernel import SpanKernel, SpanState, SpanStepInfo
 from .mlm import MaskedLMSpanEnergy
 
 METHODS = ("rjmcmc", "per-length")
-INITS = ("left-to-right", "uniform")
+INITS = ("left-to-right", "independent", "argmax", "uniform")
 MAX_COMBINATIONS = 64  # length combinations the per-length method runs at once
 
 
@@ -97,10 +97,11 @@ def start_lengths(space: SpanSpace, generator: Optional[torch.Generator]) -> Ten
 
 def draw_starts(energy: MaskedLMSpanEnergy, space: SpanSpace, lengths: Tensor, init: str,
                 generator: Optional[torch.Generator], temperature: float = 1.0) -> Fills:
-    """Fills of one-piece units, ``lengths (B, J)`` of them: drawn uniformly (``uniform``) or left to right
-    from the masked LM (``left-to-right``: each from its conditional, later ones masked; one forward pass per
-    position of the longest chain)."""
-    fills = Fills.empty(lengths, space.width, MASK)
+    """Fills of one-piece units, ``lengths (B, J)`` of them: drawn uniformly (``uniform``) or from the masked
+    LM's conditional at each position (one forward pass per position of the longest chain), given the earlier
+    ones as drawn and the later ones masked (``left-to-right``) or every one masked (``independent``;
+    ``argmax`` takes its most likely category)."""
+    masked = fills = Fills.empty(lengths, space.width, MASK)
     b, j = lengths.shape
     chains = torch.arange(b)
     for blank in range(j):
@@ -112,9 +113,11 @@ def draw_starts(energy: MaskedLMSpanEnergy, space: SpanSpace, lengths: Tensor, i
             if init == "uniform":
                 logits = torch.zeros(len(live), energy.num_categories)
             else:
-                logits = energy.proposal_logits(fills.select(live), index[live], at[live]).cpu() / temperature
+                context = fills if init == "left-to-right" else masked
+                logits = energy.proposal_logits(context.select(live), index[live], at[live]).cpu() / temperature
+            logits = logits.masked_fill(~options[live], float("-inf"))
             values = torch.zeros(b, dtype=torch.long)
-            values[live] = sample_categorical(logits.masked_fill(~options[live], float("-inf")), generator)
+            values[live] = logits.argmax(-1) if init == "argmax" else sample_categorical(logits, generator)
             fills = fills.put(index, at, values).where(lengths[:, blank] > slot, fills)
     return fills
 
