@@ -26,6 +26,9 @@ BASELINES = ("independent", "left-to-right", "argmax")
 """Methods that draw from the masked LM directly, without MCMC: usable wherever a sampler name is."""
 INITS = ("uniform", "independent", "left-to-right")
 """Chain starts: uniform tokens, or draws from the masked LM (see :mod:`infill.mlm_draws`)."""
+SPAN_METHODS = ("rjmcmc", "per-length")
+"""How word blanks are filled (:mod:`infill.spans`): reversible-jump MH that changes lengths, or chains pinned
+at every combination of the blanks' lengths, the best chosen by the same energy."""
 REWRITE_SAMPLER = "gibbs-mh"
 """Rewrite mode's default sampler: the one that reached a given PLL at a given change fraction with the
 fewest encoder sequences in ``scripts/constraints.py`` (``eval/constraints-minilm/``)."""
@@ -126,6 +129,9 @@ class RunConfig:
     forbid: tuple[str, ...] = field(default=(), metadata={
         "help": "words the blanks may not take, comma-separated (repeatable; a lone , forbids the comma)",
         "metavar": "WORDS"})
+    span_method: str = field(default="rjmcmc", metadata={
+        "help": "how word blanks are filled: rjmcmc (lengths change during the run) or per-length (chains at "
+                "every length, the best kept)", "metavar": "NAME"})
     include: tuple[str, ...] = field(default=(), metadata={
         "help": "a word that must appear in the filled blanks (repeatable)", "metavar": "WORD"})
     options: dict = field(default_factory=dict)
@@ -166,6 +172,7 @@ class RunConfig:
             if not isinstance(getattr(self, name), bool):
                 raise InfillError(f"{name} must be true or false, got {getattr(self, name)!r}")
         _choice("blank_unit", self.blank_unit, UNITS)
+        _choice("span_method", self.span_method, SPAN_METHODS)
         for name in ("forbid", "include"):
             words = getattr(self, name)
             if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) and w.strip() for w in words):

@@ -34,8 +34,10 @@ from .postprocess import Batch, postprocess
 from .results import InfillResult
 from .constraints import Include, calibrate_closeness, check_change, constrained_energy, include_term, source_categories
 from .samplers import Sampler, run_annealed
+from .span_results import SpanBatch, span_result
+from .spans import sample_spans
 from .template import Template, parse
-from .vocabulary import sampleable_token_ids
+from .vocabulary import sampleable_token_ids, word_piece_ids
 
 MAX_SEQUENCES = 512  # chains x blank tokens per batched sampler run
 WORD = re.compile(r"(?<![\w'’])\w+(?![\w'’])")  # a word that rewrite may change
@@ -45,14 +47,16 @@ OnStep = Callable[[int, int], None]
 
 @dataclass(frozen=True)
 class Prepared:
-    """Templates checked against one configuration: the stage before any model work. ``include`` is the
-    include term of ``config.include`` (None without words)."""
+    """Templates checked against one configuration: the stage before any model work. ``categories`` are
+    the tokens token blanks may take, ``pieces`` those word blanks may take (None without word blanks);
+    ``include`` is the include term of ``config.include`` (None without words)."""
 
     templates: tuple[Template, ...]
     config: RunConfig
     categories: Tensor
     sampler: Optional[Sampler]
     include: Optional[Include] = None
+    pieces: Optional[Tensor] = None
 
 
 def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int) -> Prepared:
@@ -69,14 +73,23 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int)
     sampler = config.make_sampler()
     for template in templates if sampler is not None else ():
         try:
-            sampler.check_variables(template.num_blanks)
+            if template.fixed:
+                sampler.check_variables(template.num_blanks)
         except InfillError as exc:
             raise InfillError(f"{exc} (template {quote(template.text)})") from None
+    pieces = None
+    if not all(t.fixed for t in templates):
+        words = next(t for t in templates if not t.fixed)
+        if config.is_baseline or config.include or config.anneal_from is not None or config.init == "independent":
+            raise InfillError(f"template {quote(words.text)} has word blanks, which the span sampler fills: "
+                              "use an MCMC method, no include words, no annealing, init left-to-right or uniform "
+                              "(or --blank-unit token for token blanks)")
+        pieces = word_piece_ids(tokenizer, config.forbid, config.allow_punctuation)
     include = None
     if config.include and templates:
         include = include_term(tokenizer, categories, config.include, min(t.num_blanks for t in templates),
                                config.forbid)
-    return Prepared(tuple(templates), config, categories, sampler, include)
+    return Prepared(tuple(templates), config, categories, sampler, include, pieces)
 
 
 def max_length(tokenizer, model_config) -> int:
@@ -211,7 +224,10 @@ class Infiller:
         seed = secrets.randbits(32) if config.seed is None else config.seed
         generator = torch.Generator(self.device).manual_seed(seed)
         alone = prepared.include is not None or bool(terms) or rewrite is not None
-        batches = _batches(prepared.templates, config.num_samples, 0 if alone else max_sequences)
+        fixed = [i for i, t in enumerate(prepared.templates) if t.fixed]
+        batches = [[fixed[i] for i in batch] for batch in _batches(
+            [prepared.templates[i] for i in fixed], config.num_samples, 0 if alone else max_sequences)]
+        batches += [[i] for i, t in enumerate(prepared.templates) if not t.fixed]
         steps = 0 if prepared.sampler is None else config.steps
         done: dict[int, InfillResult] = {}
         ready, total, taken = 0, steps * len(batches), iter(range(1, steps * len(batches) + 1))
@@ -225,8 +241,12 @@ class Infiller:
                     on_step(next(taken), total)
 
             for indices in batches:
-                batch = self.run_batch(prepared, indices, generator, stepped, terms, rewrite)
-                done.update(zip(indices, postprocess(batch, self.tokenizer, self.model_name, seed, bar)))
+                if prepared.templates[indices[0]].fixed:
+                    batch = self.run_batch(prepared, indices, generator, stepped, terms, rewrite)
+                    done.update(zip(indices, postprocess(batch, self.tokenizer, self.model_name, seed, bar)))
+                else:
+                    spans = self.run_spans(prepared, indices[0], generator, stepped)
+                    done[indices[0]] = span_result(spans, self.tokenizer, self.model_name, seed)
                 while ready in done:
                     yield ready, done.pop(ready)
                     ready += 1
@@ -257,6 +277,17 @@ class Infiller:
             x = mlm_draws.draw(pll, config.init, n, generator, config.anneal_from or config.temperature)
         trace = run_annealed(prepared.sampler, target, x, config.annealing_schedule(), generator, callback)
         return Batch(group, config, prepared.sampler, pll, target, trace, trace.final_state.x, start)
+
+
+    def run_spans(self, prepared: Prepared, index: int, generator: torch.Generator,
+                  callback: Optional[Callable] = None) -> SpanBatch:
+        """Stage 2 for a template with word blanks: the span sampler's chains (:func:`infill.spans.sample_spans`:
+        reversible-jump MH, or ``span_method="per-length"``: chains pinned at every combination of lengths)."""
+        start, config = time.perf_counter(), prepared.config
+        trace = sample_spans(self.model, self.tokenizer, prepared.templates[index], prepared.pieces,
+                             config.num_samples, config.steps, generator, config.temperature, config.init,
+                             config.span_method, on_step=callback)
+        return SpanBatch(prepared.templates[index], config, trace, config.span_method, start)
 
 
 def rewrite_template(text: str, tokenizer) -> tuple[str, list[int]]:

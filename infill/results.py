@@ -52,7 +52,8 @@ class Diagnostics:
     (every masked copy of a forward pass, each backward pass counted again; starts, chains and re-scoring
     included; a batch's count shared evenly by its templates); ``candidates`` is the number of distinct fillings ``top`` chose from;
     ``seconds`` is the wall time of the run, shared with the templates batched with it
-    (``batched_templates``)."""
+    (``batched_templates``); ``energy`` names the energy of the samples (``pll``: over the blank tokens;
+    word blanks: the span energy of :mod:`infill.spans`, e.g. ``word-l2r``, whole sentence)."""
 
     sampler: str
     hyperparameters: dict
@@ -73,6 +74,7 @@ class Diagnostics:
     candidates: int
     seconds: float
     batched_templates: int
+    energy: str = "pll"
 
     def to_dict(self) -> dict:
         return asdict(self)

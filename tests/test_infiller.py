@@ -361,3 +361,33 @@ def test_rewrite_starts_from_the_sentence_and_changes_some_words(infiller):
         infiller.rewrite(source, change=1.5)
     with pytest.raises(InfillError, match="rewrite needs an MCMC sampler"):
         infiller.rewrite(source, sampler="argmax")
+
+
+def test_word_blanks_choose_their_length_and_keep_the_template_text(infiller):
+    template = "The cat [MASK*0-2] on the mat, said [MASK]."
+    for method in ("rjmcmc", "per-length"):
+        result = infiller.sample(template, num_samples=4, steps=3, seed=0, top=3, blank_unit="word",
+                                 span_method=method)
+        assert result.diagnostics.sampler == method and result.diagnostics.energy != "pll"
+        assert result.diagnostics.encoder_sequences > 0 and len(result.marginals) == 2
+        for s in result.samples:
+            span, word = s.fills
+            assert len(span.split()) <= 2 and len(word.split()) == 1
+            assert s.text == template.replace("[MASK*0-2]", span).replace("[MASK]", word).replace("cat  on", "cat on")
+        energies = [s.energy for s in result.samples]
+        assert energies == sorted(energies, reverse=True)
+    again = infiller.sample(template, num_samples=4, steps=3, seed=0, top=3, blank_unit="word")
+    assert again.texts == infiller.sample(template, num_samples=4, steps=3, seed=0, top=3, blank_unit="word").texts
+    with pytest.raises(InfillError, match="has word blanks, which the span sampler fills"):
+        infiller.sample("The cat [MASK*?] here.", sampler="left-to-right")
+    with pytest.raises(InfillError, match="has word blanks"):
+        infiller.sample("The cat [MASK*?] here.", include=["door"])
+
+
+@pytest.mark.slow
+def test_dev_model_word_blank_takes_a_word_of_several_pieces(dev_model_path):
+    infiller = Infiller(model=str(dev_model_path))
+    result = infiller.sample("we bought a [MASK] in paris .", seed=0, blank_unit="word")
+    assert any(t.startswith("##") for s in result.samples for t in s.tokens)  # e.g. so ##uven ##ir
+    assert all(s.text == f"we bought a {s.fills[0]} in paris ." and len(s.fills[0].split()) == 1
+               for s in result.samples)
