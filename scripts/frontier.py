@@ -10,8 +10,9 @@ configuration is the defaults' (``RunConfig()``) is marked ``(default)``. Templa
 ``eval/frontier.toml``. For every (template, row) the script records, over the ``chains`` samples (the chains'
 final states, or a baseline's draws): mean PLL, self-BLEU, corpus BLEU against the corpora without the chosen
 sentences; and the mean PLL of the ``top`` 5 fillings (the row's own top decoding; a baseline's distinct draws
-re-ranked by PLL), wall time and encoder sequences (``Diagnostics.encoder_sequences``). Rows run interleaved
-per template, so time ratios see the same machine load.
+re-ranked by PLL), wall time (with ``--repeats N``, the median of N runs) and encoder sequences
+(``Diagnostics.encoder_sequences``). Rows run interleaved per template, repeats in turn, so time ratios see
+the same machine load.
 
 At equal compute: each method of ``--equal-sequences`` (a baseline) also runs as the row ``METHOD@equal-sequences``,
 with, per template, as many draws as it takes to use the default row's encoder sequences on that template
@@ -62,15 +63,20 @@ def parse_row(spec: str, temperature: float) -> tuple[str, RunConfig]:
     return f"{spec}@T={temperature:g}", RunConfig.create(top=TOP, seed=0, **options)
 
 
+def timed_run(infiller: Infiller, task, config: RunConfig):
+    """The result of ``config`` on ``task`` and the run's wall seconds."""
+    start = time.perf_counter()
+    (result,) = infiller.run([task.template], config)
+    return result, time.perf_counter() - start
+
+
 def run_row(infiller: Infiller, task, config: RunConfig, samples: bool = True) -> dict:
     """One (template, row) measurement: the run with ``top`` (a baseline's distinct draws re-ranked by PLL),
     timed; with ``samples``, the row's samples (a sampler's chains' final states, a baseline's draws) from a
     second, untimed run with the same seed, without ``top``."""
-    start = time.perf_counter()
-    (result,) = infiller.run([task.template], config)
-    seconds = time.perf_counter() - start
+    result, seconds = timed_run(infiller, task, config)
     d = result.diagnostics
-    record = {"top_energies": [s.energy for s in result.samples], "seconds": seconds,
+    record = {"top_energies": [s.energy for s in result.samples], "seconds": seconds, "all_seconds": [seconds],
               "encoder_sequences": d.encoder_sequences, "acceptance_rate": d.acceptance_rate,
               "mean_hops": d.mean_hops, "tuned": d.tuned}
     if samples:
@@ -147,6 +153,7 @@ def markdown(report: dict) -> str:
     t = report["targets"]
     lines = ["# Quality/diversity frontier on bert-gen templates", "",
              *table(["row", *(title for _, title, _ in columns)], rows), "",
+             f"s/template: the median of {report['signature']['repeats']} timed run(s) per template, rows in turn. "
              "draws/template: the draws of a row at the default's encoder sequences (25 draws or chains otherwise); "
              "those rows are run for their top 5 only (no samples' metrics).",
              "", f"## Targets: `{t['row']}` against `{t['baseline']}`", "",
@@ -163,7 +170,7 @@ def markdown(report: dict) -> str:
 
 
 def write(out: Path, per_template: dict[str, list[dict]], rows: dict[str, RunConfig], ours: str,
-          refs: ReferenceCorpus, model: str, templates: int) -> dict:
+          refs: ReferenceCorpus, model: str, templates: int, repeats: int) -> dict:
     """The report over the templates done so far: JSON (with per-template runs), Markdown and the plot."""
     summary = {name: summarize(runs, refs) for name, runs in per_template.items()}
     baseline = next(name for name in rows if name.startswith("left-to-right@T=1"))
@@ -173,7 +180,8 @@ def write(out: Path, per_template: dict[str, list[dict]], rows: dict[str, RunCon
               "equal_compute": [{"row": name, "reference": ours,
                                  **compare(measures(per_template[ours]), measures(per_template[name]))}
                                 for name in rows if name.endswith(SUFFIX)],
-              "signature": {"model": model, "templates": templates, "protocol": "eval/frontier.toml",
+              "signature": {"model": model, "templates": templates, "repeats": repeats,
+                            "protocol": "eval/frontier.toml",
                             "top": TOP, "configs": configs, "torch_threads": torch.get_num_threads(),
                             "versions": library_versions(EVAL_PACKAGES)}}
     (out / "report.json").write_text(json.dumps({**report, "per_template": per_template}, indent=1))
@@ -189,6 +197,8 @@ def main() -> int:
     parser.add_argument("--rows", default=ROWS)
     parser.add_argument("--temperatures", default="1,0.7,0.5")
     parser.add_argument("--limit", type=int, help="templates per corpus (default: all in eval/frontier.toml)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="time every row this many times per template, in turn; its time is the median")
     parser.add_argument("--equal-sequences", default=EQUAL,
                         help=f"baselines also run at the default's encoder sequences (default {EQUAL}; '' for none)")
     args = parser.parse_args()
@@ -215,7 +225,14 @@ def main() -> int:
             per_template[name].append(run_row(infiller, task, config))
         for name, config in equal.items():
             per_template[name].append(run_equal(infiller, task, config, per_template[ours][-1]["encoder_sequences"]))
-        report = write(out, per_template, {**rows, **equal}, ours, refs, args.model, n)  # a kill loses little
+        timed = {**rows, **{name: replace(c, num_samples=per_template[name][-1]["draws"]) for name, c in equal.items()}}
+        for _ in range(args.repeats - 1):  # the rows again, in turn (the runs are seeded: the same work)
+            for name, config in timed.items():
+                per_template[name][-1]["all_seconds"].append(timed_run(infiller, task, config)[1])
+        for name in timed:
+            per_template[name][-1]["seconds"] = statistics.median(per_template[name][-1]["all_seconds"])
+        # written after every template: a kill loses little
+        report = write(out, per_template, {**rows, **equal}, ours, refs, args.model, n, args.repeats)
         print(f"template {n}/{len(tasks)} done", file=sys.stderr, flush=True)
     print(markdown(report))
     return 0

@@ -60,7 +60,8 @@ def compare(reference: Sequence[Measure], row: Sequence[Measure]) -> dict:
     sequences = [b.sequences / a.sequences for a, b in pairs if a.sequences and b.sequences is not None]
     return {"templates": len(pairs), "reference_wins": sum(a.pll > b.pll for a, b in pairs),
             "row_wins": sum(b.pll > a.pll for a, b in pairs),
-            "reference_pll": statistics.fmean(a.pll for a, _ in pairs), "row_pll": statistics.fmean(b.pll for _, b in pairs),
+            "reference_pll": statistics.fmean(a.pll for a, _ in pairs),
+            "row_pll": statistics.fmean(b.pll for _, b in pairs),
             "sequences_ratio": statistics.fmean(sequences) if sequences else None,
             "time_ratio_median": statistics.median(times), "time_ratio_min": times[0], "time_ratio_max": times[-1]}
 
