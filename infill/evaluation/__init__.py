@@ -76,8 +76,9 @@ def _open_store(world: World, out: Path, fingerprint: dict, configs: dict[str, d
 def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: Optional[Sequence[str]] = None,
              device: str = "cpu", limit: Optional[int] = None,
              make_sample_fn: Optional[Callable[[], SampleFn]] = None, progress: bool = True) -> Optional[dict]:
-    """Run (or resume) an evaluation into ``out`` and return the report (None on ranks other than 0 of a
-    ``torchrun`` launch, see :mod:`.distributed`).
+    """Run (or resume) an evaluation into ``out`` and return the report of every unit ``out`` holds, earlier
+    commands' rows and sentences included (None on ranks other than 0 of a ``torchrun`` launch, see
+    :mod:`.distributed`).
 
     ``samplers`` defaults to the protocol's; ``limit`` keeps the first ``limit`` chosen sentences of each
     corpus; ``make_sample_fn`` builds the sampling function (default: an ``infill.Infiller`` on
