@@ -55,8 +55,11 @@ def test_window_scores_the_fills_and_their_neighbours(setup):
     space = span_space(template, tokenizer, categories, 2)
     energy = span_energy(model, tokenizer, template, categories, space, window=1)
     two = Fills(torch.cat([fills_of([0, 1], [5]).tokens, fills_of([], [6]).tokens]), torch.tensor([[2, 1], [0, 1]]))
-    energy(two)
+    values = energy(two)
     # "the | cat dog | sat ... on | the | ." and "the | | sat ... on | red | .": fills plus one token each side
+    assert energy.encoder_sequences == (2 + 1 + 2 * 2) + (0 + 1 + 2 * 2)
+    again = Fills(two.tokens.flip(0), two.lengths.flip(0))
+    assert torch.equal(energy(again), values.flip(0))  # scored fills come from the cache
     assert energy.encoder_sequences == (2 + 1 + 2 * 2) + (0 + 1 + 2 * 2)
     assert energy.name == "word-l2r window 1"
 

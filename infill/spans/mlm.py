@@ -14,7 +14,7 @@ it masked)`` (:func:`infill.scoring.token_scores`, all masked copies batched):
   is still judged by its neighbours.
 
 Every sequence that goes through the encoder (masked copies and proposal forwards) is counted in
-``encoder_sequences``. ``name`` says which energy it is, for diagnostics and report signatures.
+``encoder_sequences``; a fill already scored is not scored again. ``name`` says which energy it is, for diagnostics and report signatures.
 """
 from __future__ import annotations
 
@@ -58,6 +58,7 @@ class MaskedLMSpanEnergy:
         self.scoring, self.window, self.word_bonus, self.max_copies = scoring, window, word_bonus, max_copies
         self.text_scored = [self._scored_text(j, ~p.to(self.device)) for j, p in enumerate(special)]
         self.encoder_sequences = 0
+        self._values: dict[str, float] = {}
         self._head = prediction_head(model)
 
     @property
@@ -114,12 +115,24 @@ class MaskedLMSpanEnergy:
         return (self.unit_starts[blanks, tokens.clamp_min(0)] & (tokens >= 0)).sum((1, 2))
 
     def __call__(self, fills: Fills) -> Tensor:
+        """Energies ``(B,)``; each distinct fill is scored once per energy object (a cache of its values)."""
+        keys = [repr(chain) for chain in fills.to_lists()]
+        new: dict[str, int] = {}  # a fill not scored yet -> its first chain
+        for chain, key in enumerate(keys):
+            if key not in self._values:
+                new.setdefault(key, chain)
+        if new:
+            values = self._evaluate(fills.select(torch.tensor(list(new.values()), dtype=torch.long)))
+            self._values.update(zip(new, values.tolist()))
+        return torch.tensor([self._values[k] for k in keys], dtype=torch.float64, device=fills.tokens.device)
+
+    def _evaluate(self, fills: Fills) -> Tensor:
         ids, attention, scored, starts, _ = self.layout(fills)
         scores, copies = token_scores(self.model, ids, attention.long(), scored, word_l2r=self.scoring == "word-l2r",
                                       word_starts=starts, max_copies=self.max_copies,
                                       mask_token_id=self.mask_token_id)
         self.encoder_sequences += copies
-        return (scores.sum(1) + self.word_bonus * self.units(fills)).to(fills.tokens.device)
+        return scores.double().sum(1) + self.word_bonus * self.units(fills)
 
     @torch.no_grad()
     def proposal_logits(self, fills: Fills, blank: Tensor, slot: Tensor) -> Tensor:
