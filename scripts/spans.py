@@ -61,6 +61,13 @@ TARGETS = {"exact_over_best_fixed": 0.10, "max_length_error": 0.7, "recovery_ove
            "energy_win_share": 0.6, "seconds_over_token": 3.0, "word_over_token_seconds": 2.0}
 
 
+def removable(words: list[str], rng: random.Random) -> tuple[int, int] | None:
+    """``(start, n)`` of a run of ``n`` (uniform in 1..4) words of letters and digits in ``words``, or None."""
+    n = rng.randint(1, 4)
+    starts = [i for i in range(len(words) - n + 1) if all(WORD.match(w) for w in words[i:i + n])]
+    return (rng.choice(starts), n) if starts else None
+
+
 def make_tasks(corpus: Path, count: int, seed: int) -> list[dict]:
     """``count`` span tasks from the odd-numbered lines of ``corpus`` (see the module docstring)."""
     lines = corpus.read_text(encoding="utf-8").splitlines()[1::2]
@@ -69,13 +76,11 @@ def make_tasks(corpus: Path, count: int, seed: int) -> list[dict]:
     rng = random.Random(seed)
     tasks = []
     for words in rng.sample(usable, len(usable)):
-        n = rng.randint(1, 4)
-        starts = [i for i in range(len(words) - n + 1) if all(WORD.match(w) for w in words[i:i + n])]
-        if not starts:
-            continue
-        i = rng.choice(starts)
-        tasks.append({"task": len(tasks), "original": " ".join(words), "removed": " ".join(words[i:i + n]),
-                      "words": n, "before": " ".join(words[:i]), "after": " ".join(words[i + n:])})
+        span = removable(words, rng)
+        if span is not None:
+            i, n = span
+            tasks.append({"task": len(tasks), "original": " ".join(words), "removed": " ".join(words[i:i + n]),
+                          "words": n, "before": " ".join(words[:i]), "after": " ".join(words[i + n:])})
         if len(tasks) == count:
             return tasks
     raise SystemExit(f"only {len(tasks)} tasks in {corpus}")
@@ -338,7 +343,7 @@ def write_report(out: Path, done: list[dict], args, planned: int) -> None:
         f"--full-every {args.full_every}` "
         f"({versions}; the shared 2-core CPU, one thread).", "",
         f"**{len(done)} of {planned} tasks done** (the script resumes; the report covers the tasks done). Tasks: "
-        f"odd-numbered lines of `wiki103.5k.txt` (held out from the energy's calibration), 8-20 words, removed "
+        f"odd-numbered lines of `{Path(args.corpus).name}` (held out from the energy's calibration), 8-20 words, removed "
         f"spans of 1, 2, 3, 4 words: {', '.join(map(str, c['counts']))}; `tasks.jsonl` lists them, "
         "`results.jsonl` holds every row's fillings, energies, seconds and encoder sequences per task. Rows "
         "and metrics: see the docstring of `scripts/spans.py`; energy is every row's filled sentences "
