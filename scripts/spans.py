@@ -324,11 +324,11 @@ def decision(c: dict) -> tuple[str, bool]:
 
 def table_lines(table: dict) -> list[str]:
     lines = ["| row | tasks | exact length | mean abs length error | recovery@5 | word recall@5 | BLEU | mean energy "
-             "| minus default's | self-BLEU | seconds | encoder sequences |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| minus default's | self-BLEU | seconds | encoder sequences |", "|---|" + "---:|" * 11]
     for name, r in table.items():
         lines.append(f"| {name} | {r['tasks']} | {r['exact']:.3f} | {r['error']:.2f} | {r['recovered']:.3f} | "
-                     f"{r['recall']:.3f} | {r['bleu']:.3f} | {r['energy']:.2f} | {r['margin']:+.2f} | {r['self_bleu']:.3f} | "
-                     f"{r['seconds']:.1f} | {r['sequences']:.0f} |")
+                     f"{r['recall']:.3f} | {r['bleu']:.3f} | {r['energy']:.2f} | {r['margin']:+.2f} | "
+                     f"{r['self_bleu']:.3f} | {r['seconds']:.1f} | {r['sequences']:.0f} |")
     return lines
 
 
@@ -343,8 +343,8 @@ def write_report(out: Path, done: list[dict], args, planned: int) -> None:
         f"--full-every {args.full_every}` "
         f"({versions}; the shared 2-core CPU, one thread).", "",
         f"**{len(done)} of {planned} tasks done** (the script resumes; the report covers the tasks done). Tasks: "
-        f"odd-numbered lines of `{Path(args.corpus).name}` (held out from the energy's calibration), 8-20 words, removed "
-        f"spans of 1, 2, 3, 4 words: {', '.join(map(str, c['counts']))}; `tasks.jsonl` lists them, "
+        f"odd-numbered lines of `{Path(args.corpus).name}` (held out from the energy's calibration), 8-20 words, "
+        f"removed spans of 1, 2, 3, 4 words: {', '.join(map(str, c['counts']))}; `tasks.jsonl` lists them, "
         "`results.jsonl` holds every row's fillings, energies, seconds and encoder sequences per task. Rows "
         "and metrics: see the docstring of `scripts/spans.py`; energy is every row's filled sentences "
         "re-scored by PLL-word-l2r of the whole sentence (the default's span energy), mean of the 5; 'minus "
@@ -358,7 +358,8 @@ def write_report(out: Path, done: list[dict], args, planned: int) -> None:
               "| words removed | tasks | " + " | ".join(next(iter(c["by_length"].values()))) + " |",
               "|---:|---:|" + "---:|" * len(next(iter(c["by_length"].values())))]
     for n, rates in c["by_length"].items():
-        lines.append(f"| {n} | {c['counts'][n - 1]} | " + " | ".join("-" if v != v else f"{v:.2f}" for v in rates.values()) + " |")
+        cells = ("-" if v != v else f"{v:.2f}" for v in rates.values())  # nan: the row ran on none of them
+        lines.append(f"| {n} | {c['counts'][n - 1]} | " + " | ".join(cells) + " |")
     lines += ["", "Length of the default's top filling (rows) against the removed span's (columns):", "",
               "| chosen \\ true | 1 | 2 | 3 | 4 |", "|---:|---:|---:|---:|---:|"]
     for chosen in range(0, 5):
