@@ -122,7 +122,7 @@ def keyword_tasks(vocabulary: Vocabulary, sentences: dict, count: int) -> list[d
         words = tuple(sentences[name][index])
         blanks = [i for i, w in enumerate(words) if w in vocabulary.one_token]
         d = rng.randint(6, 10)
-        if not 12 <= len(words) <= 30 or len(blanks) < d + 3 or words in seen:
+        if not 12 <= len(words) <= 30 or len(blanks) < d + 3 or words in seen or "[UNK]" in words:
             continue
         masked = tuple(sorted(rng.sample(blanks, d)))
         removed = [words[i] for i in masked if words[i] in vocabulary.content(words)] or [words[i] for i in masked]
@@ -141,7 +141,7 @@ def rewrite_tasks(sentences: dict, count: int, exclude: set) -> list[dict]:
     rng = random.Random(SEED + 1)
     chosen = []
     for name, group in sentences.items():
-        candidates = sorted({tuple(w) for w in group if 10 <= len(w) <= 25} - exclude)
+        candidates = sorted({tuple(w) for w in group if 10 <= len(w) <= 25 and "[UNK]" not in w} - exclude)
         chosen.append([{"id": f"{name}-{group.index(list(w))}", "corpus": name, "text": " ".join(w)}
                        for w in rng.sample(candidates, (count + 1) // 2)])
     return [t for pair in zip(*chosen) for t in pair][:count]
@@ -324,6 +324,12 @@ def near_pll(run: dict, change: float) -> Optional[float]:
     return statistics.fmean(plls) if plls else None
 
 
+def hits(run: dict, change: float) -> int:
+    """Distinct variants that reach the source's PLL having changed at least ``change - TOLERANCE``."""
+    return len({t for t, p, c in zip(run["texts"], run["plls"], run["changed"])
+                if p >= run["source_pll"] and c >= change - TOLERANCE - 1e-9})
+
+
 def rewrite_summary(tasks: list[dict]) -> dict:
     summary = {}
     for change in sorted({t["change"] for t in tasks}):
@@ -334,9 +340,6 @@ def rewrite_summary(tasks: list[dict]) -> dict:
             runs = [t["rows"][name] for t in group]
             variants = [c for r in runs for c in r["changed"]]
             near = [near_pll(r, change) for r in runs]
-            others = [n for n in names if n != name]
-            best = sum(all(near_pll(t["rows"][o], change) is None or (v is not None and v >= near_pll(t["rows"][o], change))
-                           for o in others) and v is not None for t, v in zip(group, near))
             rows[name] = {
                 "sentences": len(runs), "variants": len(variants),
                 "changed": statistics.fmean(variants) if variants else None,
@@ -344,7 +347,8 @@ def rewrite_summary(tasks: list[dict]) -> dict:
                 "found": sum(bool(r["plls"]) for r in runs) / len(runs),
                 "pll_gap": mean_defined(statistics.fmean(p - r["source_pll"] for p in r["plls"]) if r["plls"] else None
                                         for r in runs),
-                "near_pll_gap": mean_defined(near), "best_near_pll": best,
+                "near_pll_gap": mean_defined(near), "hits": statistics.fmean(hits(r, change) for r in runs),
+                "sequences_per_hit": per_hit([(r, change) for r in runs]),
                 "self_bleu": mean_defined(bleu(r["texts"]) for r in runs),
                 "encoder_sequences": statistics.fmean(r["encoder_sequences"] for r in runs),
                 "steps": mean_defined(r.get("steps") for r in runs),
@@ -354,11 +358,17 @@ def rewrite_summary(tasks: list[dict]) -> dict:
     return summary
 
 
-def rewrite_winner(summary: dict) -> Optional[str]:
-    """The MCMC sampler whose near-target PLL is the best of all rows on the most (sentence, change) pairs."""
-    counts = Counter({name: sum(rows[name]["best_near_pll"] for rows in summary.values() if name in rows)
-                      for name in REWRITE_SAMPLERS})
-    return max(REWRITE_SAMPLERS, key=lambda n: (counts[n], -REWRITE_SAMPLERS.index(n))) if summary else None
+def per_hit(pairs: list[tuple[dict, float]]) -> Optional[float]:
+    """Encoder sequences spent per hit (:func:`hits`), pooled over ``(run, change)`` pairs."""
+    found = sum(hits(run, change) for run, change in pairs)
+    return sum(run["encoder_sequences"] for run, _ in pairs) / found if found else None
+
+
+def rewrite_winner(tasks: list[dict]) -> Optional[str]:
+    """The MCMC sampler with the fewest encoder sequences per hit, pooled over every (sentence, change)."""
+    costs = {name: per_hit([(t["rows"][name], t["change"]) for t in tasks]) for name in REWRITE_SAMPLERS}
+    reached = [(cost, name) for name, cost in costs.items() if cost is not None]
+    return min(reached)[1] if reached else None
 
 
 def plot(keywords: dict, rewrite: list[dict], out: Path) -> None:
@@ -428,17 +438,20 @@ def markdown(report: dict) -> str:
         f"{k}: {fmt(v['satisfied'], 3)} satisfied over {v['tasks']} tasks" for k, v in by_kind.items()) + ".", ""]
     columns = [("sentences", "sentences", 0), ("changed", "changed", 3), ("near", "near target", 2),
                ("found", "any variant", 2), ("pll_gap", "PLL - source", 2), ("near_pll_gap", "near: PLL - source", 2),
-               ("best_near_pll", "best near PLL (count)", 0), ("self_bleu", "self-BLEU ↓", 1),
+               ("hits", "hits/sentence", 2), ("sequences_per_hit", "enc. seqs per hit ↓", 0), ("self_bleu", "self-BLEU ↓", 1),
                ("encoder_sequences", "enc. seqs", 0), ("steps", "steps", 1), ("acceptance_rate", "accept", 2),
                ("seconds", "s", 1)]
     lines += ["## Rewrite", ""]
     for change, rows in rw["rows"].items():
         lines += [f"### change {change}", "", *table(["row", *(t for _, t, _ in columns)],
                                                       [[n, *(fmt(r[k], dg) for k, _, dg in columns)] for n, r in rows.items()]), ""]
-    lines += [f"near target: changed fraction within {TOLERANCE} of the target; best near PLL: on how many sentences "
-              "the row's mean PLL of its near variants is the highest of all rows (rows without near variants lose).",
-              "", f"Winner (best near-target PLL at equal encoder sequences on the most sentence x change pairs): "
-              f"`{rw['winner']}`.", ""]
+    lines += [f"changed: mean fraction of words changed over the variants; near target: changed fraction within "
+              f"{TOLERANCE} of the target; PLL - source: mean over sentences of the variants' mean PLL minus the "
+              "source's; hits: distinct variants at least as likely as the source (PLL) that changed at least the "
+              f"target minus {TOLERANCE}; enc. seqs per hit: the row's encoder sequences over its hits, pooled over "
+              "sentences.", "",
+              "Winner (fewest encoder sequences per hit, pooled over sentences and change fractions, among the MCMC "
+              f"samplers): `{rw['winner']}`.", ""]
     return "\n".join(lines + signature_block(report["signature"]) + [""])
 
 
@@ -450,7 +463,7 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(part, path)
 
 
-def write_report(out: Path, model: str, chains: int) -> dict:
+def write_report(out: Path, model: str, chains: int, sampler_every: int) -> dict:
     keywords = [json.loads(p.read_text()) for p in sorted((out / "keywords").glob("*.json"))]
     rewrite = [json.loads(p.read_text()) for p in sorted((out / "rewrite").glob("*.json"))]
     kw_rows = keyword_summary(keywords) if keywords else {}
@@ -462,9 +475,9 @@ def write_report(out: Path, model: str, chains: int) -> dict:
                      "against": [against(keywords, "gibbs (default)", f"{m}+rejection") for m in REJECTION]
                      + [against(keywords, s, f"{m}+rejection") for s in SAMPLERS for m in REJECTION
                         if any(s in t["rows"] for t in keywords)] if keywords else []},
-        "rewrite": {"tasks": len(rewrite), "rows": rw_rows, "winner": rewrite_winner(rw_rows)},
+        "rewrite": {"tasks": len(rewrite), "rows": rw_rows, "winner": rewrite_winner(rewrite)},
         "signature": {"model": model, "seed": SEED, "top": TOP, "default": RunConfig().signature(),
-                      "rewrite_chains": chains, "tolerance": TOLERANCE, "torch_threads": torch.get_num_threads(),
+                      "rewrite_chains": chains, "sampler_rows_every": sampler_every, "tolerance": TOLERANCE, "torch_threads": torch.get_num_threads(),
                       "corpora": "bert-gen wiki103.5k.txt, tbc.5k.txt", "versions": library_versions(EVAL_PACKAGES)}}
     write_atomically(out / "report.json", json.dumps(report, indent=1))
     write_atomically(out / "report.md", markdown(report))
@@ -507,9 +520,9 @@ def main() -> int:
             record = run_keywords(infiller, spec, extra % args.sampler_every == 0) if kind == "keywords" else \
                 run_rewrite(infiller, spec, extra, args.rewrite_chains)
             write_atomically(path, json.dumps(record, indent=1))
-            write_report(out, args.model, args.rewrite_chains)
+            write_report(out, args.model, args.rewrite_chains, args.sampler_every)
             print(f"{kind} {path.name} done", file=sys.stderr, flush=True)
-    print(markdown(write_report(out, args.model, args.rewrite_chains)))
+    print(markdown(write_report(out, args.model, args.rewrite_chains, args.sampler_every)))
     return 0
 
 
