@@ -35,7 +35,7 @@ def fills_of(*blanks: list[int], width: int = 8) -> Fills:
 def test_energy_is_the_sentence_score_plus_the_word_bonus(setup, scoring):
     model, tokenizer, template, categories = setup
     space = span_space(template, tokenizer, categories, 1)
-    energy = span_energy(model, tokenizer, template, categories, space, scoring=scoring, word_bonus=0.7)
+    energy = span_energy(model, tokenizer, template, categories, space, scoring=scoring, window=None, word_bonus=0.7)
     fills = fills_of([2, 3, 4, 1], [6])  # "so ##uven ##ir dog" (2 words), "red" (1 word)
     pieces = [categories[[2, 3, 4, 1]].tolist(), categories[[6]].tolist()]
     ids = template.sequence(pieces)
@@ -53,7 +53,7 @@ def test_energy_is_the_sentence_score_plus_the_word_bonus(setup, scoring):
 def test_window_scores_the_fills_and_their_neighbours(setup):
     model, tokenizer, template, categories = setup
     space = span_space(template, tokenizer, categories, 2)
-    energy = span_energy(model, tokenizer, template, categories, space, window=1)
+    energy = span_energy(model, tokenizer, template, categories, space, scoring="word-l2r", window=1)
     two = Fills(torch.cat([fills_of([0, 1], [5]).tokens, fills_of([], [6]).tokens]), torch.tensor([[2, 1], [0, 1]]))
     values = energy(two)
     # "the | cat dog | sat ... on | the | ." and "the | | sat ... on | red | .": fills plus one token each side
