@@ -47,10 +47,10 @@ class Fills:
     lengths: Tensor
 
     @classmethod
-    def empty(cls, lengths: Tensor, width: int, value: int = EMPTY) -> "Fills":
-        """Fills of ``lengths (B, J)`` holding ``value`` (e.g. :data:`MASK`), in a tensor of width ``width``."""
+    def masks(cls, lengths: Tensor, width: int) -> "Fills":
+        """Fills of ``lengths (B, J)`` mask tokens, in a tensor of width ``width``."""
         pos = torch.arange(width, device=lengths.device)
-        tokens = torch.where(pos < lengths[..., None], value, EMPTY)
+        tokens = torch.where(pos < lengths[..., None], MASK, EMPTY)
         return cls(tokens, lengths.clone())
 
     def select(self, chains) -> "Fills":

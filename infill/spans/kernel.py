@@ -55,9 +55,6 @@ class SpanState:
     fills: Fills
     energy: Tensor
 
-    def select(self, chains) -> "SpanState":
-        return SpanState(self.fills.select(chains), self.energy[chains])
-
 
 @dataclass(frozen=True)
 class SpanStepInfo:

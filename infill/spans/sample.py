@@ -13,7 +13,7 @@ from ..errors import InfillError
 from ..samplers import sample_categorical
 from ..template import Template
 from ..vocabulary import piece_kinds, token_words
-from .fills import MASK, Fills, SpanSpace
+from .fills import Fills, SpanSpace
 from .kernel import SpanKernel, SpanState, SpanStepInfo
 from .mlm import MaskedLMSpanEnergy
 
@@ -101,7 +101,7 @@ def draw_starts(energy: MaskedLMSpanEnergy, space: SpanSpace, lengths: Tensor, i
     LM's conditional at each position (one forward pass per position of the longest chain), given the earlier
     ones as drawn and the later ones masked (``left-to-right``) or every one masked (``independent``;
     ``argmax`` takes its most likely category)."""
-    masked = fills = Fills.empty(lengths, space.width, MASK)
+    masked = fills = Fills.masks(lengths, space.width)
     b, j = lengths.shape
     chains = torch.arange(b)
     for blank in range(j):
