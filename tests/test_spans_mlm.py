@@ -152,8 +152,8 @@ def test_sample_spans_is_exact_on_a_tiny_masked_lm():
     categories = torch.tensor(tokenizer.convert_tokens_to_ids(["cat", "dog", "##s"]))
     template = parse("the [MASK*0-1] sat .", tokenizer, 64)
     chains, steps = 200, 100
-    trace = sample_spans(model, tokenizer, template, categories, chains, steps, max_pieces=2, max_copies=10**5, word_bonus=2.0,
-                         generator=torch.Generator().manual_seed(0))
+    trace = sample_spans(model, tokenizer, template, categories, chains, steps, max_pieces=2, max_copies=10**5,
+                         word_bonus=2.0, generator=torch.Generator().manual_seed(0))
     space = span_space(template, tokenizer, categories, 1, max_pieces=2)
     grid = torch.cartesian_prod(*[torch.arange(-1, 3)] * 2)  # every sequence of up to 2 categories (-1: empty)
     grid = grid[((grid[:, 1:] < 0) | (grid[:, :-1] >= 0)).all(1)]  # contiguous

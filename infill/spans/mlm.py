@@ -14,7 +14,8 @@ it masked)`` (:func:`infill.scoring.token_scores`, all masked copies batched):
   is still judged by its neighbours.
 
 Every sequence that goes through the encoder (masked copies and proposal forwards) is counted in
-``encoder_sequences``; a fill already scored is not scored again. ``name`` says which energy it is, for diagnostics and report signatures.
+``encoder_sequences``; a fill already scored is not scored again. ``name`` says which energy it is, for
+diagnostics and report signatures.
 """
 from __future__ import annotations
 
