@@ -105,7 +105,8 @@ def sampled(infiller, text: str, seed: int, **options) -> dict:
 
 def drawn(infiller, text: str, seed: int, budget: int) -> tuple[dict, dict]:
     """``l2r-reranked`` and ``mask-predict`` (module docstring): rounds of left-to-right draws at every length
-    while the draws and the span energy of the distinct new ones fit in ``budget`` encoder sequences."""
+    while the draws and the span energy of the distinct new ones fit in ``budget`` encoder sequences. The
+    draws' seconds and sequences count for both rows, the span energy's for ``l2r-reranked`` only."""
     from infill.config import RunConfig
     from infill.spans.fills import Fills
     from infill.spans.sample import draw_starts, span_energy, span_space
@@ -119,10 +120,13 @@ def drawn(infiller, text: str, seed: int, budget: int) -> tuple[dict, dict]:
     lengths = torch.arange(1, 5).repeat(DRAWS_PER_LENGTH)[:, None]
     space = span_space(tpl, tokenizer, categories, len(lengths))
     energy = span_energy(infiller.model, tokenizer, tpl, categories, space)
-    seen, kept, scores = set(), [], []
+    seen, kept, scores, draw_seconds, draws = set(), [], [], 0.0, 0
     with torch.no_grad():
         while energy.encoder_sequences + int(lengths.sum()) <= budget:
+            drawing, before = time.perf_counter(), energy.encoder_sequences
             fills = draw_starts(energy, space, lengths, "left-to-right", generator)
+            draw_seconds += time.perf_counter() - drawing
+            draws += energy.encoder_sequences - before
             new = []
             for b, chain in enumerate(fills.to_lists()):
                 if repr(chain) not in seen:
@@ -139,11 +143,10 @@ def drawn(infiller, text: str, seed: int, budget: int) -> tuple[dict, dict]:
                 scores += energy(chosen).tolist()
             if fit < len(new):
                 break
-    draw_seconds = time.perf_counter() - begin
+    rerank_seconds = time.perf_counter() - begin
     pool = Fills(torch.cat([f.tokens for f in kept]), torch.cat([f.lengths for f in kept]))
     pieces = [[categories[f].tolist() for f in chain] for chain in pool.to_lists()]
     sequences = energy.encoder_sequences
-    draws = int(pool.lengths.sum())  # draw forwards of the kept candidates
     begin = time.perf_counter()
     with torch.no_grad():
         fill_only = span_energy(infiller.model, tokenizer, tpl, categories, space, window=0, scoring="pll")
@@ -155,7 +158,7 @@ def drawn(infiller, text: str, seed: int, budget: int) -> tuple[dict, dict]:
         spliced = [fill_pieces(tpl, tokenizer, pieces[i]) for i in order]
         return [s[0] for s in spliced], [s[1][0] for s in spliced], [values[i] for i in order]
 
-    return (outcome(*best(scores), draw_seconds, sequences),
+    return (outcome(*best(scores), rerank_seconds, sequences),
             outcome(*best(per_token), draw_seconds + predict_seconds, draws + fill_only.encoder_sequences))
 
 
@@ -236,7 +239,7 @@ def row_table(done: list[dict]) -> dict:
         rows = [(row_metrics(t, t["rows"][name]), statistics.mean(t["rows"]["default"]["common"]))
                 for t in done if name in t["rows"]]
         if rows:
-            table[name] = {key: mean(float(m[key]) for m, _ in rows) for key in KEYS} | {
+            table[name] = {key: mean(float(m[key]) for m, _ in rows if m[key] is not None) for key in KEYS} | {
                 "tasks": len(rows), "margin": mean(m["energy"] - d for m, d in rows)}
     return table
 
@@ -350,6 +353,10 @@ def write_report(out: Path, done: list[dict], args, planned: int) -> None:
         "re-scored by PLL-word-l2r of the whole sentence (the default's span energy), mean of the 5; 'minus "
         "default's': the mean over the row's tasks of its energy minus the default's on the same task.", "",
     ]
+    notes = sorted({(name, row["note"]) for t in done for name, row in t["rows"].items() if "note" in row})
+    for name, note in notes:
+        tasks = [t["task"] for t in done if "note" in t["rows"].get(name, {})]
+        lines += [f"Note, {name} on tasks {', '.join(map(str, tasks))}: {note}.", ""]
     lines += table_lines(table) + ["", f"The {c['full_tasks']} tasks where every row ran (`--full-every "
                                    f"{args.full_every}`; fixed-1 also ran on every one-word span, for the decision "
                                    "below, and is counted above on these tasks only):", ""]
