@@ -14,6 +14,7 @@ forward pass, and each copy again for a backward pass (see :class:`~infill.energ
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import secrets
@@ -192,15 +193,23 @@ class Infiller:
         the chains start (:func:`infill.constraints.calibrate_closeness`), keeps the expected fraction of
         changed words near ``change``. Other arguments as :meth:`sample`; ``init`` is the source."""
         check_change(change)
-        template, source = rewrite_template(text, self.tokenizer)
+        template, words, source = rewrite_template(text, self.tokenizer)
         config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed,
                                   **options)
         if config.is_baseline:
             raise InfillError(f"rewrite needs an MCMC sampler, not the baseline {config.method!r}")
         prepared = self.prepare([template], config)
-        source = source_categories(prepared.categories, torch.tensor(source))
-        runs = self.stream(prepared, progress=progress, on_step=on_step, terms=terms, rewrite=(source, change))
-        return next(runs)[1]
+        categories = source_categories(prepared.categories, torch.tensor(source))
+        runs = self.stream(prepared, progress=progress, on_step=on_step, terms=terms, rewrite=(categories, change))
+        result = next(runs)[1]
+        blanks = prepared.templates[0].blank_positions
+        samples = []
+        for sample in result.samples:  # a word kept is the user's own; a changed one takes the source's capital
+            fills = [word if token == kept else (fill[:1].upper() + fill[1:] if word[:1].isupper() else fill)
+                     for word, kept, token, fill in zip(words, source, torch.tensor(sample.token_ids)[blanks].tolist(),
+                                                        sample.fills)]
+            samples.append(dataclasses.replace(sample, text=prepared.templates[0].splice(fills), fills=fills))
+        return dataclasses.replace(result, samples=samples)
 
     def run(self, templates: Union[Sequence[str], Prepared], config: Optional[RunConfig] = None,
             progress: bool = False, on_step: Optional[OnStep] = None, max_sequences: int = MAX_SEQUENCES,
@@ -290,21 +299,23 @@ class Infiller:
         return SpanBatch(prepared.templates[index], config, trace, config.span_method, start)
 
 
-def rewrite_template(text: str, tokenizer) -> tuple[str, list[int]]:
-    """``text`` with every word the tokenizer spells as one word-start token made a ``[MASK]`` blank, and
-    those tokens (the source filling); other words (several pieces, or glued to an apostrophe) stay text."""
+def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
+    """``text`` with every word the tokenizer spells as one word-start token made a ``[MASK]`` blank, those
+    words as written, and their tokens (the source filling); other words (several pieces, or glued to an
+    apostrophe) stay text."""
     if not isinstance(text, str) or not text.strip():
         raise InfillError(f"rewrite takes a sentence, got {text!r}")
-    pieces, source, at = [], [], 0
+    pieces, words, source, at = [], [], [], 0
     for m in WORD.finditer(text):
         ids = tokenizer(f"a {m.group()}", add_special_tokens=False)["input_ids"]
         if len(ids) == 2 and "[MASK" not in m.group().upper():
             pieces += [text[at:m.start()], "[MASK]"]
+            words.append(m.group())
             source.append(ids[1])
             at = m.end()
     if not source:
         raise InfillError(f"no word of {quote(text)} is one token for this model: nothing to rewrite")
-    return "".join(pieces) + text[at:], source
+    return "".join(pieces) + text[at:], words, source
 
 
 def _batches(templates: Sequence[Template], chains: int, max_sequences: int) -> list[list[int]]:

@@ -357,6 +357,10 @@ def test_rewrite_starts_from_the_sentence_and_changes_some_words(infiller):
         changed = sum(a != b for a, b in zip(s.text.split(), source.split()))
         assert s.terms["closeness"] == -changed and s.text.endswith(" .")
     assert infiller.rewrite(source, change=0.5, num_samples=8, steps=6, seed=0, top=5).texts == result.texts
+    cased = infiller.rewrite("The cat sat on the mat .", change=0.5, num_samples=8, steps=6, seed=0, top=5)
+    for s in cased.samples:  # kept words as the user wrote them, a changed first word capitalised
+        assert s.text[0].isupper() and all(f == w for f, w in zip(s.fills, "The cat sat on the mat".split())
+                                           if f.lower() == w.lower())
     with pytest.raises(InfillError, match="change must be a fraction"):
         infiller.rewrite(source, change=1.5)
     with pytest.raises(InfillError, match="rewrite needs an MCMC sampler"):
