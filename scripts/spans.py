@@ -32,9 +32,10 @@ Metrics: a filling's length is its number of whitespace words. Exact-length rate
 the top filling; recovery@5: the share of tasks where one of the (at most) 5 fillings equals the removed words
 (lowercased, whitespace-normalised); word recall@5: per task, the largest share of the removed words (as a
 multiset) that one of the 5 fillings contains, averaged; BLEU: unsmoothed 4-gram BLEU of each filled sentence
-against the original (lowercased), averaged over the 5 and the tasks; energy: every row's filled sentences
-re-scored by one common energy, PLL-word-l2r of the whole sentence (the default's span energy, bonus 0), the
-mean over the 5; self-BLEU of the 5 filled sentences; seconds and encoder sequences of the run.
+against the original (lowercased), averaged over the 5 and the tasks; energy: every row's fills (their text
+tokenized again) scored by one common energy, the default span energy of the ``[MASK*?]`` template (its name is
+in each result line), the mean over the 5; sentence PLL-word-l2r: the same for PLL-word-l2r of the whole filled
+sentence, a second common measure; self-BLEU of the 5 filled sentences; seconds and encoder sequences of the run.
 """
 from __future__ import annotations
 
@@ -50,13 +51,13 @@ from pathlib import Path
 
 import torch
 
-KEYS = ("exact", "error", "recovered", "recall", "bleu", "energy", "self_bleu", "seconds", "sequences")
+KEYS = ("exact", "error", "recovered", "recall", "bleu", "energy", "sentence", "self_bleu", "seconds", "sequences")
 ROWS = ("default", "l2r-reranked", "mask-predict", "oracle", "fixed-1", "fixed-2", "per-length", "token-1")
 WORD = re.compile(r"^[A-Za-z0-9]+$")
 TOP = 5
 PER_LENGTH_CHAINS = 6
 DRAWS_PER_LENGTH = 8  # left-to-right draws per length and round
-COMMON = "word-l2r"  # the common energy: PLL-word-l2r of the whole filled sentence
+SENTENCE = "word-l2r"  # a second common energy: PLL-word-l2r of the whole filled sentence
 TARGETS = {"exact_over_best_fixed": 0.10, "max_length_error": 0.7, "recovery_over_oracle": 0.9,
            "energy_win_share": 0.6, "seconds_over_token": 3.0, "word_over_token_seconds": 2.0}
 
@@ -187,9 +188,33 @@ def run_task(infiller, task: dict, seed: int, full_every: int = 1) -> dict:
         rows[name] = runs[name]()
         if name == "default":
             rows["l2r-reranked"], rows["mask-predict"] = drawn(infiller, wildcard, seed, rows[name]["sequences"])
+    name = common_energy(infiller, wildcard, rows)
     for row in rows.values():
-        row["common"] = [s.total for s in infiller.score(row["texts"], COMMON)]
-    return {**task, "tokens": tokens, "seed": seed, "rows": rows}
+        row["sentence"] = [s.total for s in infiller.score(row["texts"], SENTENCE)]
+    return {**task, "tokens": tokens, "seed": seed, "energy": name, "rows": rows}
+
+
+def common_energy(infiller, wildcard: str, rows: dict) -> str:
+    """Every row's fills scored by the default span energy of ``wildcard`` (each fill's text tokenized again),
+    into ``row["common"]``; returns the energy's name."""
+    from infill.spans.fills import EMPTY, Fills
+    from infill.spans.sample import span_energy, span_space
+    from infill.template import parse
+
+    tokenizer = infiller.tokenizer
+    ids = [tokenizer(f, add_special_tokens=False)["input_ids"] for row in rows.values() for f in row["fills"]]
+    vocab = sorted({i for fill in ids for i in fill})
+    index = {v: k for k, v in enumerate(vocab)}
+    tokens = torch.full((len(ids), 1, max(map(len, ids))), EMPTY, dtype=torch.long)
+    for b, fill in enumerate(ids):
+        tokens[b, 0, :len(fill)] = torch.tensor([index[i] for i in fill])
+    tpl, categories = parse(wildcard, tokenizer, infiller.max_length), torch.tensor(vocab)
+    energy = span_energy(infiller.model, tokenizer, tpl, categories, span_space(tpl, tokenizer, categories, len(ids)))
+    with torch.no_grad():
+        values = iter(energy(Fills(tokens, torch.tensor([[len(f)] for f in ids]))).tolist())
+    for row in rows.values():
+        row["common"] = [next(values) for _ in row["fills"]]
+    return energy.name
 
 
 # ---------------------------------------------------------------- metrics
@@ -214,7 +239,7 @@ def row_metrics(task: dict, row: dict) -> dict:
     return {"length": chosen, "exact": chosen == task["words"], "error": abs(chosen - task["words"]),
             "recovered": any(normal(f) == removed for f in row["fills"]), "recall": overlap / len(removed),
             "bleu": statistics.mean(sentence_bleu(t, task["original"]) for t in row["texts"]),
-            "energy": statistics.mean(row["common"]),
+            "energy": statistics.mean(row["common"]), "sentence": statistics.mean(row["sentence"]),
             "self_bleu": self_bleu([normal(t) for t in row["texts"]]) if len(row["texts"]) > 1 else 1.0,
             "seconds": row["seconds"], "sequences": row["sequences"]}
 
@@ -327,11 +352,12 @@ def decision(c: dict) -> tuple[str, bool]:
 
 def table_lines(table: dict) -> list[str]:
     lines = ["| row | tasks | exact length | mean abs length error | recovery@5 | word recall@5 | BLEU | mean energy "
-             "| minus default's | self-BLEU | seconds | encoder sequences |", "|---|" + "---:|" * 11]
+             "| minus default's | sentence PLL-word-l2r | self-BLEU | seconds | encoder sequences |",
+             "|---|" + "---:|" * 12]
     for name, r in table.items():
         lines.append(f"| {name} | {r['tasks']} | {r['exact']:.3f} | {r['error']:.2f} | {r['recovered']:.3f} | "
                      f"{r['recall']:.3f} | {r['bleu']:.3f} | {r['energy']:.2f} | {r['margin']:+.2f} | "
-                     f"{r['self_bleu']:.3f} | {r['seconds']:.1f} | {r['sequences']:.0f} |")
+                     f"{r['sentence']:.2f} | {r['self_bleu']:.3f} | {r['seconds']:.1f} | {r['sequences']:.0f} |")
     return lines
 
 
@@ -349,8 +375,8 @@ def write_report(out: Path, done: list[dict], args, planned: int) -> None:
         f"odd-numbered lines of `{Path(args.corpus).name}` (held out from the energy's calibration), 8-20 words, "
         f"removed spans of 1, 2, 3, 4 words: {', '.join(map(str, c['counts']))}; `tasks.jsonl` lists them, "
         "`results.jsonl` holds every row's fillings, energies, seconds and encoder sequences per task. Rows "
-        "and metrics: see the docstring of `scripts/spans.py`; energy is every row's filled sentences "
-        "re-scored by PLL-word-l2r of the whole sentence (the default's span energy), mean of the 5; 'minus "
+        f"and metrics: see the docstring of `scripts/spans.py`; energy: every row's fills scored by the default "
+        f"span energy ({', '.join(sorted({t['energy'] for t in done}))}), mean of the 5; 'minus "
         "default's': the mean over the row's tasks of its energy minus the default's on the same task.", "",
     ]
     notes = sorted({(name, row["note"]) for t in done for name, row in t["rows"].items() if "note" in row})
