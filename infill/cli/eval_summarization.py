@@ -34,7 +34,7 @@ def add_parser(subparsers, name: str) -> None:
     add_objective_arguments(parser)
     parser.add_argument("--output", default=None,
                         help="report path without extension (default: a new runs/summarization-DATASET-SPLIT-TIME)")
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr (none when it is not a terminal)")
     parser.set_defaults(run=run)
 
 
@@ -79,7 +79,7 @@ def run(args) -> int:
         raise InfillError(f"no documents in the aclsum {args.split} split")
 
     def progress(n_doc, row):
-        if not args.quiet:
+        if not args.quiet and sys.stderr.isatty():  # progress for a person watching, not for a log
             print(f"[{n_doc + 1}/{len(documents)}] {row['id']} ({row['sentences']} sentences)", file=sys.stderr)
 
     report = evaluate(documents, budget, config, methods, settings, args.seed, progress, f"aclsum:{args.split}")

@@ -85,7 +85,7 @@ def _measure(unit: dict) -> Measure:
                    unit.get("encoder_sequences"))
 
 
-EVAL_PACKAGES = ("infill", "torch", "transformers", "datasets", "nltk", "rouge-score", "numpy")
+EVAL_PACKAGES = ("infill-mcmc", "torch", "transformers", "datasets", "nltk", "rouge-score", "numpy")
 """The packages whose versions an infilling report's signature records."""
 
 

