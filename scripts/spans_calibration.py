@@ -177,7 +177,8 @@ def write(path: Path, args, rows, table, fixed, seconds: float, runs: list[dict]
     lines = [
         "# Span energy calibration (issue 19)", "",
         f"`python scripts/spans_calibration.py --model {args.model} --corpus {args.corpus} --tasks {args.tasks} "
-        f"--draws {args.draws} --seed {args.seed}` (candidates scored in {seconds:.0f} s on the shared CPU; "
+        f"--draws {args.draws} --seed {args.seed} --sampler-tasks {args.sampler_tasks} --chains {args.chains} "
+        f"--steps {args.steps}` (candidates scored in {seconds:.0f} s on the shared CPU; "
         f"{versions}).", "",
         f"{len(rows)} tasks from the even-numbered lines of `{Path(args.corpus).name}` (the calibration split: "
         f"the benchmark must use the odd-numbered lines or tbc.5k), 8-20 words, 1-4 consecutive words removed "
