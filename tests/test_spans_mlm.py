@@ -7,7 +7,7 @@ import torch
 from infill.errors import InfillError
 from infill.scoring import token_scores
 from infill.spans.fills import MASK, Fills
-from infill.spans.sample import SpanTrace, draw_starts, sample_spans, span_energy, span_space
+from infill.spans.sample import SpanTrace, draw_starts, sample_spans, span_energy, span_space, start_lengths
 from infill.template import fill_pieces, parse
 from infill.vocabulary import token_words, word_piece_ids
 
@@ -89,6 +89,12 @@ def test_sample_spans_keeps_fills_valid_and_counts_the_encoder(setup):
     assert trace.encoder_sequences > 6 * 8
     score, pieces = trace.top(1)[0]
     assert score == trace.energies.max().item() and len(pieces) == 2
+
+
+def test_chains_start_at_every_combination_of_lengths(setup):
+    model, tokenizer, template, categories = setup  # [MASK*0-2] and [MASK]
+    space = span_space(template, tokenizer, categories, 5)
+    assert start_lengths(space).tolist() == [[0, 1], [1, 1], [2, 1], [0, 1], [1, 1]]
 
 
 @pytest.mark.parametrize("init", ["left-to-right", "independent", "argmax", "uniform"])

@@ -13,9 +13,10 @@ continuation pieces; a token blank exactly its tokens. The :class:`SpanTrace` ho
 fills (``tokens``, ``lengths``; :meth:`SpanTrace.pieces` gives token ids per blank), their ``energies``,
 ``accepted``, ``encoder_sequences`` and ``energy_name``; :meth:`SpanTrace.top` the best distinct fills.
 
-- ``method="rjmcmc"``: chains start at a number of words drawn uniformly in ``m..n`` per blank, one-piece
-  words drawn left to right from the masked LM (``init="uniform"``: uniformly), then take ``steps`` steps of
-  the reversible-jump kernel (:mod:`.kernel`), which changes words, pieces and lengths;
+- ``method="rjmcmc"``: the chains start at every combination of the blanks' lengths in turn (chain ``b`` at
+  the ``b``-th), with one-piece words drawn left to right from the masked LM (``init``: ``left-to-right``,
+  ``independent``, ``argmax`` or ``uniform``), then take ``steps`` steps of the reversible-jump kernel
+  (:mod:`.kernel`), which changes words, pieces and lengths;
 - ``method="per-length"``: the simple alternative: ``chains`` chains at every combination of the blanks'
   lengths at once (``chains x combinations`` rows in the trace), each pinned to its number of words (pieces
   still change), to be chosen among by the same energy (:meth:`SpanTrace.top`).

@@ -88,11 +88,14 @@ def span_energy(model: nn.Module, tokenizer, template: Template, categories: Ten
                               text_starts, specials, space.starts, tokenizer.mask_token_id, pad, **options)
 
 
-def start_lengths(space: SpanSpace, generator: Optional[torch.Generator]) -> Tensor:
-    """Units ``(B, J)`` to start each chain's blanks with: uniform in ``low..high``."""
-    span = (space.high - space.low + 1).double()
-    draw = torch.rand(span.shape, generator=generator, dtype=torch.float64, device=span.device)
-    return space.low + (draw * span).long().clamp_max(space.high - space.low)
+def start_lengths(space: SpanSpace) -> Tensor:
+    """Units ``(B, J)`` to start each chain's blanks with: the chains take the combinations of the blanks'
+    lengths in turn (chain ``b`` the ``b``-th, modulo their number; the first blank's length varies fastest),
+    so that every length has its chains from the start."""
+    span = space.high - space.low + 1
+    stride = torch.cumprod(torch.cat([torch.ones_like(span[:, :1]), span[:, :-1]], 1), 1)
+    chain = torch.arange(len(span), device=span.device)[:, None]
+    return space.low + (chain // stride) % span
 
 
 def draw_starts(energy: MaskedLMSpanEnergy, space: SpanSpace, lengths: Tensor, init: str,
@@ -162,7 +165,7 @@ def sample_spans(model: nn.Module, tokenizer, template: Template, categories: Te
         pinned = combos.repeat_interleave(chains, 0)
         space = SpanSpace(space.allowed, space.starts, space.pieces, pinned, pinned)
     energy = span_energy(model, tokenizer, template, categories, space, **energy_options)
-    fills = draw_starts(energy, space, start_lengths(space, generator), init, generator, temperature)
+    fills = draw_starts(energy, space, start_lengths(space), init, generator, temperature)
     state = kernel.init(energy, space, fills)
     tokens, lengths, energies, accepted = [], [], [], []
     for t in range(steps):
