@@ -300,6 +300,11 @@ def keyword_summary(tasks: list[dict]) -> dict:
     return summary
 
 
+def with_samplers(tasks: list[dict]) -> list[dict]:
+    """The keyword tasks that ran every sampler row."""
+    return [t for t in tasks if all(name in t["rows"] for name in SAMPLERS)]
+
+
 def satisfying_pll(run: dict) -> Optional[float]:
     plls = [p for p, ok in zip(run["plls"], run["satisfied"]) if ok]
     return statistics.fmean(plls) if plls else None
@@ -308,7 +313,8 @@ def satisfying_pll(run: dict) -> Optional[float]:
 def against(tasks: list[dict], ours: str, theirs: str) -> dict:
     """``ours`` against rejection ``theirs`` on the tasks where rejection found any satisfying filling:
     where our mean PLL of satisfying fillings is at least theirs; and the ratios of sequences and seconds."""
-    pairs = [(t["rows"][ours], t["rows"][theirs]) for t in tasks if ours in t["rows"] and t["rows"][theirs]["found"]]
+    tasks = [t for t in tasks if ours in t["rows"]]
+    pairs = [(t["rows"][ours], t["rows"][theirs]) for t in tasks if t["rows"][theirs]["found"]]
     wins = [a for a, b in pairs if satisfying_pll(a) is not None and satisfying_pll(a) >= satisfying_pll(b)]
     ratios = sorted(b["encoder_sequences"] / a["encoder_sequences"] for a, b in pairs)
     times = sorted(a["seconds"] / b["seconds"] for a, b in pairs)
@@ -371,22 +377,34 @@ def rewrite_winner(tasks: list[dict]) -> Optional[str]:
     return min(reached)[1] if reached else None
 
 
-def plot(keywords: dict, rewrite: list[dict], out: Path) -> None:
+def plot(keywords: list[dict], rewrite: list[dict], out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(6, 4.5))
-    axis = figure.subplots()
-    for name, row in keywords.items():
+    figure = Figure(figsize=(11, 4.5))
+    paired, means = figure.subplots(1, 2)
+    for method, marker in zip(REJECTION, "so"):
+        pairs = [(satisfying_pll(t["rows"][f"{method}+rejection"]), satisfying_pll(t["rows"]["gibbs (default)"]))
+                 for t in keywords if t["rows"][f"{method}+rejection"]["found"]]
+        pairs = [(x, y) for x, y in pairs if y is not None]
+        paired.scatter([x for x, _ in pairs], [y for _, y in pairs], marker=marker, s=18, label=f"{method}+rejection")
+    low, high = paired.get_xlim()
+    paired.plot([low, high], [low, high], color="grey", lw=0.5)
+    paired.set_xlabel("rejection: mean PLL of its satisfying fillings")
+    paired.set_ylabel("default (gibbs): mean PLL of its satisfying fillings")
+    paired.set_title("keywords, per task where rejection found any (equal sequences)", fontsize=9)
+    paired.legend(fontsize=7)
+    full = with_samplers(keywords)
+    for name, row in (keyword_summary(full) if full else {}).items():
         if row["mean_pll"] is not None:
-            axis.scatter(row["encoder_sequences"], row["mean_pll"], s=20, marker="s" if "rejection" in name else "o")
-            axis.annotate(f"{name} ({100 * row['satisfied']:.0f}% sat.)", (row["encoder_sequences"], row["mean_pll"]),
-                          fontsize=7)
-    axis.set_xlabel("encoder sequences per task")
-    axis.set_ylabel("mean PLL of the satisfying returned fillings")
-    axis.set_title("keywords: include met, PLL and compute", fontsize=9)
+            means.scatter(row["encoder_sequences"], row["mean_pll"], s=20, marker="s" if "rejection" in name else "o")
+            means.annotate(f"{name} ({100 * row['satisfied']:.0f}% sat.)", (row["encoder_sequences"], row["mean_pll"]),
+                           fontsize=7)
+    means.set_xlabel("encoder sequences per task")
+    means.set_ylabel("mean PLL of the satisfying returned fillings")
+    means.set_title(f"keywords, every row, on the {len(full)} tasks that ran them all", fontsize=9)
     figure.tight_layout()
     figure.savefig(out / "keywords.png", dpi=130)
 
@@ -418,13 +436,16 @@ def markdown(report: dict) -> str:
     columns = [("tasks", "tasks", 0), ("satisfied", "satisfied ↑", 3), ("chains_satisfied", "chains' finals sat.", 3),
                ("mean_pll", "PLL of satisfying ↑", 2), ("self_bleu", "self-BLEU ↓", 1),
                ("encoder_sequences", "enc. seqs", 0), ("seconds", "s/task", 1), ("found", "found any", 2)]
+    header = ["row", *(t for _, t, _ in columns)]
     lines = ["# Fillings under constraints (issue 20)", "", f"Keywords: {kw['tasks']} tasks done; rewrite: "
              f"{rw['tasks']} (sentence, change) pairs done.", "", "## Keywords", "",
-             *table(["row", *(t for _, t, _ in columns)],
-                    [[n, *(fmt(r[k], dg) for k, _, dg in columns)] for n, r in kw["rows"].items()]), "",
+             *table(header, [[n, *(fmt(r[k], dg) for k, _, dg in columns)] for n, r in kw["rows"].items()]), "",
              "satisfied: fraction of returned fillings (top 5) holding every include word; chains' finals sat.: the "
-             "same over the 25 chains' final states; PLL of satisfying: mean over tasks of the mean PLL of the "
-             "satisfying returned fillings; found any: fraction of tasks where rejection kept any filling.", ""]
+             "same over the 25 chains' final states; PLL of satisfying: mean over tasks (where the row has any) of "
+             "the mean PLL of the satisfying returned fillings; found any: fraction of tasks where rejection kept "
+             "any filling.", "", f"On the {kw['every_row']['tasks']} tasks that ran every row:", "",
+             *table(header, [[n, *(fmt(r[k], dg) for k, _, dg in columns)] for n, r in kw["every_row"]["rows"].items()]),
+             ""]
     for c in kw["against"]:
         lo, mid, hi = c["sequences_ratio"] or (None,) * 3
         tl, tm, th = c["time_ratio"] or (None,) * 3
@@ -472,6 +493,8 @@ def write_report(out: Path, model: str, chains: int, sampler_every: int) -> dict
                for k in KINDS if any(t["kind"] == k for t in keywords)}
     report = {
         "keywords": {"tasks": len(keywords), "rows": kw_rows, "by_kind": by_kind,
+                     "every_row": {"tasks": len(with_samplers(keywords)),
+                                   "rows": keyword_summary(with_samplers(keywords)) if with_samplers(keywords) else {}},
                      "against": [against(keywords, "gibbs (default)", f"{m}+rejection") for m in REJECTION]
                      + [against(keywords, s, f"{m}+rejection") for s in SAMPLERS for m in REJECTION
                         if any(s in t["rows"] for t in keywords)] if keywords else []},
@@ -481,8 +504,8 @@ def write_report(out: Path, model: str, chains: int, sampler_every: int) -> dict
                       "corpora": "bert-gen wiki103.5k.txt, tbc.5k.txt", "versions": library_versions(EVAL_PACKAGES)}}
     write_atomically(out / "report.json", json.dumps(report, indent=1))
     write_atomically(out / "report.md", markdown(report))
-    if kw_rows and rewrite:
-        plot(kw_rows, rewrite, out)
+    if keywords and rewrite:
+        plot(keywords, rewrite, out)
     return report
 
 
