@@ -3,7 +3,8 @@
 The exactness bound is relative to the noise floor of the run: the mean TV of as many exact, independent
 draws from the target as the run keeps (:func:`exact_floor`), what a perfect sampler would score. Chains are
 autocorrelated, so the attainable TV is somewhat above it: a sampler passes within ``BOUND`` times the floor
-(measured: at most 2.1 times), and every biased control must fail the same bound (measured: 13 times and more).
+(measured: at most 2.1 times) and within TV 0.02, and every biased control must fail the same bound (measured:
+13 times and more).
 """
 from dataclasses import dataclass
 
@@ -22,6 +23,12 @@ from conftest import tiny_bert
 UNADJUSTED = {"dula", "una"}  # biased by design: no exactness bound, a bias bound instead
 CHAINS, STEPS = 1000, 200  # the second half is kept: 1000 x 100 draws
 BOUND = 2.5  # times the noise floor
+MAX_TV = 0.02  # and never above the project's absolute bound
+
+
+def bound(floor: float) -> float:
+    """The TV a correct sampler must stay within, and every biased control must exceed."""
+    return min(MAX_TV, BOUND * floor)
 
 
 def exact_floor(p, draws, repeats=5):
@@ -55,7 +62,7 @@ def run_tv(sampler, energy, target, d, chains=CHAINS, steps=STEPS, seed=0):
 def test_exact_at_default_hyperparameters(target, name):
     energy, p, d = target
     tv, floor, trace = run_tv(make_sampler(name), energy, p, d)
-    assert tv <= BOUND * floor, f"{name}: TV {tv:.4f} (floor {floor:.4f})"
+    assert tv <= bound(floor), f"{name}: TV {tv:.4f} (floor {floor:.4f})"
     assert trace.hops[trace.burn_in:].float().mean() > 0.3  # the chains move
 
 
@@ -94,7 +101,7 @@ class StaleReverseDMALA(DMALA):
 def test_mutants_fail_the_exactness_bound(target, mutant):
     energy, p, d = target
     tv, floor, _ = run_tv(Adapted(mutant()), energy, p, d)
-    assert tv > BOUND * floor, f"{mutant.__name__}: TV {tv:.4f} passes a bound it must fail (floor {floor:.4f})"
+    assert tv > bound(floor), f"{mutant.__name__}: TV {tv:.4f} passes a bound it must fail (floor {floor:.4f})"
 
 
 def test_preconditioned_dmala_is_exact(target):
@@ -103,9 +110,9 @@ def test_preconditioned_dmala_is_exact(target):
     energy, p, d = target
     g = tuple(float(v) for v in torch.linspace(0.25, 4.0, d))
     tv, floor, trace = run_tv(make_sampler("dmala", preconditioner=g), energy, p, d)
-    assert tv <= BOUND * floor and trace.hops[trace.burn_in:].float().mean() > 0.3, f"TV {tv:.4f} (floor {floor:.4f})"
+    assert tv <= bound(floor) and trace.hops[trace.burn_in:].float().mean() > 0.3, f"TV {tv:.4f} (floor {floor:.4f})"
     control, floor, _ = run_tv(Adapted(NoReverseDMALA(preconditioner=g)), energy, p, d)
-    assert control > BOUND * floor, f"control TV {control:.4f} (floor {floor:.4f})"
+    assert control > bound(floor), f"control TV {control:.4f} (floor {floor:.4f})"
 
 
 def test_preconditioner_is_dlps_in_value_coordinates():
