@@ -61,7 +61,7 @@ def test_window_scores_the_fills_and_their_neighbours(setup):
     again = Fills(two.tokens.flip(0), two.lengths.flip(0))
     assert torch.equal(energy(again), values.flip(0))  # scored fills come from the cache
     assert energy.encoder_sequences == (2 + 1 + 2 * 2) + (0 + 1 + 2 * 2)
-    assert energy.name == "word-l2r window 1"
+    assert energy.name == "word-l2r window 1 +0.75/word"
 
 
 def test_proposal_logits_are_the_models_at_the_mask(setup):
@@ -137,10 +137,10 @@ def test_word_blank_takes_a_word_of_several_pieces(dev_model_path, bert_tokenize
     model = AutoModelForMaskedLM.from_pretrained(dev_model_path)
     template = parse("we bought a [MASK] in paris .", bert_tokenizer, 512, blank_unit="word")
     categories = word_piece_ids(bert_tokenizer)
-    trace = sample_spans(model, bert_tokenizer, template, categories, chains=8, steps=20,
+    trace = sample_spans(model, bert_tokenizer, template, categories, chains=16, steps=20,
                          generator=torch.Generator().manual_seed(0))
     several = {fill_pieces(template, bert_tokenizer, trace.pieces(t, b))[1][0]
-               for t in range(20) for b in range(8) if len(trace.pieces(t, b)[0]) > 1}
+               for t in range(20) for b in range(16) if len(trace.pieces(t, b)[0]) > 1}
     assert several and all(len(word.split()) == 1 for word in several), several
 
 
