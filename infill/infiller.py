@@ -81,10 +81,9 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int)
     pieces = None
     if not all(t.fixed for t in templates):
         words = next(t for t in templates if not t.fixed)
-        if config.is_baseline or config.include or config.anneal_from is not None or config.init == "independent":
+        if config.is_baseline or config.include or config.anneal_from is not None:
             raise InfillError(f"template {quote(words.text)} has word blanks, which the span sampler fills: "
-                              "use an MCMC method, no include words, no annealing, init left-to-right or uniform "
-                              "(or --blank-unit token for token blanks)")
+                              "use an MCMC method, no include words and no annealing (or token blanks)")
         pieces = word_piece_ids(tokenizer, config.forbid, config.allow_punctuation)
     include = None
     if config.include and templates:
