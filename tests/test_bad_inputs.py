@@ -111,7 +111,7 @@ CLI_CASES = {
                                             expect="dmala"),
     "eval-protocol-bad-option": _eval(protocol=_protocol_text() + "\n[sampling.options.gibbs]\nstep_size = 0.2\n",
                                       expect="step_size"),
-    "eval-protocol-top-over-chains": _eval(protocol=_protocol_text(**{"top = 1": "top = 5"}), expect="top"),
+    "eval-protocol-top-over-chains": _eval(protocol=_protocol_text(**{"top = 1": 'top = 5\ndecode = "final"'}), expect="top"),
     "eval-protocol-steps-zero": _eval(protocol=_protocol_text(**{"steps = 2": "steps = 0"}), expect="steps"),
     "eval-protocol-too-many-masked": _eval(protocol=_protocol_text(**{"count = 2": "count = 40"}), expect="mask"),
     "eval-protocol-missing-corpus": _eval(files={"corpus.txt": None}, expect="corpus.txt"),

@@ -225,7 +225,7 @@ def test_limit_and_samplers_select_a_prefix_of_the_units(tmp_path):
 @pytest.mark.parametrize("edit, message", [
     (lambda p: p.replace('seed = 3', 'seed = 3\ncolour = "red"'), "unknown key 'colour'"),
     (lambda p: p.replace("fraction = 0.25", "fraction = 1.5"), "between 0 and 1"),
-    (lambda p: p.replace("top = 3", "top = 9"), "cannot exceed"),
+    (lambda p: p.replace("top = 3", 'top = 9\ndecode = "final"'), "cannot exceed num_samples"),
     (lambda p: p.replace("max_words = 25", "max_words = 5"), "below min_words"),
     (lambda p: p.replace("fraction = 0.25", "count = 14\nexclude_ends = true"), "cannot have 14 word(s) masked"),
     (lambda p: p.replace("fraction = 0.25", "count = 15"), "some left unmasked"),

@@ -167,8 +167,6 @@ def _sampling(table: dict) -> dict:
                               f"samplers without a budget of its own, not {reference!r}")
     values = {key: _positive(_typed(table, key, int, "[sampling]", required=True), key, "[sampling]")
               for key in ("chains", "steps", "top")}
-    if values["top"] > values["chains"]:
-        raise InfillError(f"[sampling]: 'top' ({values['top']}) cannot exceed 'chains' ({values['chains']})")
     defaults = {key: table[key] for key in ("init", "temperature", "decode") if key in table}
     return {"samplers": tuple(samplers), "defaults": defaults, "sampler_options": options, "budgets": budgets,
             **values}
