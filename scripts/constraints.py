@@ -163,7 +163,8 @@ def sampler_row(infiller: Infiller, task: Task, words: list[str], config: RunCon
 
 
 def rejection(infiller: Infiller, text: str, method: str, budget: int, seed: int, keep, limit: int) -> dict:
-    """Draws of ``method`` on the template ``text`` while the budget lasts, keeping those that ``keep(rows) -> (B,) bool`` accepts
+    """Draws of ``method`` on the template ``text`` while the budget lasts, keeping those that
+    ``keep(rows) -> (B,) bool`` accepts
     (the first ``limit`` distinct ones, each scored by its PLL: ``d`` sequences); the returned dict has the
     kept rows and their PLLs, the draws taken, and the sequences spent."""
     start = time.perf_counter()
@@ -450,7 +451,8 @@ def markdown(report: dict) -> str:
         lo, mid, hi = c["sequences_ratio"] or (None,) * 3
         tl, tm, th = c["time_ratio"] or (None,) * 3
         lines.append(f"- `{c['row']}` against `{c['rejection']}`: rejection found a filling on {c['found']} of "
-                     f"{c['tasks']} tasks; on {c['wins']} of them ({fmt(100 * c['wins'] / c['found'] if c['found'] else None, 0)}%) our "
+                     f"{c['tasks']} tasks; on {c['wins']} of them "
+                     f"({fmt(100 * c['wins'] / c['found'] if c['found'] else None, 0)}%) our "
                      f"mean PLL of satisfying fillings is at least rejection's (mean gap {fmt(c['mean_gap'])}, median "
                      f"{fmt(c['median_gap'])}); rejection used {fmt(mid)}x our sequences (range {fmt(lo)}-{fmt(hi)}); "
                      f"our time over rejection's {fmt(tm)}x (range {fmt(tl)}-{fmt(th)}).")
@@ -500,7 +502,8 @@ def write_report(out: Path, model: str, chains: int, sampler_every: int) -> dict
                         if any(s in t["rows"] for t in keywords)] if keywords else []},
         "rewrite": {"tasks": len(rewrite), "rows": rw_rows, "winner": rewrite_winner(rewrite)},
         "signature": {"model": model, "seed": SEED, "top": TOP, "default": RunConfig().signature(),
-                      "rewrite_chains": chains, "sampler_rows_every": sampler_every, "tolerance": TOLERANCE, "torch_threads": torch.get_num_threads(),
+                      "rewrite_chains": chains, "sampler_rows_every": sampler_every, "tolerance": TOLERANCE,
+                      "torch_threads": torch.get_num_threads(),
                       "corpora": "bert-gen wiki103.5k.txt, tbc.5k.txt", "versions": library_versions(EVAL_PACKAGES)}}
     write_atomically(out / "report.json", json.dumps(report, indent=1))
     write_atomically(out / "report.md", markdown(report))
