@@ -3,7 +3,7 @@
 The candidates of a template are its chains' final states, or with ``top`` and ``decode="visited"``
 every state visited after burn-in. They are deduplicated once, on tensors; the PLL is computed only for
 distinct candidates whose energy the run did not compute (plain ``gibbs`` never does), at most
-:data:`MAX_SEQUENCES` masked copies per pass; ``top`` keeps the best distinct ones (ties to the smaller
+:data:`RESCORE_COPIES` masked copies per pass; ``top`` keeps the best distinct ones (ties to the smaller
 category indices, so the choice never depends on the chains' order). Only the reported states are
 turned into text.
 """
@@ -26,7 +26,7 @@ from .results import Diagnostics, InfillResult, Sample
 from .samplers import Sampler, Trace
 from .template import Template, detokenize, fill
 
-MAX_SEQUENCES = 512  # masked copies per forward pass when re-scoring candidates
+RESCORE_COPIES = 512  # masked copies per forward pass when re-scoring candidates
 MARGINAL_FILLS = 10  # fills listed per blank in the marginals
 
 
@@ -106,11 +106,11 @@ def _candidates(x: Tensor, trace: Optional[Trace], config: RunConfig) -> tuple[T
 
 def _fill_missing(energy, rows: Tensor, values: Tensor, bar, device: torch.device) -> None:
     """Compute in place the NaN ``values`` of ``rows (N, d)`` (distinct states), in passes of at most
-    :data:`MAX_SEQUENCES` masked copies."""
+    :data:`RESCORE_COPIES` masked copies."""
     missing = values.isnan().nonzero().flatten()
     if not len(missing):
         return
-    parts = missing.split(max(1, MAX_SEQUENCES // rows.shape[1]))
+    parts = missing.split(max(1, RESCORE_COPIES // rows.shape[1]))
     if bar is not None:
         bar.total += len(parts)
     for part in parts:
