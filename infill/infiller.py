@@ -188,9 +188,10 @@ class Infiller:
                 seed: Optional[int] = None, *, terms: Sequence[tuple] = (), progress: bool = False,
                 on_step: Optional[OnStep] = None, **options) -> InfillResult:
         """Diverse variants of a whole sentence: every word the model spells as one token is a blank, the
-        chains start from ``text`` itself, and a closeness term, its weight calibrated by short runs before
-        the chains start (:func:`infill.constraints.calibrate_closeness`), keeps the expected fraction of
-        changed words near ``change``. Other arguments as :meth:`sample`; ``init`` is the source."""
+        chains start from ``text`` itself, and a closeness term, its weight calibrated by short runs of the
+        chains (:func:`infill.constraints.calibrate_closeness`), keeps the expected fraction of changed words
+        near ``change``; the run goes on from where those left the chains. Other arguments as :meth:`sample`;
+        ``init`` is the source."""
         check_change(change)
         template, words, source = rewrite_template(text, self.tokenizer)
         config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed,
@@ -277,10 +278,9 @@ class Infiller:
             x = mlm_draws.draw(pll, config.method, n, generator, config.temperature)
             return Batch(group, config, None, pll, target, None, x, start)
         if rewrite is not None:
-            source, change = rewrite[0].to(self.device), rewrite[1]
-            target = calibrate_closeness(target, source, change, prepared.sampler, chains=n,
-                                         steps=max(4, config.steps // 2), generator=generator)
-            x = source.expand(n, -1).clone()
+            source, change = rewrite[0].to(self.device), rewrite[1]  # the chains go on from the calibration's
+            target, x = calibrate_closeness(target, source, change, prepared.sampler, chains=n,
+                                            steps=max(4, config.steps // 2), generator=generator, with_state=True)
         else:
             x = mlm_draws.draw(pll, config.init, n, generator, config.anneal_from or config.temperature)
         trace = run_annealed(prepared.sampler, target, x, config.annealing_schedule(), generator, callback)

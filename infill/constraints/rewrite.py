@@ -80,11 +80,12 @@ def closeness_sum(energy: Energy, source: Tensor, weight: float) -> WeightedSum:
 
 def calibrate_closeness(energy: Energy, source: Tensor, change: float, sampler: Optional[Sampler] = None,
                         chains: int = 16, steps: int = 20, rounds: int = 3,
-                        generator: Optional[torch.Generator] = None) -> WeightedSum:
+                        generator: Optional[torch.Generator] = None, with_state: bool = False):
     """``energy + lambda * closeness(source)`` (``energy`` the PLL, or a sum of terms with it) with ``lambda``
     set so that about a fraction ``change`` of the ``d`` blanks differ from ``source (d,)`` (category
     indices) in expectation (module docstring); with a ``sampler``, refined by ``rounds`` runs of ``chains``
-    chains x ``steps`` steps started at the source."""
+    chains x ``steps`` steps started at the source. ``with_state``: also the chains' states ``(chains, d)``
+    after those runs (the source where none ran), for a run to go on from."""
     change = check_change(change)
     source = torch.as_tensor(source, dtype=torch.long).reshape(-1)
     weight = solve_weight(source_log_probs(energy, source), change)
@@ -98,4 +99,5 @@ def calibrate_closeness(energy: Energy, source: Tensor, change: float, sampler: 
         observed = min(max(observed, floor), 1 - floor)
         step = math.log(observed / (1 - observed)) - math.log(change / (1 - change))
         weight = min(max(weight + step, -BRACKET), BRACKET)
-    return closeness_sum(energy, source, weight)
+    total = closeness_sum(energy, source, weight)
+    return (total, x) if with_state else total
