@@ -12,12 +12,13 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
+import torch
+
 from .config import RunConfig
+from .postprocess import MARGINAL_FILLS
 from .results import Diagnostics, InfillResult, Sample
 from .spans import SpanTrace
 from .template import Template, fill_pieces
-
-MARGINAL_FILLS = 10
 
 
 @dataclass(frozen=True)
@@ -35,27 +36,19 @@ def span_result(batch: SpanBatch, tokenizer, model_name: str, seed: int) -> Infi
     """The result of ``batch``'s template (see the module docstring)."""
     config, trace, template = batch.config, batch.trace, batch.template
     steps, chains = trace.energies.shape
-    visited = [(t, b) for t in range(steps) for b in range(chains)]
-    pieces = {state: trace.pieces(*state) for state in visited}
     if config.top is None:
-        chosen = [(steps - 1, b) for b in range(chains)]
+        chosen = [(trace.energies[-1, b].item(), trace.pieces(steps - 1, b), b) for b in range(chains)]
     else:
-        pool = visited if config.decode == "visited" else [(steps - 1, b) for b in range(chains)]
-        best: dict[str, tuple[int, int]] = {}
-        for state in pool:  # the first state of each distinct filling, then best first, ties by the filling
-            best.setdefault(repr(pieces[state]), state)
-        chosen = sorted(best.values(), key=lambda s: (-trace.energies[s].item(), pieces[s]))[:config.top]
+        chosen = trace.top(config.top, final=config.decode == "final")
     special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
     samples = []
-    for state in chosen:
-        text, fills = fill_pieces(template, tokenizer, pieces[state])
-        ids = template.sequence(pieces[state]).tolist()
+    for energy, pieces, chain in chosen:
+        text, fills = fill_pieces(template, tokenizer, pieces)
+        ids = template.sequence(pieces).tolist()
         tokens = tokenizer.convert_ids_to_tokens([i for i in ids if i not in special])
-        samples.append(Sample(text, fills, tokens, ids, trace.energies[state].item(), state[1]))
-    counts = [Counter() for _ in template.blanks]
-    for state in visited:
-        for k, fill in enumerate(fill_pieces(template, tokenizer, pieces[state])[1]):
-            counts[k][fill] += 1
+        samples.append(Sample(text, fills, tokens, ids, energy, chain))
+    visited = [fill_pieces(template, tokenizer, trace.pieces(t, b))[1] for t in range(steps) for b in range(chains)]
+    counts = [Counter(fills[k] for fills in visited) for k in range(len(template.blanks))]
     marginals = [[{"fill": fill, "frequency": round(n / len(visited), 4)} for fill, n in c.most_common(MARGINAL_FILLS)]
                  for c in counts]
     diagnostics = Diagnostics(
@@ -63,6 +56,6 @@ def span_result(batch: SpanBatch, tokenizer, model_name: str, seed: int) -> Infi
         num_samples=config.num_samples, seed=seed, init=config.init, temperature=config.temperature,
         decode=config.decode, acceptance_rate=trace.accepted.float().mean().item(),
         mean_hops=None, tuned=None, burn_in=0, evaluations=steps, forwards=0,
-        encoder_sequences=trace.encoder_sequences, candidates=len({repr(p) for p in pieces.values()}),
+        encoder_sequences=trace.encoder_sequences, candidates=len(torch.unique(trace.tokens.flatten(0, 1).flatten(1), dim=0)),
         seconds=time.perf_counter() - batch.start, batched_templates=1, energy=trace.energy_name)
     return InfillResult(template.text, samples, diagnostics, None, marginals)

@@ -43,16 +43,20 @@ class SpanTrace:
         fills = Fills(self.tokens[t, b:b + 1], self.lengths[t, b:b + 1]).to_lists()[0]
         return [self.categories[f].tolist() for f in fills]
 
-    def top(self, k: int) -> list[tuple[float, list[list[int]]]]:
-        """The ``k`` distinct fills of highest energy among all states visited: ``(energy, pieces)``."""
-        order = torch.argsort(self.energies.flatten(), descending=True, stable=True).tolist()
+    def top(self, k: Optional[int], final: bool = False) -> list[tuple[float, list[list[int]], int]]:
+        """The ``k`` distinct fills of highest energy (all of them if ``k`` is None) among all states visited,
+        or only the final ones with ``final``: ``(energy, pieces, chain)``, best first; of equal fills the
+        earliest state counts, ties go to the earlier step, then the smaller chain."""
+        energies = self.energies[-1:] if final else self.energies
+        offset = len(self.energies) - len(energies)
         seen, out = set(), []
-        for i in order:
-            pieces = self.pieces(*divmod(i, self.energies.shape[1]))
+        for i in torch.argsort(energies.flatten(), descending=True, stable=True).tolist():
+            t, b = divmod(i, energies.shape[1])
+            pieces = self.pieces(offset + t, b)
             key = repr(pieces)
             if key not in seen:
                 seen.add(key)
-                out.append((self.energies.flatten()[i].item(), pieces))
+                out.append((energies[t, b].item(), pieces, b))
             if len(out) == k:
                 break
         return out
