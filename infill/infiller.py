@@ -15,7 +15,6 @@ forward pass, and each copy again for a backward pass (see :class:`~infill.energ
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import secrets
 import sys
@@ -27,13 +26,13 @@ import torch
 from torch import Tensor, nn
 
 from . import mlm_draws, models, scoring
-from .config import REWRITE_SAMPLER, RunConfig, default_model, positive_integer
-from .energies.masked_lm import MaskedLMEnergy
 from .blanks import quote
+from .config import REWRITE_SAMPLER, RunConfig, default_model, positive_integer
+from .constraints import Include, calibrate_closeness, check_change, constrained_energy, include_term, source_categories
+from .energies.masked_lm import MaskedLMEnergy
 from .errors import InfillError
 from .postprocess import Batch, postprocess
 from .results import InfillResult
-from .constraints import Include, calibrate_closeness, check_change, constrained_energy, include_term, source_categories
 from .samplers import Sampler, run_annealed
 from .span_results import SpanBatch, span_result
 from .spans import sample_spans
@@ -92,17 +91,12 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int)
     return Prepared(tuple(templates), config, categories, sampler, include, pieces)
 
 
-def max_length(tokenizer, model_config) -> int:
-    """The longest sequence the model takes: the tokenizer's limit or the position embeddings', the smaller."""
-    return min(tokenizer.model_max_length, getattr(model_config, "max_position_embeddings", math.inf))
-
-
 class Infiller:
     """A masked LM loaded once, sampling fillings of templates.
 
     ``model`` is a hub id or local path (default ``$INFILL_MODEL`` or ``bert-base-uncased``), or a loaded
-    masked-LM module together with its ``tokenizer`` (a tokenizer given with a name is used as the model's). ``dtype`` is ``None`` (float32), ``"bfloat16"``,
-    ``"float16"``, ``"auto"`` or a torch dtype. ``chunk_size`` caps the masked copies per forward/backward
+    masked-LM module together with its ``tokenizer`` (a tokenizer given with a name is used as the model's).
+    ``dtype`` is ``None`` (float32), ``"bfloat16"``, ``"float16"``, ``"auto"`` or a torch dtype. ``chunk_size`` caps the masked copies per forward/backward
     pass of the energy's gradient (``None``: all chains x blanks in one pass), trading nothing but peak memory.
     """
 
@@ -118,7 +112,7 @@ class Infiller:
             self.model_name = model or default_model()
             self.model, self.tokenizer = models.load(self.model_name, device, dtype, tokenizer)
         self.device = self.model.get_input_embeddings().weight.device
-        self.max_length = max_length(self.tokenizer, self.model.config)
+        self.max_length = models.max_length(self.tokenizer, self.model.config)
 
     def parse(self, template: str) -> Template:
         if not isinstance(template, str):
@@ -286,7 +280,6 @@ class Infiller:
         trace = run_annealed(prepared.sampler, target, x, config.annealing_schedule(), generator, callback)
         return Batch(group, config, prepared.sampler, pll, target, trace, trace.final_state.x, start)
 
-
     def run_spans(self, prepared: Prepared, index: int, generator: torch.Generator,
                   callback: Optional[Callable] = None) -> SpanBatch:
         """Stage 2 for a template with word blanks: the span sampler's chains (:func:`infill.spans.sample_spans`:
@@ -304,10 +297,13 @@ def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
     apostrophe) stay text."""
     if not isinstance(text, str) or not text.strip():
         raise InfillError(f"rewrite takes a sentence, got {text!r}")
+    if "[MASK" in text.upper():
+        raise InfillError(f"rewrite takes plain text, every word of it a blank; {quote(text)} has a [MASK]: "
+                          "use `infill sample` for a template")
     pieces, words, source, at = [], [], [], 0
     for m in WORD.finditer(text):
         ids = tokenizer(f"a {m.group()}", add_special_tokens=False)["input_ids"]
-        if len(ids) == 2 and "[MASK" not in m.group().upper():
+        if len(ids) == 2:
             pieces += [text[at:m.start()], "[MASK]"]
             words.append(m.group())
             source.append(ids[1])

@@ -2,6 +2,7 @@
 prediction head of each masked-LM family as one function of the base model's hidden states."""
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 from typing import Callable, Optional, Union
@@ -87,6 +88,17 @@ def load_tokenizer(name: Optional[str] = None):
     return tokenizer
 
 
+def load_config(name: Optional[str] = None):
+    """The model's configuration (its size limits), read without loading the weights."""
+    from transformers import AutoConfig
+
+    name, source, local = _source(name)
+    try:
+        return AutoConfig.from_pretrained(source)
+    except OSError:
+        raise _unreachable(name, local) from None
+
+
 def load(name: Optional[str] = None, device: Union[str, torch.device] = "cpu",
          dtype: Union[str, torch.dtype, None] = None, tokenizer=None):
     """``(model, tokenizer)`` for a hub id or local path (``tokenizer``: one already loaded by
@@ -115,6 +127,11 @@ def load(name: Optional[str] = None, device: Union[str, torch.device] = "cpu",
         if bar:
             logging.enable_progress_bar()
     return model.to(device).eval(), tokenizer
+
+
+def max_length(tokenizer, model_config) -> int:
+    """The longest sequence the model takes: the tokenizer's limit or the position embeddings', the smaller."""
+    return min(tokenizer.model_max_length, getattr(model_config, "max_position_embeddings", math.inf))
 
 
 def _deberta_head(model: nn.Module, hidden: Tensor) -> Tensor:

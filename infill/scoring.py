@@ -13,8 +13,8 @@ import torch
 from torch import Tensor, nn
 
 from .errors import InfillError
-from .models import prediction_head
-from .template import BLANK
+from .blanks import BLANK
+from .models import max_length, prediction_head
 
 MODES = ("pll", "word-l2r")
 
@@ -85,10 +85,6 @@ class SentenceScore(NamedTuple):
     tokens: list[tuple[str, float]]
 
 
-def _max_length(model: nn.Module, tokenizer) -> int:
-    return min(tokenizer.model_max_length, getattr(model.config, "max_position_embeddings", 10**9))
-
-
 def check_mode(mode: str) -> str:
     if mode not in MODES:
         raise InfillError(f"scoring mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -100,7 +96,7 @@ def check_texts(model: nn.Module, tokenizer, texts: Sequence[str], labels: Optio
     ``labels`` name the texts in messages (default ``sentence N``)."""
     if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise InfillError("score takes a list of sentences (strings)")
-    limit = _max_length(model, tokenizer)
+    limit = max_length(tokenizer, model.config)
     for n, text in enumerate(texts):
         label = labels[n] if labels else f"sentence {n + 1}"
         if not text.strip():

@@ -365,6 +365,8 @@ def test_rewrite_starts_from_the_sentence_and_changes_some_words(infiller):
         infiller.rewrite(source, change=1.5)
     with pytest.raises(InfillError, match="rewrite needs an MCMC sampler"):
         infiller.rewrite(source, sampler="argmax")
+    with pytest.raises(InfillError, match="rewrite takes plain text"):
+        infiller.rewrite("the cat sat on the [MASK] .")
 
 
 def test_word_blanks_choose_their_length_and_keep_the_template_text(infiller):

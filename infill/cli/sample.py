@@ -161,10 +161,10 @@ def run(args) -> int:
         except InfillError as exc:
             raise InfillError(f"{where}{exc}") from None
     from .. import models
-    from ..infiller import Infiller, max_length, prepare
+    from ..infiller import Infiller, prepare
 
     tokenizer = models.load_tokenizer(args.model)
-    limit = max_length(tokenizer, _model_config(args.model))
+    limit = models.max_length(tokenizer, models.load_config(args.model))
     groups: dict[RunConfig, list[int]] = {}
     prepared = []
     for i, ((where, template, _), config) in enumerate(zip(jobs, configs)):  # every line checked first
@@ -186,15 +186,6 @@ def run(args) -> int:
                 print_result(done.pop(ready), args.json)
                 ready += 1
     return 0
-
-
-def _model_config(name):
-    """The model's configuration (its size limits), read without loading the weights."""
-    from transformers import AutoConfig
-
-    from .. import models
-
-    return AutoConfig.from_pretrained(models._source(name)[1])
 
 
 def print_result(result, as_json: bool) -> None:

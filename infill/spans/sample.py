@@ -10,6 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import InfillError
+from ..models import max_length
 from ..samplers import sample_categorical
 from ..template import Template
 from ..vocabulary import piece_kinds, token_words
@@ -160,7 +161,7 @@ def sample_spans(model: nn.Module, tokenizer, template: Template, categories: Te
     kernel = SpanKernel(move_weights, temperature)
     space = span_space(template, tokenizer, categories, chains, max_pieces)
     longest = sum(len(s) for s in template.segments) + int(space.capacity[0].sum())
-    limit = min(tokenizer.model_max_length, getattr(model.config, "max_position_embeddings", longest))
+    limit = max_length(tokenizer, model.config)
     if longest > limit:
         raise InfillError(f"the template's longest filling is {longest} tokens, more than the model's maximum of "
                           f"{limit}; use shorter spans or fewer pieces per word")
