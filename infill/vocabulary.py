@@ -126,13 +126,23 @@ def _kept(tokenizer, allowed: set[int], texts: dict[int, str], forbid: Iterable[
     if not allow_punctuation:
         allowed = {i for i in allowed if _is_word(texts[i])}
     for word in forbid:
-        key = tokenizer.decode(tokenizer(word, add_special_tokens=False)["input_ids"]).strip().casefold()
-        forms = {i for i, text in texts.items() if text.casefold() == key}
+        forms = word_forms(tokenizer, word, texts)
         if not forms:
             pieces = len(tokenizer.tokenize(word))
             raise InfillError(f"cannot forbid {word!r}: it is {pieces} tokens for this model, not one")
         allowed -= forms
     return allowed
+
+
+def word_key(tokenizer, word: str) -> str:
+    """The text a token must have to be a form of ``word`` (ignoring case), as the tokenizer normalises it."""
+    return tokenizer.decode(tokenizer(word, add_special_tokens=False)["input_ids"]).strip().casefold()
+
+
+def word_forms(tokenizer, word: str, texts: dict[int, str]) -> set[int]:
+    """The forms of ``word`` among ``texts`` (id -> text): the ids whose text is the word's, ignoring case."""
+    key = word_key(tokenizer, word)
+    return {i for i, text in texts.items() if text.casefold() == key}
 
 
 def _sorted(ids: set[int]) -> Tensor:

@@ -7,13 +7,8 @@ import torch
 from torch import Tensor
 
 from ..errors import InfillError
-from ..vocabulary import token_words
+from ..vocabulary import token_words, word_forms, word_key
 from .terms import Include
-
-
-def word_key(tokenizer, word: str) -> str:
-    """The text a token must have to be a form of ``word`` (ignoring case), as the tokenizer normalises it."""
-    return tokenizer.decode(tokenizer(word, add_special_tokens=False)["input_ids"]).strip().casefold()
 
 
 def include_term(tokenizer, category_ids: Tensor, words: Sequence[str], num_blanks: int,
@@ -34,7 +29,7 @@ def include_term(tokenizer, category_ids: Tensor, words: Sequence[str], num_blan
             continue
         if key in forbidden:
             raise InfillError(f"cannot include {word!r}: it is also forbidden")
-        tokens = {i for i, text in texts.items() if text.casefold() == key}
+        tokens = word_forms(tokenizer, word, texts)
         if not tokens:
             pieces = len(tokenizer.tokenize(word))
             raise InfillError(f"cannot include {word!r}: it is {pieces} tokens for this model, not one "
