@@ -72,7 +72,8 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
             values = unique_values[inverse]
             best = torch.sort(-unique_values, stable=True).indices[:config.top]  # unique rows are sorted: ties
             order, candidates = first[best], len(unique)  # go to the smaller indices
-        if trace is not None and config.top is not None and config.decode == "visited":
+        from_visited = trace is not None and config.top is not None and config.decode == "visited"
+        if from_visited:  # the candidates are the visited states: their values go into the trace
             trace.energies[trace.burn_in:] = (values / config.temperature).view(-1, chains).to(trace.energies.device)
         reported = rows[order].to(energy.category_ids.device)
         terms = None if target is energy else {name: v.tolist() for name, v in target.terms(
@@ -84,11 +85,14 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
             tokens = tokenizer.convert_ids_to_tokens(ids[template.content].tolist())
             samples.append(Sample(text, fills, tokens, ids.tolist(), plls[k], r % chains,
                                   None if terms is None else {name: v[k] for name, v in terms.items()}))
-        visited = batch.x[block][None] if trace is None else trace.samples[trace.burn_in:]
+        if from_visited:
+            visited = rows
+        else:
+            visited = (batch.x[block][None] if trace is None else trace.samples[trace.burn_in:]).flatten(0, 1).cpu()
         diagnostics = _diagnostics(batch, trace, model_name, seed, candidates,
                                    round(shared + energy.sequences - before))
         results.append(InfillResult(template.text, samples, diagnostics, trace,
-                                    marginals(template, tokenizer, energy, visited.flatten(0, 1).cpu())))
+                                    marginals(template, tokenizer, energy, visited)))
     return results
 
 
