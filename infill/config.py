@@ -89,13 +89,18 @@ def check_hyperparameters(method: str, options: dict, defaults: dict) -> dict:
 
 MIN_TEMPERATURE = 1e-30
 """Below this, a model's float32 logits divided by the temperature overflow (``1e-39`` gave garbage)."""
+SPAN_TEMPERATURE = 0.5
+"""The default temperature of templates with word blanks (``[MASK*?]``): at 1 the span sampler's top 5 were
+below left-to-right draws re-ranked at equal encoder sequences on most tasks; at 0.5 above them
+(``eval/spans-minilm``)."""
 
 
 @dataclass(frozen=True)
 class RunConfig:
     """How to fill a template. ``method`` is a sampler name (``infill samplers``) or a baseline
     (:data:`BASELINES`); ``num_samples`` chains (or draws) of ``steps`` steps from ``init``; the target is
-    ``exp(U / temperature)`` (baselines temper the masked LM's softmax), after an optional annealing from
+    ``exp(U / temperature)`` (by default 1, and :data:`SPAN_TEMPERATURE` for templates with word blanks;
+    baselines temper the masked LM's softmax), after an optional annealing from
     ``anneal_from`` during the first half of the steps (see :meth:`annealing_schedule`); ``top=k`` keeps the
     ``k`` distinct fillings of highest energy, taken as ``decode`` says; ``options`` are the sampler's
     hyperparameters. The fields are the one list of run settings: the CLI's flags and the keys of JSON
@@ -113,8 +118,9 @@ class RunConfig:
                                                         "type": int, "metavar": "N"})
     init: str = field(default="left-to-right", metadata={
         "help": "chain start: uniform, independent (all-masked MLM draws) or left-to-right"})
-    temperature: float = field(default=1.0, metadata={
-        "help": "target exp(PLL / T); T < 1 favours likely fillings", "type": float, "metavar": "T"})
+    temperature: Optional[float] = field(default=None, metadata={
+        "help": f"target exp(energy / T); T < 1 favours likely fillings (default 1, and {SPAN_TEMPERATURE:g} for "
+                "templates with word blanks)", "type": float, "metavar": "T"})
     anneal_from: Optional[float] = field(default=None, metadata={
         "help": "anneal from temperature T0 down to --temperature over the first half of the steps",
         "type": float, "metavar": "T0"})
@@ -162,13 +168,14 @@ class RunConfig:
                 raise InfillError(f"seed must be below 2**63, got {self.seed}")
         _choice("init", self.init, INITS)
         _choice("decode", self.decode, DECODES)
-        if _number("temperature", self.temperature) <= 0:
+        if self.temperature is not None and _number("temperature", self.temperature) <= 0:
             raise InfillError(f"temperature must be positive, got {self.temperature!r}")
-        if self.temperature < MIN_TEMPERATURE:
+        if self.temperature is not None and self.temperature < MIN_TEMPERATURE:
             raise InfillError(f"temperature must be at least {MIN_TEMPERATURE:g}, got {self.temperature!r}: "
                               "below that the model's logits divided by it overflow")
-        if self.anneal_from is not None and _number("anneal_from", self.anneal_from) <= self.temperature:
-            raise InfillError(f"anneal_from ({self.anneal_from}) must be above the temperature ({self.temperature})")
+        if self.anneal_from is not None and _number("anneal_from", self.anneal_from) <= self.token_temperature:
+            raise InfillError(f"anneal_from ({self.anneal_from}) must be above the temperature "
+                              f"({self.token_temperature:g})")
         if self.anneal_from is not None and (self.is_baseline or self.steps < 4):
             raise InfillError("anneal_from needs an MCMC sampler and at least 4 steps")
         for name in ("allow_subwords", "allow_punctuation"):
@@ -196,6 +203,16 @@ class RunConfig:
         return hash(tuple(_hashable(getattr(self, f.name)) for f in fields(self)))
 
     @property
+    def token_temperature(self) -> float:
+        """The temperature of templates with token blanks only: ``temperature``, by default 1."""
+        return 1.0 if self.temperature is None else self.temperature
+
+    @property
+    def span_temperature(self) -> float:
+        """The temperature of templates with word blanks: ``temperature``, by default :data:`SPAN_TEMPERATURE`."""
+        return SPAN_TEMPERATURE if self.temperature is None else self.temperature
+
+    @property
     def is_baseline(self) -> bool:
         return self.method in BASELINES
 
@@ -208,10 +225,11 @@ class RunConfig:
     def signature(self) -> dict:
         """The settings that reproduce a run (everything but ``top``), for diagnostics and reports."""
         return {"method": self.method, "num_samples": self.num_samples, "steps": self.steps, "init": self.init,
-                "temperature": self.temperature, "anneal_from": self.anneal_from, "decode": self.decode,
+                "temperature": self.token_temperature, "anneal_from": self.anneal_from, "decode": self.decode,
                 "seed": self.seed, "options": self.options,
                 **({"include": list(self.include)} if self.include else {}),
-                **({"blank_unit": self.blank_unit} if self.blank_unit != "token" else {})}
+                **({"blank_unit": self.blank_unit, "span_temperature": self.span_temperature}
+                   if self.blank_unit != "token" else {})}
 
     def annealing_schedule(self) -> list[tuple[float, int]]:
         """``(temperature, steps)`` stages of the run: without ``anneal_from`` one stage; with it, the first
@@ -219,12 +237,12 @@ class RunConfig:
         toward ``temperature`` (each stage a fresh run from the last one's final state, so no cached
         energy is stale), then the rest at ``temperature``. Only the last stage's states are candidates."""
         if self.anneal_from is None:
-            return [(self.temperature, self.steps)]
+            return [(self.token_temperature, self.steps)]
         stages = min(4, self.steps // 2)
-        ratio = (self.temperature / self.anneal_from) ** (1 / stages)
+        ratio = (self.token_temperature / self.anneal_from) ** (1 / stages)
         length = self.steps // 2 // stages
         return [(self.anneal_from * ratio**k, length) for k in range(stages)] + \
-            [(self.temperature, self.steps - stages * length)]
+            [(self.token_temperature, self.steps - stages * length)]
 
 
 def _hashable(value: Any) -> Any:

@@ -269,14 +269,14 @@ class Infiller:
             target = constrained_energy(pll, terms, prepared.include)
         n = config.num_samples * len(group)
         if prepared.sampler is None:
-            x = mlm_draws.draw(pll, config.method, n, generator, config.temperature)
+            x = mlm_draws.draw(pll, config.method, n, generator, config.token_temperature)
             return Batch(group, config, None, pll, target, None, x, start)
         if rewrite is not None:
             source, change = rewrite[0].to(self.device), rewrite[1]  # the chains go on from the calibration's
             target, x = calibrate_closeness(target, source, change, prepared.sampler, chains=n,
                                             steps=max(4, config.steps // 2), generator=generator, with_state=True)
         else:
-            x = mlm_draws.draw(pll, config.init, n, generator, config.anneal_from or config.temperature)
+            x = mlm_draws.draw(pll, config.init, n, generator, config.anneal_from or config.token_temperature)
         trace = run_annealed(prepared.sampler, target, x, config.annealing_schedule(), generator, callback)
         return Batch(group, config, prepared.sampler, pll, target, trace, trace.final_state.x, start)
 
@@ -286,7 +286,7 @@ class Infiller:
         reversible-jump MH, or ``span_method="per-length"``: chains pinned at every combination of lengths)."""
         start, config = time.perf_counter(), prepared.config
         trace = sample_spans(self.model, self.tokenizer, prepared.templates[index], prepared.pieces,
-                             config.num_samples, config.steps, generator, config.temperature, config.init,
+                             config.num_samples, config.steps, generator, config.span_temperature, config.init,
                              config.span_method, on_step=callback)
         return SpanBatch(prepared.templates[index], config, trace, config.span_method, start)
 

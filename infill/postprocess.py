@@ -74,7 +74,7 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
             order, candidates = first[best], len(unique)  # go to the smaller indices
         from_visited = trace is not None and config.top is not None and config.decode == "visited"
         if from_visited:  # the candidates are the visited states: their values go into the trace
-            trace.energies[trace.burn_in:] = (values / config.temperature).view(-1, chains).to(trace.energies.device)
+            trace.energies[trace.burn_in:] = (values / config.token_temperature).view(-1, chains).to(trace.energies.device)
         reported = rows[order].to(energy.category_ids.device)
         terms = None if target is energy else {name: v.tolist() for name, v in target.terms(
             one_hot(reported, energy.num_categories)).items()}
@@ -105,7 +105,7 @@ def _candidates(x: Tensor, trace: Optional[Trace], config: RunConfig) -> tuple[T
         states, values = trace.final_state.x[None], trace.final_state.energy[None]
     else:
         states, values = trace.samples[trace.burn_in:], trace.energies[trace.burn_in:]
-    return states.cpu(), (values * config.temperature).cpu()
+    return states.cpu(), (values * config.token_temperature).cpu()
 
 
 def _fill_missing(energy, rows: Tensor, values: Tensor, bar, device: torch.device) -> None:
@@ -142,7 +142,7 @@ def _diagnostics(batch: Batch, trace: Optional[Trace], model_name: str, seed: in
     return Diagnostics(
         sampler=config.method, hyperparameters={} if batch.sampler is None else batch.sampler.hyperparameters(),
         model=model_name, steps=0 if trace is None else config.steps, num_samples=config.num_samples, seed=seed,
-        init="-" if trace is None else config.init, temperature=config.temperature, decode=config.decode,
+        init="-" if trace is None else config.init, temperature=config.token_temperature, decode=config.decode,
         acceptance_rate=None if trace is None else trace.acceptance_rate,
         mean_hops=None if trace is None else trace.mean_hops,
         tuned=None if trace is None or trace.final_state.tuning is None else trace.final_state.tuning.to_dict(),

@@ -53,7 +53,7 @@ def span_result(batch: SpanBatch, tokenizer, model_name: str, seed: int) -> Infi
                  for c in counts]
     diagnostics = Diagnostics(
         sampler=batch.method, hyperparameters={}, model=model_name, steps=config.steps,
-        num_samples=config.num_samples, seed=seed, init=config.init, temperature=config.temperature,
+        num_samples=config.num_samples, seed=seed, init=config.init, temperature=config.span_temperature,
         decode=config.decode, acceptance_rate=trace.accepted.float().mean().item(),
         mean_hops=None, tuned=None, burn_in=0, evaluations=steps, forwards=0,
         encoder_sequences=trace.encoder_sequences, candidates=len(torch.unique(trace.tokens.flatten(0, 1).flatten(1), dim=0)),

@@ -246,7 +246,7 @@ def rewrite_variants(result, template: str, source_pll: float, d: int) -> dict:
 
 def run_rewrite(infiller: Infiller, spec: dict, change: float, chains: int) -> dict:
     text = spec["text"]
-    template, source = rewrite_template(text, infiller.tokenizer)
+    template, _, source = rewrite_template(text, infiller.tokenizer)
     parsed = infiller.parse(template)
     categories = infiller.category_ids()
     source = source_categories(categories, torch.tensor(source))

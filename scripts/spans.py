@@ -1,7 +1,7 @@
 """Benchmark of blanks of any length (issue 19, item 4): ``[MASK*?]`` against fixed lengths and baselines.
 
     nice python scripts/spans.py [--model ../shared/models/infill-dev-minilm-mlm] [--tasks 200] [--seed 0]
-                                 [--full-every 1] [--out eval/spans-minilm] [--report-only]
+                                 [--full-every 1] [--out eval/spans-minilm] [--shard I/N] [--report-only]
 
 Tasks: sentences of the odd-numbered lines of ``wiki103.5k.txt`` (the even ones calibrated the span energy,
 ``eval/spans-calibration.md``), 8-20 words, ``1..4`` consecutive words (uniformly many; letters and digits only,
@@ -451,6 +451,8 @@ def main() -> None:
     parser.add_argument("--out", default="eval/spans-minilm")
     parser.add_argument("--full-every", type=int, default=1,
                         help="run fixed-2 and per-length (and fixed-1 beyond one-word spans) on every N-th task")
+    parser.add_argument("--shard", default="0/1", help="I/N: run the tasks whose index is I modulo N (N processes "
+                        "append to the same results file; run --report-only after them)")
     parser.add_argument("--report-only", action="store_true", help="write the report from the results so far")
     args = parser.parse_args()
     out = Path(args.out)
@@ -458,23 +460,29 @@ def main() -> None:
     tasks = make_tasks(Path(args.corpus), args.tasks, args.seed)
     (out / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks), encoding="utf-8")
     results = out / "results.jsonl"
-    done = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()] if results.exists() else []
+
+    def read() -> list[dict]:  # every shard's tasks so far, in task order
+        lines = results.read_text(encoding="utf-8").splitlines() if results.exists() else []
+        return sorted((json.loads(line) for line in lines), key=lambda t: t["task"])
+
+    done = read()
     if not args.report_only:
         from infill import Infiller
 
         torch.set_num_threads(1)
         infiller = Infiller(args.model)
         finished = {t["task"] for t in done}
+        shard, shards = map(int, args.shard.split("/"))
         for task in tasks:
-            if task["task"] in finished:
+            if task["task"] in finished or task["task"] % shards != shard:
                 continue
             begin = time.perf_counter()
             record = run_task(infiller, task, args.seed + task["task"], args.full_every)
             with results.open("a", encoding="utf-8") as f:
                 f.write(json.dumps(record) + "\n")
-            done.append(record)
             print(f"task {task['task']}: {time.perf_counter() - begin:.0f} s", file=sys.stderr, flush=True)
-            write_report(out, done, args, len(tasks))
+            write_report(out, read(), args, len(tasks))
+        done = read()
     if done:
         write_report(out, done, args, len(tasks))
 
