@@ -28,14 +28,15 @@ from torch import Tensor, nn
 from . import mlm_draws, models, scoring
 from .blanks import quote
 from .config import REWRITE_SAMPLER, RunConfig, default_model, positive_integer
-from .constraints import Include, calibrate_closeness, check_change, constrained_energy, include_term, source_categories
+from .constraints import (INCLUDE_WEIGHT, Include, calibrate_closeness, check_change, constrained_energy,
+                          include_pieces, include_term, source_categories)
 from .energies.masked_lm import MaskedLMEnergy
 from .errors import InfillError
 from .postprocess import Batch, postprocess
 from .results import InfillResult
 from .samplers import Sampler, run_annealed
 from .span_results import SpanBatch, span_result
-from .spans import sample_spans
+from .spans import MAX_PIECES, sample_spans
 from .template import Template, parse
 from .vocabulary import sampleable_token_ids, word_piece_ids
 
@@ -49,7 +50,8 @@ OnStep = Callable[[int, int], None]
 class Prepared:
     """Templates checked against one configuration: the stage before any model work. ``categories`` are
     the tokens token blanks may take, ``pieces`` those word blanks may take (None without word blanks);
-    ``include`` is the include term of ``config.include`` (None without words)."""
+    ``include`` is the include term of ``config.include`` for templates of token blanks, ``span_include``
+    the words' forms as pieces for templates with word blanks (None without words)."""
 
     templates: tuple[Template, ...]
     config: RunConfig
@@ -57,6 +59,7 @@ class Prepared:
     sampler: Optional[Sampler]
     include: Optional[Include] = None
     pieces: Optional[Tensor] = None
+    span_include: Optional[list] = None
 
 
 def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int) -> Prepared:
@@ -77,18 +80,20 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int)
                 sampler.check_variables(template.num_blanks)
         except InfillError as exc:
             raise InfillError(f"{exc} (template {quote(template.text)})") from None
-    pieces = None
-    if not all(t.fixed for t in templates):
-        words = next(t for t in templates if not t.fixed)
-        if config.is_baseline or config.include or config.anneal_from is not None:
-            raise InfillError(f"template {quote(words.text)} has word blanks, which the span sampler fills: "
-                              "use an MCMC method, no include words and no annealing (or token blanks)")
+    pieces, spans, fixed = None, None, [t for t in templates if t.fixed]
+    if len(fixed) < len(templates):
+        words = [t for t in templates if not t.fixed]
+        if config.is_baseline or config.anneal_from is not None:
+            raise InfillError(f"template {quote(words[0].text)} has word blanks, which the span sampler fills: "
+                              "use an MCMC method and no annealing (or token blanks)")
         pieces = word_piece_ids(tokenizer, config.forbid, config.allow_punctuation)
+        if config.include:
+            spans = include_pieces(tokenizer, pieces, config.include, min(sum(b.max for b in t.blanks) for t in words),
+                                   MAX_PIECES, config.forbid)
     include = None
-    if config.include and templates:
-        include = include_term(tokenizer, categories, config.include, min(t.num_blanks for t in templates),
-                               config.forbid)
-    return Prepared(tuple(templates), config, categories, sampler, include, pieces)
+    if config.include and fixed:
+        include = include_term(tokenizer, categories, config.include, min(t.num_blanks for t in fixed), config.forbid)
+    return Prepared(tuple(templates), config, categories, sampler, include, pieces, spans)
 
 
 class Infiller:
@@ -287,7 +292,8 @@ class Infiller:
         start, config = time.perf_counter(), prepared.config
         trace = sample_spans(self.model, self.tokenizer, prepared.templates[index], prepared.pieces,
                              config.num_samples, config.steps, generator, config.span_temperature, config.init,
-                             config.span_method, on_step=callback)
+                             config.span_method, on_step=callback, include=prepared.span_include or (),
+                             include_weight=INCLUDE_WEIGHT)
         return SpanBatch(prepared.templates[index], config, trace, config.span_method, start)
 
 

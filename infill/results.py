@@ -26,8 +26,8 @@ class Sample:
     (one per blank), the content ``tokens`` (WordPiece strings, no ``[CLS]``/``[SEP]``), ``token_ids`` of the whole
     sequence, its ``energy`` (pseudo-log-likelihood; higher is more likely) and the ``chain`` that reached it
     (the draw's index for a baseline method); under constraints, ``terms`` holds the value of each term
-    of the sampled energy (``pll``, ``include``: minus the missing words, ``closeness``: minus the changed
-    blanks, the user's terms), unweighted."""
+    of the sampled energy (``pll``, or ``span`` for word blanks: the span energy; ``include``: minus the
+    missing words, ``closeness``: minus the changed blanks, the user's terms), unweighted."""
 
     text: str
     fills: list[str]

@@ -37,16 +37,21 @@ def span_result(batch: SpanBatch, tokenizer, model_name: str, seed: int) -> Infi
     config, trace, template = batch.config, batch.trace, batch.template
     steps, chains = trace.energies.shape
     if config.top is None:
-        chosen = [(trace.energies[-1, b].item(), trace.pieces(steps - 1, b), b) for b in range(chains)]
+        chosen = [(trace.energies[-1, b].item(), trace.pieces(steps - 1, b), b, steps - 1) for b in range(chains)]
     else:
         chosen = trace.top(config.top, final=config.decode == "final")
     special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
     samples = []
-    for energy, pieces, chain in chosen:
+    for energy, pieces, chain, step in chosen:
         text, fills = fill_pieces(template, tokenizer, pieces)
         ids = template.sequence(pieces).tolist()
         tokens = tokenizer.convert_ids_to_tokens([i for i in ids if i not in special])
-        samples.append(Sample(text, fills, tokens, ids, energy, chain))
+        terms = None
+        if trace.include is not None:  # the energy stays the span energy; the include term is reported beside
+            include = trace.include[step, chain].item()
+            energy -= trace.include_weight * include
+            terms = {"span": energy, "include": include}
+        samples.append(Sample(text, fills, tokens, ids, energy, chain, terms))
     visited = [fill_pieces(template, tokenizer, trace.pieces(t, b))[1] for t in range(steps) for b in range(chains)]
     counts = [Counter(fills[k] for fills in visited) for k in range(len(template.blanks))]
     marginals = [[{"fill": fill, "frequency": round(n / len(visited), 4)} for fill, n in c.most_common(MARGINAL_FILLS)]

@@ -386,8 +386,14 @@ def test_word_blanks_choose_their_length_and_keep_the_template_text(infiller):
     assert again.texts == infiller.sample(template, num_samples=4, steps=3, seed=0, top=3, blank_unit="word").texts
     with pytest.raises(InfillError, match="has word blanks, which the span sampler fills"):
         infiller.sample("The cat [MASK*?] here.", sampler="left-to-right")
-    with pytest.raises(InfillError, match="has word blanks"):
-        infiller.sample("The cat [MASK*?] here.", include=["door"])
+    included = infiller.sample("The cat [MASK*?] here.", num_samples=4, steps=3, seed=0, top=3, include=["door"])
+    assert included.samples and all("door" in s.fills[0].split() and s.terms["include"] == 0.0
+                                    and s.energy == s.terms["span"] for s in included.samples)
+    assert "include" in included.diagnostics.energy
+    with pytest.raises(InfillError, match="cannot include 3 words in blanks of at most 2 words"):
+        infiller.sample("The cat [MASK*0-2] here.", include=["door", "mat", "sun"])
+    with pytest.raises(InfillError, match="also forbidden"):
+        infiller.sample("The cat [MASK*?] here.", include=["door"], forbid=["door"])
 
 
 @pytest.mark.slow
@@ -398,3 +404,16 @@ def test_dev_model_word_blank_takes_a_word_of_several_pieces(dev_model_path):
     assert any(t.startswith("##") for s in result.samples for t in s.tokens)  # visited fill; e.g. so ##uven ##ir
     assert all(s.text == f"we bought a {s.fills[0]} in paris ." and len(s.fills[0].split()) == 1
                for s in result.samples)
+
+
+@pytest.mark.slow
+def test_dev_model_includes_a_word_of_several_pieces(dev_model_path):
+    infiller = Infiller(model=str(dev_model_path))
+    assert infiller.tokenizer.tokenize("souvenir") == ["so", "##uven", "##ir"]
+    result = infiller.sample("we bought a [MASK*1-3] in paris .", seed=0, top=5, include=["souvenir"])
+    assert len(result.samples) == 5
+    for s in result.samples:
+        assert "souvenir" in s.fills[0].split() and s.terms["include"] == 0.0
+        assert s.text == f"we bought a {s.fills[0]} in paris ."
+    with pytest.raises(InfillError, match="it is 3 tokens for this model, not one"):
+        infiller.sample("we bought a [MASK] in paris .", include=["souvenir"])  # token blanks

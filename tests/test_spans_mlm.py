@@ -87,7 +87,7 @@ def test_sample_spans_keeps_fills_valid_and_counts_the_encoder(setup):
     energy = span_energy(model, tokenizer, template, categories, space)
     assert torch.allclose(energy(Fills(trace.tokens[-1], trace.lengths[-1])).double(), trace.energies[-1], atol=1e-4)
     assert trace.encoder_sequences > 6 * 8
-    score, pieces, _ = trace.top(1)[0]
+    score, pieces, _, _ = trace.top(1)[0]
     assert score == trace.energies.max().item() and len(pieces) == 2
 
 

@@ -11,24 +11,31 @@ from ..vocabulary import token_words, word_forms, word_key
 from .terms import Include
 
 
+def distinct_words(tokenizer, words: Sequence[str], forbid: Sequence[str] = ()) -> list[str]:
+    """``words`` once each (ignoring case, as the tokenizer normalises them), refused with one line where
+    one is not a word or is also forbidden."""
+    if isinstance(words, str) or not all(isinstance(w, str) and w.strip() for w in words):
+        raise InfillError(f"include takes a list of words, got {words!r}")
+    forbidden = {word_key(tokenizer, w) for w in forbid}
+    keys = {}
+    for word in words:
+        key = word_key(tokenizer, word)
+        if key in forbidden:
+            raise InfillError(f"cannot include {word!r}: it is also forbidden")
+        keys.setdefault(key, word)
+    return list(keys.values())
+
+
 def include_term(tokenizer, category_ids: Tensor, words: Sequence[str], num_blanks: int,
                  forbid: Sequence[str] = ()) -> Include:
     """The :class:`~.terms.Include` term for ``words``: each word's forms are the tokens among ``category_ids``
     whose text equals it, ignoring case (``cat``, ``Cat``, ``Ġcat``...). Checked before any sampling: a word
     must be one token a blank may take, must not also be forbidden, and the distinct words must fit in the
     ``num_blanks`` blanks (one word per blank token)."""
-    if isinstance(words, str) or not all(isinstance(w, str) and w.strip() for w in words):
-        raise InfillError(f"include takes a list of words, got {words!r}")
     texts, _ = token_words(tokenizer)
-    forbidden = {word_key(tokenizer, w) for w in forbid}
     index = {int(t): c for c, t in enumerate(category_ids.tolist())}
-    keys, forms = [], []
-    for word in words:
-        key = word_key(tokenizer, word)
-        if key in keys:
-            continue
-        if key in forbidden:
-            raise InfillError(f"cannot include {word!r}: it is also forbidden")
+    forms = []
+    for word in distinct_words(tokenizer, words, forbid):
         tokens = word_forms(tokenizer, word, texts)
         if not tokens:
             pieces = len(tokenizer.tokenize(word))
@@ -38,12 +45,41 @@ def include_term(tokenizer, category_ids: Tensor, words: Sequence[str], num_blan
         if not categories:
             raise InfillError(f"cannot include {word!r}: no blank may take it (not a word start of the "
                               "vocabulary); allow subwords to include it")
-        keys.append(key)
         forms.append(categories)
     if len(forms) > num_blanks:
         raise InfillError(f"cannot include {len(forms)} words in {num_blanks} blank"
                           f"{'s' * (num_blanks != 1)}: give at most {num_blanks} words or add blanks")
     return Include(forms, len(category_ids))
+
+
+def include_pieces(tokenizer, piece_ids: Tensor, words: Sequence[str], capacity: int, max_pieces: int,
+                   forbid: Sequence[str] = ()) -> list[list[tuple[int, ...]]]:
+    """Per distinct word, its forms for word blanks: the piece sequences of the word as written, lowercased
+    and capitalised, as category indices among the sorted ``piece_ids``. Checked before any sampling: each
+    form is a word start and its continuation pieces (at most ``max_pieces``) that word blanks may take, no
+    word is also forbidden, and the words fit in ``capacity`` words."""
+    _, word_starts = token_words(tokenizer)
+    index = {int(t): c for c, t in enumerate(piece_ids.tolist())}
+    probe = tokenizer("a", add_special_tokens=False)["input_ids"]
+    out = []
+    for word in distinct_words(tokenizer, words, forbid):
+        forms = set()
+        for variant in dict.fromkeys((word.strip(), word.strip().lower(), word.strip().capitalize())):
+            ids = tokenizer(f"a {variant}", add_special_tokens=False)["input_ids"][len(probe):]
+            if len(ids) > max_pieces:
+                raise InfillError(f"cannot include {word!r}: it is {len(ids)} pieces for this model, more than the "
+                                  f"{max_pieces} a word of a blank may take")
+            if ids and ids[0] in word_starts and all(i not in word_starts and i in index for i in ids[1:]) \
+                    and ids[0] in index:
+                forms.add(tuple(index[i] for i in ids))
+        if not forms:
+            raise InfillError(f"cannot include {word!r}: no word blank may take it (not one word of the "
+                              "vocabulary's pieces, or punctuation)")
+        out.append(sorted(forms))
+    if len(out) > capacity:
+        raise InfillError(f"cannot include {len(out)} words in blanks of at most {capacity} word"
+                          f"{'s' * (capacity != 1)}: give fewer words or wider blanks")
+    return out
 
 
 def source_categories(category_ids: Tensor, token_ids: Tensor) -> Tensor:

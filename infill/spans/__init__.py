@@ -28,12 +28,15 @@ Modules: :mod:`.fills` (variable-length fills batched over chains, :class:`SpanS
 :mod:`.mlm` (the masked LM's span energy: PLL or PLL-word-l2r, whole sentence or a window, a per-word bonus;
 the default, PLL-word-l2r over the fill and 4 text tokens each side with 0.75 per word, is chosen in
 ``eval/spans-calibration.md``),
+:mod:`.include` (words that must appear, whole words of any pieces: the include term added to the energy, and
+chain starts that hold them),
 :mod:`.sample` (chain starts, the two methods, the trace).
 """
 from .fills import EMPTY, MASK, Fills, SpanSpace
 from .kernel import MOVES, SpanEnergy, SpanKernel, SpanState, SpanStepInfo
 from .mlm import MaskedLMSpanEnergy
-from .sample import SpanTrace, sample_spans, span_energy, span_space
+from .include import SpanInclude, plant
+from .sample import MAX_PIECES, SpanTrace, sample_spans, span_energy, span_space
 
-__all__ = ["EMPTY", "MASK", "MOVES", "Fills", "MaskedLMSpanEnergy", "SpanEnergy", "SpanKernel", "SpanSpace",
-           "SpanState", "SpanStepInfo", "SpanTrace", "sample_spans", "span_energy", "span_space"]
+__all__ = ["EMPTY", "MASK", "MAX_PIECES", "MOVES", "Fills", "MaskedLMSpanEnergy", "SpanEnergy", "SpanInclude", "SpanKernel", "SpanSpace",
+           "SpanState", "SpanStepInfo", "SpanTrace", "plant", "sample_spans", "span_energy", "span_space"]

@@ -4,23 +4,26 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
 
+from ..constraints.weighted_sum import INCLUDE_WEIGHT
 from ..errors import InfillError
 from ..models import max_length
 from ..samplers import sample_categorical
 from ..template import Template
 from ..vocabulary import piece_kinds, token_words
-from .fills import Fills, SpanSpace
+from .fills import MASK, Fills, SpanSpace
+from .include import Form, SpanInclude, plant
 from .kernel import SpanKernel, SpanState, SpanStepInfo
 from .mlm import MaskedLMSpanEnergy
 
 METHODS = ("rjmcmc", "per-length")
 INITS = ("left-to-right", "independent", "argmax", "uniform")
 MAX_COMBINATIONS = 64  # length combinations the per-length method runs at once
+MAX_PIECES = 4  # pieces a word of a word blank may take
 
 
 @dataclass
@@ -28,7 +31,9 @@ class SpanTrace:
     """What a run produced, per step ``t`` and chain ``b``: the fills as category indices ``tokens (T, B, J, C)``
     (:data:`~infill.spans.fills.EMPTY` past ``lengths (T, B, J)``), their ``energies (T, B)`` (temperature 1),
     ``accepted (T, B)``; ``categories (K,)`` maps a category to its token id. ``encoder_sequences`` counts
-    the sequences through the encoder (chain starts included); ``energy_name`` names the energy."""
+    the sequences through the encoder (chain starts included); ``energy_name`` names the energy. With include
+    words, ``energies`` hold the sum the chains target and ``include (T, B)`` the include term, of weight
+    ``include_weight``."""
 
     tokens: Tensor
     lengths: Tensor
@@ -38,15 +43,17 @@ class SpanTrace:
     encoder_sequences: int
     seconds: float
     energy_name: str
+    include: Optional[Tensor] = None
+    include_weight: float = 0.0
 
     def pieces(self, t: int, b: int) -> list[list[int]]:
         """The token ids of each blank's fill at step ``t`` of chain ``b``."""
         fills = Fills(self.tokens[t, b:b + 1], self.lengths[t, b:b + 1]).to_lists()[0]
         return [self.categories[f].tolist() for f in fills]
 
-    def top(self, k: Optional[int], final: bool = False) -> list[tuple[float, list[list[int]], int]]:
+    def top(self, k: Optional[int], final: bool = False) -> list[tuple[float, list[list[int]], int, int]]:
         """The ``k`` distinct fills of highest energy (all of them if ``k`` is None) among all states visited,
-        or only the final ones with ``final``: ``(energy, pieces, chain)``, best first; of equal fills the
+        or only the final ones with ``final``: ``(energy, pieces, chain, step)``, best first; of equal fills the
         earliest state counts, ties go to the earlier step, then the smaller chain."""
         energies = self.energies[-1:] if final else self.energies
         offset = len(self.energies) - len(energies)
@@ -57,13 +64,13 @@ class SpanTrace:
             key = repr(pieces)
             if key not in seen:
                 seen.add(key)
-                out.append((energies[t, b].item(), pieces, b))
+                out.append((energies[t, b].item(), pieces, b, offset + t))
             if len(out) == k:
                 break
         return out
 
 
-def span_space(template: Template, tokenizer, categories: Tensor, chains: int, max_pieces: int = 4) -> SpanSpace:
+def span_space(template: Template, tokenizer, categories: Tensor, chains: int, max_pieces: int = MAX_PIECES) -> SpanSpace:
     """The fills ``template``'s blanks may take for ``chains`` chains over the token ids ``categories``: a word
     blank takes word starts and continuation pieces, at most ``max_pieces`` a word; a token blank takes any
     category as one unit where every blank is a token blank, else the word starts only."""
@@ -104,12 +111,14 @@ def start_lengths(space: SpanSpace) -> Tensor:
 
 
 def draw_starts(energy: MaskedLMSpanEnergy, space: SpanSpace, lengths: Tensor, init: str,
-                generator: Optional[torch.Generator], temperature: float = 1.0) -> Fills:
-    """Fills of one-piece units, ``lengths (B, J)`` of them: drawn uniformly (``uniform``) or from the masked
-    LM's conditional at each position (one forward pass per position of the longest chain), given the earlier
-    ones as drawn and the later ones masked (``left-to-right``) or every one masked (``independent``;
-    ``argmax`` takes its most likely category)."""
-    masked = fills = Fills.masks(lengths, space.width)
+                generator: Optional[torch.Generator], temperature: float = 1.0,
+                planted: Optional[Fills] = None) -> Fills:
+    """Fills of one-piece units, ``lengths (B, J)`` of them (or the masks of ``planted``, whose other pieces
+    stay): drawn uniformly (``uniform``) or from the masked LM's conditional at each position (one forward
+    pass per position of the longest chain), given the earlier ones as drawn and the later ones masked
+    (``left-to-right``) or every one masked (``independent``; ``argmax`` takes its most likely category)."""
+    masked = fills = Fills.masks(lengths, space.width) if planted is None else planted
+    lengths = fills.lengths
     b, j = lengths.shape
     chains = torch.arange(b)
     for blank in range(j):
@@ -117,7 +126,9 @@ def draw_starts(energy: MaskedLMSpanEnergy, space: SpanSpace, lengths: Tensor, i
         options = (space.allowed[blank] & space.starts[blank]).expand(b, -1)
         for slot in range(int(lengths[:, blank].max())):
             at = torch.full((b,), slot, dtype=torch.long)
-            live = chains[lengths[:, blank] > slot]
+            live = chains[masked.tokens[:, blank, slot] == MASK]
+            if not len(live):  # planted pieces only
+                continue
             if init == "uniform":
                 logits = torch.zeros(len(live), energy.num_categories)
             else:
@@ -126,7 +137,7 @@ def draw_starts(energy: MaskedLMSpanEnergy, space: SpanSpace, lengths: Tensor, i
             logits = logits.masked_fill(~options[live], float("-inf"))
             values = torch.zeros(b, dtype=torch.long)
             values[live] = logits.argmax(-1) if init == "argmax" else sample_categorical(logits, generator)
-            fills = fills.put(index, at, values).where(lengths[:, blank] > slot, fills)
+            fills = fills.put(index, at, values).where(masked.tokens[:, blank, slot] == MASK, fills)
     return fills
 
 
@@ -145,10 +156,13 @@ def length_combinations(space: SpanSpace, chains: int) -> Tensor:
 def sample_spans(model: nn.Module, tokenizer, template: Template, categories: Tensor, chains: int, steps: int,
                  generator: Optional[torch.Generator] = None, temperature: float = 1.0, init: str = "left-to-right",
                  method: str = "rjmcmc", on_step: Optional[Callable[[int, SpanState, SpanStepInfo], None]] = None,
-                 max_pieces: int = 4, move_weights: tuple[float, float, float] = (1.0, 1.0, 1.0),
+                 max_pieces: int = MAX_PIECES, move_weights: tuple[float, float, float] = (1.0, 1.0, 1.0),
+                 include: Sequence[Sequence[Form]] = (), include_weight: float = INCLUDE_WEIGHT,
                  **energy_options) -> SpanTrace:
     """Fills of ``template``'s blanks over the token ids ``categories`` by the span kernel (see the package
-    docstring); ``energy_options`` go to :class:`MaskedLMSpanEnergy`."""
+    docstring); ``energy_options`` go to :class:`MaskedLMSpanEnergy`. With ``include`` (per word, its forms
+    as category indices), the target adds ``include_weight`` times the include term
+    (:class:`~.include.SpanInclude`) and the chains start from fills that hold every word (:func:`plant`)."""
     if method not in METHODS:
         raise InfillError(f"span method must be one of {', '.join(METHODS)}, got {method!r}")
     if init not in INITS:
@@ -170,16 +184,23 @@ def sample_spans(model: nn.Module, tokenizer, template: Template, categories: Te
         pinned = combos.repeat_interleave(chains, 0)
         space = SpanSpace(space.allowed, space.starts, space.pieces, pinned, pinned)
     energy = span_energy(model, tokenizer, template, categories, space, **energy_options)
-    fills = draw_starts(energy, space, start_lengths(space), init, generator, temperature)
+    planted = None
+    if include:
+        energy = SpanInclude(energy, [set(map(tuple, w)) for w in include], space.starts, include_weight)
+        planted = plant(start_lengths(space), space, include, generator)
+    fills = draw_starts(energy, space, start_lengths(space), init, generator, temperature, planted)
     state = kernel.init(energy, space, fills)
-    tokens, lengths, energies, accepted = [], [], [], []
+    tokens, lengths, energies, accepted, included = [], [], [], [], []
     for t in range(steps):
         state, info = kernel.step(energy, space, state, generator)
         tokens.append(state.fills.tokens)
         lengths.append(state.fills.lengths)
         energies.append(state.energy)
         accepted.append(info.accepted)
+        if include:
+            included.append(energy.include(state.fills))
         if on_step is not None:
             on_step(t, state, info)
     return SpanTrace(torch.stack(tokens), torch.stack(lengths), torch.stack(energies), torch.stack(accepted),
-                     categories, energy.encoder_sequences, time.perf_counter() - begin, energy.name)
+                     categories, energy.encoder_sequences, time.perf_counter() - begin, energy.name,
+                     torch.stack(included) if include else None, include_weight if include else 0.0)
