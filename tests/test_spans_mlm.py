@@ -61,7 +61,7 @@ def test_window_scores_the_fills_and_their_neighbours(setup):
     again = Fills(two.tokens.flip(0), two.lengths.flip(0))
     assert torch.equal(energy(again), values.flip(0))  # scored fills come from the cache
     assert energy.encoder_sequences == (2 + 1 + 2 * 2) + (0 + 1 + 2 * 2)
-    assert energy.name == "word-l2r window 1 +0.75/word"
+    assert energy.name == "word-l2r window 1 +0.25/word"
 
 
 def test_proposal_logits_are_the_models_at_the_mask(setup):

@@ -3,9 +3,9 @@
 Entry point, called by the Infiller::
 
     trace = sample_spans(model, tokenizer, template, categories, chains, steps, generator,
-                         temperature=1.0, init="left-to-right", method="rjmcmc", on_step=None,
+                         temperature=0.5, init="left-to-right", method="rjmcmc", on_step=None,
                          max_pieces=4, move_weights=(1, 1, 1), scoring="word-l2r", window=4,
-                         word_bonus=0.75)
+                         word_bonus=0.25)
 
 ``template`` comes from :func:`infill.template.parse` (its ``blanks`` and ``segments``), ``categories (K,)``
 are the token ids the blanks may take (:func:`infill.vocabulary.word_piece_ids` for word blanks). A word
@@ -26,7 +26,7 @@ Modules: :mod:`.fills` (variable-length fills batched over chains, :class:`SpanS
 :mod:`.kernel` (the exact reversible-jump MH kernel, CGMH's moves, and the energy contract
 :class:`SpanEnergy`: ``energy(fills) -> (B,)`` and ``proposal_logits(fills, blank, slot) -> (B, K)``),
 :mod:`.mlm` (the masked LM's span energy: PLL or PLL-word-l2r, whole sentence or a window, a per-word bonus;
-the default, PLL-word-l2r over the fill and 4 text tokens each side with 0.75 per word, is chosen in
+the default, PLL-word-l2r over the fill and 4 text tokens each side with 0.25 per word, is chosen in
 ``eval/spans-calibration.md``),
 :mod:`.include` (words that must appear, whole words of any pieces: the include term added to the energy, and
 chain starts that hold them),
