@@ -74,7 +74,8 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
             order, candidates = first[best], len(unique)  # go to the smaller indices
         from_visited = trace is not None and config.top is not None and config.decode == "visited"
         if from_visited:  # the candidates are the visited states: their values go into the trace
-            trace.energies[trace.burn_in:] = (values / config.token_temperature).view(-1, chains).to(trace.energies.device)
+            tempered = values / config.token_temperature
+            trace.energies[trace.burn_in:] = tempered.view(-1, chains).to(trace.energies.device)
         reported = rows[order].to(energy.category_ids.device)
         terms = None if target is energy else {name: v.tolist() for name, v in target.terms(
             one_hot(reported, energy.num_categories)).items()}

@@ -6,5 +6,6 @@ from .terms import ClassifierTerm, Closeness, Include, SequenceClassifier
 from .weighted_sum import INCLUDE_WEIGHT, WeightedSum, constrained_energy
 from .words import include_pieces, include_term, source_categories
 
-__all__ = ["INCLUDE_WEIGHT", "ClassifierTerm", "Closeness", "Include", "SequenceClassifier", "WeightedSum", "include_pieces",
-           "calibrate_closeness", "check_change", "constrained_energy", "include_term", "source_categories"]
+__all__ = ["INCLUDE_WEIGHT", "ClassifierTerm", "Closeness", "Include", "SequenceClassifier", "WeightedSum",
+           "calibrate_closeness", "check_change", "constrained_energy", "include_pieces", "include_term",
+           "source_categories"]

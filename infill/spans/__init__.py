@@ -38,5 +38,6 @@ from .mlm import MaskedLMSpanEnergy
 from .include import SpanInclude, plant
 from .sample import MAX_PIECES, SpanTrace, sample_spans, span_energy, span_space
 
-__all__ = ["EMPTY", "MASK", "MAX_PIECES", "MOVES", "Fills", "MaskedLMSpanEnergy", "SpanEnergy", "SpanInclude", "SpanKernel", "SpanSpace",
-           "SpanState", "SpanStepInfo", "SpanTrace", "plant", "sample_spans", "span_energy", "span_space"]
+__all__ = ["EMPTY", "MASK", "MAX_PIECES", "MOVES", "Fills", "MaskedLMSpanEnergy", "SpanEnergy", "SpanInclude",
+           "SpanKernel", "SpanSpace", "SpanState", "SpanStepInfo", "SpanTrace", "plant", "sample_spans",
+           "span_energy", "span_space"]

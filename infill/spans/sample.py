@@ -70,7 +70,8 @@ class SpanTrace:
         return out
 
 
-def span_space(template: Template, tokenizer, categories: Tensor, chains: int, max_pieces: int = MAX_PIECES) -> SpanSpace:
+def span_space(template: Template, tokenizer, categories: Tensor, chains: int,
+               max_pieces: int = MAX_PIECES) -> SpanSpace:
     """The fills ``template``'s blanks may take for ``chains`` chains over the token ids ``categories``: a word
     blank takes word starts and continuation pieces, at most ``max_pieces`` a word; a token blank takes any
     category as one unit where every blank is a token blank, else the word starts only."""
