@@ -3,7 +3,7 @@ the masked LM's own draws with rejection at equal encoder sequences.
 
     python scripts/constraints.py --model ../shared/models/infill-dev-minilm-mlm --out eval/constraints-minilm
         [--keywords 100] [--rewrites 50] [--changes 0.2,0.5] [--sampler-every 1] [--rewrite-chains 25]
-        [--report-only]
+        [--shard I/N] [--report-only]
 
 Keywords: sentences of 12-30 words with 6-10 one-token words made ``[MASK]``; each task includes the
 removed word, a related word, or both (in turn). The related word is picked from the corpora themselves: the
@@ -522,6 +522,7 @@ def main() -> int:
     parser.add_argument("--changes", default="0.2,0.5")
     parser.add_argument("--sampler-every", type=int, default=1, help="sampler rows on every N-th keyword task")
     parser.add_argument("--rewrite-chains", type=int, default=RunConfig.num_samples)
+    parser.add_argument("--shard", default="0/1", help="I/N: run every N-th job from the I-th (N processes)")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     out = Path(args.out)
@@ -539,7 +540,8 @@ def main() -> int:
         step = max(1, len(work) // max(1, len(jobs)))
         for j, job in enumerate(jobs):  # rewrite jobs spread among keyword tasks: a partial run has both
             work.insert(min(len(work), (j + 1) * (step + 1) - 1), job)
-        for kind, extra, spec in work:
+        shard, shards = map(int, args.shard.split("/"))
+        for kind, extra, spec in work[shard::shards]:
             path = out / kind / (f"{spec['id']}.json" if kind == "keywords" else f"{spec['id']}-c{extra:g}.json")
             if path.exists():
                 continue
