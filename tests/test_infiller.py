@@ -8,6 +8,7 @@ from infill import InfillResult, Infiller, mlm_draws
 from infill.energies.base import value_and_grad
 from infill.energies.masked_lm import MaskedLMEnergy
 from infill.energies.tempered import Tempered
+from infill.config import SPAN_TEMPERATURE, RunConfig
 from infill.errors import InfillError
 
 TEMPLATE = "The [MASK] sat on the [MASK*2]."
@@ -32,6 +33,16 @@ def test_result_structure(infiller):
     assert (d.init, d.temperature, d.forwards, d.candidates) == ("uniform", 1.0, 0, 4)
     assert d.seconds > 0 and "step_size" in d.hyperparameters
     assert result.trace.samples.shape == (3, 4, 3)
+
+
+def test_the_default_temperature_depends_on_the_blanks():
+    default, given = RunConfig(), RunConfig(temperature=0.7)
+    assert default.temperature is None and (default.token_temperature, default.span_temperature) == (1.0, 0.5)
+    assert (given.token_temperature, given.span_temperature) == (0.7, 0.7)
+    assert default.signature()["temperature"] == 1.0 and "span_temperature" not in default.signature()
+    assert RunConfig(blank_unit="word").signature()["span_temperature"] == 0.5
+    with pytest.raises(InfillError, match="anneal_from .* must be above the temperature"):
+        RunConfig(anneal_from=0.9)
 
 
 def test_energy_is_the_pll_of_the_final_state(infiller):
@@ -375,6 +386,7 @@ def test_word_blanks_choose_their_length_and_keep_the_template_text(infiller):
         result = infiller.sample(template, num_samples=4, steps=3, seed=0, top=3, blank_unit="word",
                                  span_method=method)
         assert result.diagnostics.sampler == method and result.diagnostics.energy != "pll"
+        assert result.diagnostics.temperature == SPAN_TEMPERATURE == 0.5  # word blanks' default
         assert result.diagnostics.encoder_sequences > 0 and len(result.marginals) == 2
         for s in result.samples:
             span, word = s.fills
