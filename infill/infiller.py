@@ -28,8 +28,8 @@ from torch import Tensor, nn
 from . import mlm_draws, models, scoring
 from .blanks import quote
 from .config import REWRITE_SAMPLER, RunConfig, default_model, positive_integer
-from .constraints import (INCLUDE_WEIGHT, Include, calibrate_closeness, check_change, constrained_energy,
-                          include_pieces, include_term, source_categories)
+from .constraints import (Include, calibrate_closeness, check_change, constrained_energy, include_pieces,
+                          include_term, source_categories)
 from .energies.masked_lm import MaskedLMEnergy
 from .errors import InfillError
 from .postprocess import Batch, postprocess
@@ -292,8 +292,7 @@ class Infiller:
         start, config = time.perf_counter(), prepared.config
         trace = sample_spans(self.model, self.tokenizer, prepared.templates[index], prepared.pieces,
                              config.num_samples, config.steps, generator, config.span_temperature, config.init,
-                             config.span_method, on_step=callback, include=prepared.span_include or (),
-                             include_weight=INCLUDE_WEIGHT)
+                             config.span_method, on_step=callback, include=prepared.span_include or ())
         return SpanBatch(prepared.templates[index], config, trace, config.span_method, start)
 
 
