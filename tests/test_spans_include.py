@@ -2,13 +2,18 @@
 ignores the include term, and chain starts that hold every word."""
 from __future__ import annotations
 
+import pytest
 import torch
+from families import tokenizer
 from test_spans_kernel import TableEnergy, all_fills, make_space
 
+from infill.constraints import include_pieces
 from infill.energies.exact import total_variation, tv_noise_floor
+from infill.errors import InfillError
 from infill.spans.fills import MASK, Fills
 from infill.spans.include import SpanInclude, plant
 from infill.spans.kernel import SpanKernel
+from infill.vocabulary import word_piece_ids
 
 WORDS = [[(0, 2)], [(1,)]]  # a word of two pieces (start 0, continuation 2) and a word of one (start 1)
 
@@ -70,3 +75,29 @@ def test_planted_starts_hold_every_word_and_are_valid():
     assert (fills.lengths >= 3).all()  # both words: 2 pieces and 1
     drawn = Fills(torch.where(fills.tokens == MASK, 1, fills.tokens), fills.lengths)  # the masked LM's draws
     assert (term.include(drawn) == 0).all() and space.fill_valid(drawn, torch.arange(64)).all()
+
+
+@pytest.mark.parametrize("style", ["wordpiece", "bpe", "XLMRobertaTokenizer", "albert", "DebertaV2Tokenizer"])
+def test_include_forms_spell_the_word_in_every_tokenizer_style(style):
+    tok = tokenizer(style)
+    pieces = word_piece_ids(tok)
+    several = []
+    for word in ("mountain", "Paris", "souvenir"):
+        if len(tok.tokenize(f" {word}")) <= 4:  # the SentencePiece test vocabulary spells souvenir in 5 pieces
+            forms = include_pieces(tok, pieces, [word], capacity=1, max_pieces=4)[0]
+            assert forms and all(tok.decode(pieces[list(f)]).strip().lower() == word.lower() for f in forms)
+            several += [len(f) > 1 for f in forms]
+    assert any(several)  # a word of several pieces in every style
+
+
+def test_include_pieces_refuses_what_no_filling_can_hold():
+    tok = tokenizer("wordpiece")
+    pieces = word_piece_ids(tok)
+    with pytest.raises(InfillError, match="more than the 2 a word of a blank may take"):
+        include_pieces(tok, pieces, ["souvenir"], 1, max_pieces=2)
+    with pytest.raises(InfillError, match="cannot include 2 words in blanks of at most 1 word"):
+        include_pieces(tok, pieces, ["souvenir", "paris"], 1, 4)
+    with pytest.raises(InfillError, match="also forbidden"):
+        include_pieces(tok, pieces, ["paris"], 1, 4, forbid=["Paris"])
+    with pytest.raises(InfillError, match="no word blank may take it"):
+        include_pieces(tok, pieces, [","], 1, 4)

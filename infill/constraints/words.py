@@ -63,15 +63,14 @@ def include_pieces(tokenizer, piece_ids: Tensor, words: Sequence[str], capacity:
     probe = tokenizer("a", add_special_tokens=False)["input_ids"]
     out = []
     for word in distinct_words(tokenizer, words, forbid):
-        forms = set()
-        for variant in dict.fromkeys((word.strip(), word.strip().lower(), word.strip().capitalize())):
-            ids = tokenizer(f"a {variant}", add_special_tokens=False)["input_ids"][len(probe):]
-            if len(ids) > max_pieces:
-                raise InfillError(f"cannot include {word!r}: it is {len(ids)} pieces for this model, more than the "
-                                  f"{max_pieces} a word of a blank may take")
-            if ids and ids[0] in word_starts and all(i not in word_starts and i in index for i in ids[1:]) \
-                    and ids[0] in index:
-                forms.add(tuple(index[i] for i in ids))
+        spellings = [tokenizer(f"a {variant}", add_special_tokens=False)["input_ids"][len(probe):]
+                     for variant in dict.fromkeys((word.strip(), word.strip().lower(), word.strip().capitalize()))]
+        forms = {tuple(index[i] for i in ids) for ids in spellings if 0 < len(ids) <= max_pieces
+                 and ids[0] in word_starts and all(i in index for i in ids)
+                 and not any(i in word_starts for i in ids[1:])}
+        if not forms and min(map(len, spellings)) > max_pieces:
+            raise InfillError(f"cannot include {word!r}: it is {min(map(len, spellings))} pieces for this model, "
+                              f"more than the {max_pieces} a word of a blank may take")
         if not forms:
             raise InfillError(f"cannot include {word!r}: no word blank may take it (not one word of the "
                               "vocabulary's pieces, or punctuation)")
