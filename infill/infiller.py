@@ -38,7 +38,7 @@ from .samplers import Sampler, run_annealed
 from .span_results import SpanBatch, span_result
 from .spans import MAX_PIECES, sample_spans
 from .template import Template, parse
-from .vocabulary import sampleable_token_ids, word_piece_ids
+from .vocabulary import sampleable_token_ids, spelled, word_piece_ids
 
 MAX_SEQUENCES = 512  # chains x blank tokens per batched sampler run
 WORD = re.compile(r"(?<![\w'’])\w+(?![\w'’])")  # a word that rewrite may change
@@ -307,11 +307,11 @@ def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
                           "use `infill sample` for a template")
     pieces, words, source, at = [], [], [], 0
     for m in WORD.finditer(text):
-        ids = tokenizer(f"a {m.group()}", add_special_tokens=False)["input_ids"]
-        if len(ids) == 2:
+        ids = spelled(tokenizer, m.group())
+        if len(ids) == 1:
             pieces += [text[at:m.start()], "[MASK]"]
             words.append(m.group())
-            source.append(ids[1])
+            source.append(ids[0])
             at = m.end()
     if not source:
         raise InfillError(f"no word of {quote(text)} is one token for this model: nothing to rewrite")

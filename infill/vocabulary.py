@@ -75,6 +75,13 @@ def lowercases(tokenizer) -> bool:
     return tokenizer.tokenize("Hello World") == tokenizer.tokenize("hello world")
 
 
+def spelled(tokenizer, word: str) -> list[int]:
+    """The ids of ``word`` as a word of running text, after a space (``souvenir``: ``so ##uven ##ir``,
+    ``Ġsouven ir``, ``▁so u ve n ir``)."""
+    probe = tokenizer("a", add_special_tokens=False)["input_ids"]
+    return tokenizer(f"a {word}", add_special_tokens=False)["input_ids"][len(probe):]
+
+
 def _encode(tokenizer, texts: list[str]) -> list[list[int]]:
     """Token ids of ``texts`` without special tokens; by the Rust tokenizer directly where there is one (3x faster)."""
     backend = getattr(tokenizer, "backend_tokenizer", None)

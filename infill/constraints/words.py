@@ -7,7 +7,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InfillError
-from ..vocabulary import token_words, word_forms, word_key
+from ..vocabulary import spelled, token_words, word_forms, word_key
 from .terms import Include
 
 
@@ -60,11 +60,9 @@ def include_pieces(tokenizer, piece_ids: Tensor, words: Sequence[str], capacity:
     word is also forbidden, and the words fit in ``capacity`` words."""
     _, word_starts = token_words(tokenizer)
     index = {int(t): c for c, t in enumerate(piece_ids.tolist())}
-    probe = tokenizer("a", add_special_tokens=False)["input_ids"]
     out = []
-    for word in distinct_words(tokenizer, words, forbid):
-        spellings = [tokenizer(f"a {variant}", add_special_tokens=False)["input_ids"][len(probe):]
-                     for variant in dict.fromkeys((word.strip(), word.strip().lower(), word.strip().capitalize()))]
+    for word in map(str.strip, distinct_words(tokenizer, words, forbid)):
+        spellings = [spelled(tokenizer, variant) for variant in dict.fromkeys((word, word.lower(), word.capitalize()))]
         forms = {tuple(index[i] for i in ids) for ids in spellings if 0 < len(ids) <= max_pieces
                  and ids[0] in word_starts and all(i in index for i in ids)
                  and not any(i in word_starts for i in ids[1:])}
