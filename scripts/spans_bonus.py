@@ -61,7 +61,12 @@ def run(args, out: Path) -> None:
 
 def scores(rows: list[dict], bonus: float) -> tuple[float, float]:
     """Exact-length rate and mean |length error| of the length of highest ``best + bonus x words``."""
-    chosen = [max(range(1, 5), key=lambda n: r["best"][str(n)] + bonus * n) for r in rows]
+    return prior_scores(rows, [bonus * n for n in range(1, 5)])
+
+
+def prior_scores(rows: list[dict], prior: list[float]) -> tuple[float, float]:
+    """Exact-length rate and mean |length error| of the length ``n`` of highest ``best + prior[n - 1]``."""
+    chosen = [max(range(1, 5), key=lambda n: r["best"][str(n)] + prior[n - 1]) for r in rows]
     return (sum(c == r["words"] for c, r in zip(chosen, rows)) / len(rows),
             sum(abs(c - r["words"]) for c, r in zip(chosen, rows)) / len(rows))
 
@@ -70,9 +75,7 @@ def best_prior(rows: list[dict]) -> tuple[float, tuple[float, ...]]:
     """The lowest mean |length error| of any prior on the number of words (free offsets for 2, 3 and 4
     words against 1, on a grid of -4..4), fitted on the very tasks it is scored on, and its offsets."""
     grid = [b / 4 for b in range(-16, 17)]
-    return min((sum(abs(1 + max(range(4), key=lambda n: r["best"][str(n + 1)] + ([0, *offsets][n]))
-                        - r["words"]) for r in rows) / len(rows), offsets)
-               for offsets in itertools.product(grid, repeat=3))
+    return min((prior_scores(rows, [0, *offsets])[1], offsets) for offsets in itertools.product(grid, repeat=3))
 
 
 def report(out: Path) -> None:
