@@ -306,8 +306,8 @@ def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
         raise InfillError(f"rewrite takes plain text, every word of it a blank; {quote(text)} has a [MASK]: "
                           "use `infill sample` for a template")
     pieces, words, source, at = [], [], [], 0
-    for m in WORD.finditer(text):
-        ids = spelled(tokenizer, m.group())
+    matches = list(WORD.finditer(text))
+    for m, ids in zip(matches, spelled(tokenizer, [m.group() for m in matches])):
         if len(ids) == 1:
             pieces += [text[at:m.start()], "[MASK]"]
             words.append(m.group())

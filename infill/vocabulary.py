@@ -75,11 +75,11 @@ def lowercases(tokenizer) -> bool:
     return tokenizer.tokenize("Hello World") == tokenizer.tokenize("hello world")
 
 
-def spelled(tokenizer, word: str) -> list[int]:
-    """The ids of ``word`` as a word of running text, after a space (``souvenir``: ``so ##uven ##ir``,
-    ``Ġsouven ir``, ``▁so u ve n ir``)."""
-    probe = tokenizer("a", add_special_tokens=False)["input_ids"]
-    return tokenizer(f"a {word}", add_special_tokens=False)["input_ids"][len(probe):]
+def spelled(tokenizer, words: Iterable[str]) -> list[list[int]]:
+    """The ids of each of ``words`` as a word of running text, after a space (``souvenir``: ``so ##uven ##ir``,
+    ``Ġsouven ir``, ``▁so u ve n ir``), in one call of the tokenizer."""
+    probe, *encoded = tokenizer(["a", *(f"a {word}" for word in words)], add_special_tokens=False)["input_ids"]
+    return [ids[len(probe):] for ids in encoded]
 
 
 def _encode(tokenizer, texts: list[str]) -> list[list[int]]:

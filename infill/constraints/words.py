@@ -62,7 +62,7 @@ def include_pieces(tokenizer, piece_ids: Tensor, words: Sequence[str], capacity:
     index = {int(t): c for c, t in enumerate(piece_ids.tolist())}
     out = []
     for word in map(str.strip, distinct_words(tokenizer, words, forbid)):
-        spellings = [spelled(tokenizer, variant) for variant in dict.fromkeys((word, word.lower(), word.capitalize()))]
+        spellings = spelled(tokenizer, dict.fromkeys((word, word.lower(), word.capitalize())))
         forms = {tuple(index[i] for i in ids) for ids in spellings if 0 < len(ids) <= max_pieces
                  and ids[0] in word_starts and all(i in index for i in ids)
                  and not any(i in word_starts for i in ids[1:])}

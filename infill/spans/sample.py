@@ -185,11 +185,11 @@ def sample_spans(model: nn.Module, tokenizer, template: Template, categories: Te
         pinned = combos.repeat_interleave(chains, 0)
         space = SpanSpace(space.allowed, space.starts, space.pieces, pinned, pinned)
     energy = span_energy(model, tokenizer, template, categories, space, **energy_options)
-    lengths, planted = start_lengths(space), None
+    initial, planted = start_lengths(space), None
     if include:
         energy = SpanInclude(energy, [set(map(tuple, w)) for w in include], space.starts, include_weight)
-        planted = plant(lengths, space, include, generator)
-    fills = draw_starts(energy, space, lengths, init, generator, temperature, planted)
+        planted = plant(initial, space, include, generator)
+    fills = draw_starts(energy, space, initial, init, generator, temperature, planted)
     state = kernel.init(energy, space, fills)
     tokens, lengths, energies, accepted, included = [], [], [], [], []
     for t in range(steps):
