@@ -22,9 +22,9 @@ def default_model() -> str:
     return os.environ.get("INFILL_MODEL") or DEFAULT_MODEL
 
 
-BASELINES = ("independent", "left-to-right", "argmax")
+BASELINES = ("independent", "left-to-right", "argmax", "confident-first", "random-order")
 """Methods that draw from the masked LM directly, without MCMC: usable wherever a sampler name is."""
-INITS = ("uniform", "independent", "left-to-right")
+INITS = ("uniform", "independent", "left-to-right", "confident-first", "random-order")
 """Chain starts: uniform tokens, or draws from the masked LM (see :mod:`infill.mlm_draws`)."""
 SPAN_METHODS = ("rjmcmc", "per-length")
 """How word blanks are filled (:mod:`infill.spans`): reversible-jump MH that changes lengths, or chains pinned
@@ -107,7 +107,8 @@ class RunConfig:
     lines and protocols are read from them (:func:`settings`). A configuration is hashable."""
 
     method: str = field(default="gibbs", metadata={
-        "help": "a sampler (see `infill samplers`) or a baseline: independent, left-to-right, argmax",
+        "help": "a sampler (see `infill samplers`) or a baseline: independent, left-to-right, argmax, "
+                "confident-first, random-order",
         "flag": "--sampler", "key": "sampler", "metavar": "NAME"})
     num_samples: int = field(default=25, metadata={"help": "chains (or draws) per template", "short": "-n",
                                                    "type": int, "metavar": "N"})
@@ -117,7 +118,8 @@ class RunConfig:
     seed: Optional[int] = field(default=None, metadata={"help": "random seed (same seed, same samples)",
                                                         "type": int, "metavar": "N"})
     init: str = field(default="left-to-right", metadata={
-        "help": "chain start: uniform, independent (all-masked MLM draws) or left-to-right"})
+        "help": "chain start: uniform, independent (all-masked MLM draws), left-to-right, confident-first (most "
+                "peaked blank first) or random-order"})
     temperature: Optional[float] = field(default=None, metadata={
         "help": f"target exp(energy / T); T < 1 favours likely fillings (default 1, and {SPAN_TEMPERATURE:g} for "
                 "templates with word blanks)", "type": float, "metavar": "T"})

@@ -1,25 +1,84 @@
 """Fillings drawn from the masked LM itself, without MCMC: chain starts and the baseline methods.
 
 - ``independent``: every blank from the model's conditional with all blanks masked (one forward pass);
-- ``left-to-right``: blank ``j`` from the conditional given blanks ``< j`` as drawn and ``>= j`` masked
-  (``d`` forward passes);
 - ``argmax``: the all-masked conditional's most likely token at every blank;
+- ``left-to-right``: blank ``j`` from the conditional given blanks ``< j`` as drawn and ``>= j`` masked;
+- ``random-order``: the same along a uniformly random permutation of the blanks, a new one per draw;
+- ``confident-first``: each step fills the still-masked blank whose conditional (given the blanks drawn so
+  far) has the highest maximum probability, as MaskGIT and P2 order their steps; ties go to the leftmost;
 - ``uniform``: uniformly random categories (no forward pass).
 
-Logits are divided by ``temperature`` before the softmax. Every draw comes from ``generator``. The energy
-must offer ``blank_logits(x_idx, masked) -> (B, d, K)`` (:class:`~infill.energies.masked_lm.MaskedLMEnergy`).
+The sequential orders take ``d`` forward passes. The first pass of every method, all blanks masked, is the
+same for every draw: it runs once per template, one sequence, its logits shared by the draws
+(:func:`encoder_sequences`). Logits are divided by ``temperature`` before the softmax. Every draw comes from
+``generator``. The energy must offer ``blank_logits(x_idx, masked, read) -> (B, S, K)``
+(:class:`~infill.energies.masked_lm.MaskedLMEnergy`).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 from torch import Tensor
 
 from .samplers import sample_categorical
 
-FORWARDS = {"uniform": lambda d: 0, "independent": lambda d: 1, "argmax": lambda d: 1, "left-to-right": lambda d: d}
-"""Forward passes over the chains that each method costs for ``d`` blank tokens."""
+FORWARDS = {"uniform": lambda d: 0, "independent": lambda d: 1, "argmax": lambda d: 1, "left-to-right": lambda d: d,
+            "confident-first": lambda d: d, "random-order": lambda d: d}
+"""Forward passes that each method costs for ``d`` blank tokens: the first over one sequence per template, the
+others over the chains."""
+ORDERS = ("left-to-right", "random-order", "confident-first")
+"""The methods that fill the blanks one at a time."""
+
+Logits = Callable[[Tensor, Tensor, Tensor], Tensor]
+
+
+def encoder_sequences(method: str, d: int, num_chains: int, templates: int = 1) -> int:
+    """Encoder sequences that ``draw`` spends on ``num_chains`` draws over ``templates`` stacked templates."""
+    passes = FORWARDS[method](d)
+    return 0 if passes == 0 else templates + (passes - 1) * num_chains
+
+
+def all_masked_logits(energy, num_chains: int) -> Tensor:
+    """The logits ``(num_chains, d, K)`` with every blank masked: one sequence per stacked template, each
+    template's logits repeated over its block of chains."""
+    templates, d = len(energy.input_ids), energy.num_blanks
+    device = energy.category_ids.device
+    x = torch.zeros(templates, d, dtype=torch.long, device=device)
+    logits = energy.blank_logits(x, torch.ones_like(x, dtype=torch.bool))
+    return logits.repeat_interleave(num_chains // templates, dim=0)
+
+
+def most_peaked(log_p: Tensor, open_: Tensor) -> Tensor:
+    """Per row, the column of ``log_p (N, S, K)`` among ``open_ (N, S)`` with the highest maximum probability."""
+    return log_p.amax(-1).masked_fill(~open_, -torch.inf).argmax(-1)
+
+
+def fill(logits: Logits, z: Tensor, blanks: Tensor, confident: bool, generator: Optional[torch.Generator],
+         temperature: float = 1.0, values: Optional[Tensor] = None,
+         first: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Tensor]:
+    """Fill the blanks ``blanks (N, m)`` of ``z (N, d)`` one at a time, each from ``logits(z, masked, read)``
+    (``(N, S, K)`` at the blanks ``read (N, S)``) with the blanks not yet filled masked: in the column order of
+    ``blanks``, or most peaked first where ``confident``. Draws from ``generator``, or, given ``values (N, d)``,
+    replays them. Returns the filled ``z``, the log-probability ``(N,)`` of the fills under the tempered
+    conditionals along the order, and the first step's logits (``first`` if given: it is that step's)."""
+    n, m = blanks.shape
+    rows = torch.arange(n, device=z.device)
+    z = z.clone()
+    masked = torch.zeros_like(z, dtype=torch.bool)
+    masked[rows[:, None], blanks] = True
+    log_q = torch.zeros(n, device=z.device)
+    for t in range(m):
+        read = blanks if confident else blanks[:, t:t + 1]
+        step_logits = first if t == 0 and first is not None else logits(z, masked, read)
+        first = step_logits if t == 0 else first
+        log_p = torch.log_softmax(step_logits.float() / temperature, dim=-1)
+        col = most_peaked(log_p, masked.gather(1, blanks)) if confident else torch.zeros_like(rows)
+        j = read[rows, col]
+        v = sample_categorical(step_logits[rows, col] / temperature, generator) if values is None else values[rows, j]
+        log_q = log_q + log_p[rows, col, v]
+        z[rows, j], masked[rows, j] = v, False
+    return z, log_q, first
 
 
 def draw(energy, method: str, num_chains: int, generator: Optional[torch.Generator],
@@ -29,15 +88,18 @@ def draw(energy, method: str, num_chains: int, generator: Optional[torch.Generat
     device = energy.category_ids.device
     if method == "uniform":
         return torch.randint(k, (num_chains, d), generator=generator, device=device)
-    x = torch.zeros(num_chains, d, dtype=torch.long, device=device)
-    masked = torch.ones(num_chains, d, dtype=torch.bool, device=device)
-    if method in ("independent", "argmax"):
-        logits = energy.blank_logits(x, masked)
-        return logits.argmax(-1) if method == "argmax" else sample_categorical(logits / temperature, generator)
-    if method != "left-to-right":
+    if method not in FORWARDS:
         raise ValueError(f"unknown draw method {method!r}")
-    for j in range(d):
-        logits = energy.blank_logits(x, masked, read=torch.full((num_chains, 1), j, device=device))[:, 0]
-        x[:, j] = sample_categorical(logits / temperature, generator)
-        masked[:, j] = False
-    return x
+    first = all_masked_logits(energy, num_chains)
+    if method == "argmax":
+        return first.argmax(-1)
+    if method == "independent":
+        return sample_categorical(first / temperature, generator)
+    blanks = torch.arange(d, device=device).expand(num_chains, d)
+    if method == "random-order":
+        blanks = torch.rand(num_chains, d, generator=generator, device=device).argsort(-1)
+    confident = method == "confident-first"
+    if not confident:
+        first = first.gather(1, blanks[:, :1, None].expand(-1, -1, k))
+    x = torch.zeros(num_chains, d, dtype=torch.long, device=device)
+    return fill(energy.blank_logits, x, blanks, confident, generator, temperature, first=first)[0]
