@@ -17,6 +17,9 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
     parser.add_argument("--samplers", help="comma-separated samplers (default: the protocol's)")
     parser.add_argument("--device", default="cpu", help="torch device (default: cpu)")
+    parser.add_argument("--bleu", choices=("nltk", "sacrebleu"), default="nltk",
+                        help="BLEU definition of self-BLEU and corpus BLEU: nltk (default, the papers') or sacrebleu "
+                             "(13a tokens, exponential smoothing, its signature in the report); see docs/bleu.md")
     parser.add_argument("--limit", type=int, help="only the first N chosen sentences of each corpus")
     parser.add_argument("--out", required=True, help="output directory (created; reused to resume)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
@@ -38,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
             raise InfillError(f"--samplers {args.samplers!r} has an empty name")
     try:
         report = evaluate(args.protocol, args.out, model=args.model or default_model(), samplers=samplers,
-                          device=args.device, limit=args.limit, progress=not args.no_progress)
+                          device=args.device, limit=args.limit, progress=not args.no_progress, bleu=args.bleu)
     except KeyboardInterrupt:
         if not (Path(args.out) / "units.jsonl").is_file():
             raise

@@ -3,10 +3,16 @@
 Every word the model spells as one token is a blank, the chains start from the sentence itself, and a
 closeness term keeps the expected fraction of changed words near ``--change`` (see
 :meth:`infill.Infiller.rewrite`). Takes the run flags of ``infill sample``; prints one variant per line.
+
+With ``--json``, each variant's line adds ``source_bleu``: sacrebleu's sentence BLEU (percent) of the variant
+against the sentence (13a tokens, exponential smoothing, effective order), the self-BLEU to the source of
+rewriting papers; the template's line adds its ``source_bleu_signature``. Both are null without the
+``eval`` extra (sacrebleu).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from ..errors import InfillError
@@ -41,5 +47,32 @@ def run(args) -> int:
     infiller = Infiller(args.model, device=args.device, dtype=args.dtype, chunk_size=args.chunk_size)
     result = infiller.rewrite(args.sentence, args.change,
                               progress=not args.quiet and sys.stderr.isatty(), **options)
-    print_result(result, args.json)
+    if args.json:
+        print_json(result, args.sentence)
+    else:
+        print_result(result, False)
     return 0
+
+
+def source_bleu(variants: list[str], source: str) -> tuple[list, str | None]:
+    """Each variant's sacrebleu sentence BLEU (percent) against ``source``, and sacrebleu's signature; Nones
+    without the eval extra."""
+    try:
+        from .. import metrics
+
+        metrics.check_bleu("sacrebleu")
+    except (ImportError, InfillError):
+        return [None] * len(variants), None
+    return ([100 * metrics.sentence_bleu(variant, source) for variant in variants],
+            metrics.sacrebleu_signature(1, effective_order=True))
+
+
+def print_json(result, source: str) -> None:
+    """``infill sample --json``'s lines, with the BLEU of each variant against ``source`` (see above)."""
+    scores, signature = source_bleu(result.texts, source)
+    for sample, score in zip(result.samples, scores):
+        print(json.dumps({"template": result.template, **sample.to_dict(), "source_bleu": score},
+                         ensure_ascii=False))
+    print(json.dumps({"template": result.template, "diagnostics": result.diagnostics.to_dict(),
+                      "marginals": result.marginals, "source_bleu_signature": signature}, ensure_ascii=False),
+          flush=True)

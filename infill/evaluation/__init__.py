@@ -75,22 +75,26 @@ def _open_store(world: World, out: Path, fingerprint: dict, configs: dict[str, d
 
 def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: Optional[Sequence[str]] = None,
              device: str = "cpu", limit: Optional[int] = None,
-             make_sample_fn: Optional[Callable[[], SampleFn]] = None, progress: bool = True) -> Optional[dict]:
+             make_sample_fn: Optional[Callable[[], SampleFn]] = None, progress: bool = True,
+             bleu: str = "nltk") -> Optional[dict]:
     """Run (or resume) an evaluation into ``out`` and return the report of every unit ``out`` holds, earlier
     commands' rows and sentences included (None on ranks other than 0 of a ``torchrun`` launch, see
     :mod:`.distributed`).
 
-    ``samplers`` defaults to the protocol's; ``limit`` keeps the first ``limit`` chosen sentences of each
-    corpus; ``make_sample_fn`` builds the sampling function (default: an ``infill.Infiller`` on
-    ``model`` and ``device``), called once the protocol and corpora are known to be good and before
-    anything is written.
+    ``samplers`` defaults to the protocol's; ``bleu`` is the report's BLEU definition (``"nltk"``, the
+    papers', or ``"sacrebleu"``: see :mod:`infill.metrics`), checked before anything runs; ``limit`` keeps
+    the first ``limit`` chosen sentences of each corpus; ``make_sample_fn`` builds the sampling function
+    (default: an ``infill.Infiller`` on ``model`` and ``device``), called once the protocol and corpora are
+    known to be good and before anything is written.
     """
     check_out(Path(out))
     protocol = load_protocol(protocol_path)
+    from ..metrics import check_bleu
     from .distributed import close_world, init_world
     from .report import write_report
     from .runner import infiller_sample_fn, run_units
 
+    check_bleu(bleu)
     samplers = list(samplers or protocol.samplers)
     configs = _configs(protocol, samplers)
     if limit is not None and limit < 1:
@@ -124,7 +128,7 @@ def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: O
         return None
     try:
         units = _stored_units(store, tasks, protocol)
-        return write_report(out, units, refs, _signature(protocol, model, device, units))
+        return write_report(out, units, refs, _signature(protocol, model, device, units), bleu)
     finally:
         store.close()  # the lock on --out is held until the report is written
 

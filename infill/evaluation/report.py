@@ -4,7 +4,8 @@ A sampler's metrics are computed, in percent, on all its kept fillings (top dist
 sentences pooled), as bert-gen evaluates its set of generations: self-BLEU among the fillings (lower =
 more diverse), unique 2/3-grams against the fillings themselves and against each reference corpus
 (higher = more novel), and corpus BLEU of the fillings against all reference corpora together (higher =
-closer to real text). Pooling keeps corpus BLEU-4 meaningful: five fillings of one sentence often share
+closer to real text), both by the papers' nltk definition or by sacrebleu's (``bleu``, see
+:mod:`infill.metrics`). Pooling keeps corpus BLEU-4 meaningful: five fillings of one sentence often share
 no 4-gram with the references, which would make per-sentence scores mostly zero.
 
 Compute is the mean number of encoder sequences per sentence. A row drawn at the encoder sequences of
@@ -26,21 +27,22 @@ NGRAM_ORDERS = (2, 3)
 
 
 def fillings_metrics(texts: list[str], references: dict[str, metrics.ReferenceCorpus],
-                     combined: metrics.ReferenceCorpus) -> dict[str, float]:
+                     combined: metrics.ReferenceCorpus, bleu: str = "nltk") -> dict[str, float]:
     """The metrics (fractions) of a set of fillings; self-BLEU only with two or more of them."""
     row = {}
     if len(texts) >= 2:
-        row["self_bleu"] = metrics.self_bleu(texts)
+        row["self_bleu"] = metrics.self_bleu(texts, bleu=bleu)
     for n in NGRAM_ORDERS:
         row[f"unique_{n}_self"] = metrics.unique_ngrams(texts, n)
         for name, corpus in references.items():
             row[f"unique_{n}_{name}"] = metrics.unique_ngrams(texts, n, corpus)
-    row["corpus_bleu"] = metrics.corpus_bleu(texts, combined)
+    row["corpus_bleu"] = metrics.corpus_bleu(texts, combined, bleu=bleu)
     return row
 
 
-def sampler_table(units: list[dict], reference_sentences: dict[str, list[list[str]]]) -> dict[str, dict]:
-    """Per sampler (in first-seen order): metrics in percent, and cost totals."""
+def sampler_table(units: list[dict], reference_sentences: dict[str, list[list[str]]],
+                  bleu: str = "nltk") -> dict[str, dict]:
+    """Per sampler (in first-seen order): metrics in percent (BLEU by the ``bleu`` definition), and cost totals."""
     references = {name: metrics.ReferenceCorpus(sentences) for name, sentences in reference_sentences.items()}
     combined = metrics.ReferenceCorpus(s for sentences in reference_sentences.values() for s in sentences)
     by_sampler: dict[str, list[dict]] = {}
@@ -49,7 +51,7 @@ def sampler_table(units: list[dict], reference_sentences: dict[str, list[list[st
     table = {}
     for sampler, group in by_sampler.items():
         texts = [f["text"] for u in group for f in u["fillings"]]
-        summary = {key: 100 * value for key, value in fillings_metrics(texts, references, combined).items()}
+        summary = {key: 100 * value for key, value in fillings_metrics(texts, references, combined, bleu).items()}
         summary.update(
             sentences=len(group),
             fillings=len(texts),
@@ -85,6 +87,20 @@ def _measure(unit: dict) -> Measure:
                    unit.get("encoder_sequences"))
 
 
+def bleu_signature(bleu: str, references: dict[str, list[list[str]]]) -> dict:
+    """The signature's BLEU entries: the definition and, for sacrebleu, its own signature of self-BLEU (a
+    row's fillings less one as references: ``var``) and of corpus BLEU (every reference sentence)."""
+    if bleu == "nltk":
+        return {"bleu": "nltk"}
+    size = sum(len(sentences) for sentences in references.values())
+    return {"bleu": "sacrebleu", "sacrebleu": {"self_bleu": metrics.sacrebleu_signature("var"),
+                                              "corpus_bleu": metrics.sacrebleu_signature(size)}}
+
+
+BLEU_NOTES = {"nltk": "nltk corpus BLEU-4, no smoothing",
+              "sacrebleu": "sacrebleu corpus BLEU-4, its 13a tokens and exponential smoothing, signatures below"}
+"""How the report's note names each BLEU definition."""
+
 EVAL_PACKAGES = ("infill-mcmc", "torch", "transformers", "datasets", "nltk", "rouge-score", "numpy")
 """The packages whose versions an infilling report's signature records."""
 
@@ -100,10 +116,11 @@ def markdown(report: dict) -> str:
                 ("distinct_per_sentence", "Distinct/sent", 2)]
     rows = [[sampler, *(fmt(row.get(key), digits) for key, _, digits in columns)]
             for sampler, row in report["samplers"].items()]
+    bleu_note = BLEU_NOTES[report["signature"]["bleu"]]
     lines = [f"# {report['signature']['protocol']['name']}: text infilling, diversity vs quality", "",
              *table(["Sampler", *(title for _, title, _ in columns)], rows),
              "", "Metrics in percent on each sampler's kept fillings, all sentences pooled (self-BLEU and corpus "
-             "BLEU: nltk corpus BLEU-4, no smoothing; corpus BLEU against all reference corpora, which exclude "
+             f"BLEU: {bleu_note}; corpus BLEU against all reference corpora, which exclude "
              "the chosen sentences). Mean PLL: the pseudo-log-likelihood of the kept fillings (higher is more likely). "
              "Wall time and energy evaluations are totals over all sentences and chains; encoder sequences (forward "
              "copies and backward passes through the masked LM, starts and PLL re-scoring included) are a mean per "
@@ -155,10 +172,11 @@ def samples_jsonl(units: list[dict]) -> str:
 
 
 def write_report(directory: Path, units: list[dict], references: dict[str, list[list[str]]],
-                 signature: dict) -> dict:
-    """Compute the table and write ``report.json``, ``report.md``, ``report.png``, ``samples.jsonl`` atomically."""
-    report = {"signature": {**signature, "reference_corpora": list(references)},
-              "samplers": sampler_table(units, references), "equal_compute": equal_compute(units)}
+                 signature: dict, bleu: str = "nltk") -> dict:
+    """Compute the table (BLEU by the ``bleu`` definition) and write ``report.json``, ``report.md``,
+    ``report.png``, ``samples.jsonl`` atomically."""
+    report = {"signature": {**signature, "reference_corpora": list(references), **bleu_signature(bleu, references)},
+              "samplers": sampler_table(units, references, bleu), "equal_compute": equal_compute(units)}
     directory = Path(directory)
     write_atomic(directory / "samples.jsonl", samples_jsonl(units))
     write_atomic(directory / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
