@@ -30,6 +30,7 @@ from .blanks import quote
 from .config import REWRITE_SAMPLER, RunConfig, default_model, positive_integer
 from .constraints import (Include, calibrate_closeness, check_change, constrained_energy, include_pieces,
                           include_term, source_categories)
+from .energies.conditionals import CACHE_MIB, ConditionalCache
 from .energies.masked_lm import MaskedLMEnergy
 from .errors import InfillError
 from .postprocess import Batch, postprocess
@@ -103,11 +104,15 @@ class Infiller:
     masked-LM module together with its ``tokenizer`` (a tokenizer given with a name is used as the model's).
     ``dtype`` is ``None`` (float32), ``"bfloat16"``, ``"float16"``, ``"auto"`` or a torch dtype. ``chunk_size`` caps the masked copies per forward/backward
     pass of the energy's gradient (``None``: all chains x blanks in one pass), trading nothing but peak memory.
+    ``cache_mib`` caps each run's cache of conditionals (:mod:`infill.energies.conditionals`; 0 keeps nothing);
+    a run's cache is its own, never shared with another call.
     """
 
     def __init__(self, model: Union[str, nn.Module, None] = None, device: Union[str, torch.device] = "cpu",
-                 dtype: Union[str, torch.dtype, None] = None, tokenizer=None, chunk_size: Optional[int] = None):
+                 dtype: Union[str, torch.dtype, None] = None, tokenizer=None, chunk_size: Optional[int] = None,
+                 cache_mib: int = CACHE_MIB):
         self.chunk_size = None if chunk_size is None else positive_integer("chunk_size", chunk_size)
+        self.cache_mib = positive_integer("cache_mib", cache_mib, minimum=0)
         if isinstance(model, nn.Module):
             if tokenizer is None:
                 raise InfillError("pass the tokenizer along with a model object")
@@ -268,7 +273,7 @@ class Infiller:
         config, group = prepared.config, [prepared.templates[i] for i in indices]
         pll = MaskedLMEnergy(self.model, torch.stack([t.input_ids for t in group]),
                              torch.stack([t.blank_positions for t in group]), prepared.categories,
-                             self.tokenizer.mask_token_id, self.chunk_size)
+                             self.tokenizer.mask_token_id, self.chunk_size, ConditionalCache(self.cache_mib << 20))
         target = pll
         if prepared.include is not None or terms:
             target = constrained_energy(pll, terms, prepared.include)

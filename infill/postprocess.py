@@ -52,13 +52,14 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
     """The result of each template of ``batch``; ``bar`` (tqdm-like: ``total``, ``update``) counts re-scoring passes."""
     config, chains = batch.config, batch.config.num_samples
     shared = batch.energy.sequences / len(batch.templates)  # the run's encoder sequences, shared evenly
+    shared_hits = batch.energy.cache_hits / len(batch.templates)
     results = []
     for g, template in enumerate(batch.templates):
         block = slice(g * chains, (g + 1) * chains)
         trace = None if batch.trace is None else batch.trace.select(block)
         energy = batch.energy if len(batch.templates) == 1 else batch.energy.template(g)
         target = batch.target if len(batch.templates) == 1 else energy  # constrained runs hold one template
-        before = energy.sequences
+        before, hits_before = energy.sequences, energy.cache_hits
         states, values = _candidates(batch.x[block], trace, config)
         rows, values = states.flatten(0, 1), values.flatten()  # row r is chain r % chains; values of the target
         if config.top is None:
@@ -91,7 +92,8 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
         else:
             visited = (batch.x[block][None] if trace is None else trace.samples[trace.burn_in:]).flatten(0, 1).cpu()
         diagnostics = _diagnostics(batch, trace, model_name, seed, candidates,
-                                   round(shared + energy.sequences - before))
+                                   round(shared + energy.sequences - before),
+                                   round(shared_hits + energy.cache_hits - hits_before))
         results.append(InfillResult(template.text, samples, diagnostics, trace,
                                     marginals(template, tokenizer, energy, visited)))
     return results
@@ -138,7 +140,7 @@ def marginals(template: Template, tokenizer, energy: MaskedLMEnergy, states: Ten
 
 
 def _diagnostics(batch: Batch, trace: Optional[Trace], model_name: str, seed: int, candidates: int,
-                 encoder_sequences: int) -> Diagnostics:
+                 encoder_sequences: int, cache_hits: int) -> Diagnostics:
     config, d = batch.config, batch.templates[0].num_blanks
     return Diagnostics(
         sampler=config.method, hyperparameters={} if batch.sampler is None else batch.sampler.hyperparameters(),
@@ -150,5 +152,5 @@ def _diagnostics(batch: Batch, trace: Optional[Trace], model_name: str, seed: in
         burn_in=0 if trace is None else config.steps - trace.samples.shape[0] + trace.burn_in,
         evaluations=0 if trace is None else trace.evaluations,
         forwards=mlm_draws.FORWARDS[config.method if trace is None else config.init](d),
-        encoder_sequences=encoder_sequences, candidates=candidates,
+        encoder_sequences=encoder_sequences, cache_hits=cache_hits, candidates=candidates,
         seconds=time.perf_counter() - batch.start, batched_templates=len(batch.templates))

@@ -50,7 +50,8 @@ class Diagnostics:
     energy evaluations per chain and ``forwards`` the masked-LM forward passes over the chains spent on
     starts or baseline draws; ``encoder_sequences`` is the run's compute in sequences through the encoder
     (every masked copy of a forward pass, each backward pass counted again; starts, chains and re-scoring
-    included; a batch's count shared evenly by its templates); ``candidates`` is the number of distinct fillings ``top`` chose from;
+    included; a batch's count shared evenly by its templates), ``cache_hits`` the masked copies the run asked
+    for that did not go through it (read from the cache of conditionals, or the same sequence of a pass); ``candidates`` is the number of distinct fillings ``top`` chose from;
     ``seconds`` is the wall time of the run, shared with the templates batched with it
     (``batched_templates``); ``energy`` names the energy of the samples (``pll``: over the blank tokens;
     word blanks: the span energy of :mod:`infill.spans`, e.g. ``word-l2r``, whole sentence)."""
@@ -75,6 +76,7 @@ class Diagnostics:
     seconds: float
     batched_templates: int
     energy: str = "pll"
+    cache_hits: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)

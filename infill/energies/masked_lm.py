@@ -7,6 +7,11 @@ import torch
 from torch import Tensor, nn
 
 from ..models import prediction_head
+from .conditionals import CACHE_MIB, ConditionalCache, rows_of
+
+PASS_SEQUENCES = {"cpu": 64, "cuda": 512}
+"""Sequences per forward pass of evaluations without gradient, by device type (others take cuda's):
+larger CPU passes page-fault fresh activation blocks each time (``scripts/bench.py --passes``)."""
 
 
 class MaskedLMEnergy:
@@ -27,13 +32,21 @@ class MaskedLMEnergy:
     peak memory.
     The model is put in eval mode with its parameters frozen.
 
+    Every pass without gradient (values of one-hot states, :meth:`blank_logits`, :meth:`conditional_logits`)
+    reads the logits at a masked slot through ``cache`` (:class:`~.conditionals.ConditionalCache`, keyed by
+    the template, the slot and every blank's token or mask): only the sequences it lacks go through the
+    encoder, each once however many chains hold it, in passes of at most :data:`PASS_SEQUENCES` (and
+    ``chunk_size``); passes with gradient add what they computed. ``cache=None`` gives a private cache of
+    :data:`~.conditionals.CACHE_MIB` MiB; a cache of ``max_bytes=0`` keeps nothing.
+
     ``sequences`` counts the sequences that went through the encoder since the energy was built: every
     masked copy of a forward pass, and each copy again for its backward pass (the unit in which runs
-    report their compute: ``encoder_sequences``).
+    report their compute: ``encoder_sequences``); ``cache_hits`` the masked copies asked for that did not
+    go through it.
     """
 
     def __init__(self, model: nn.Module, input_ids: Tensor, blank_positions: Tensor, category_ids: Tensor,
-                 mask_token_id: int, chunk_size: Optional[int] = None):
+                 mask_token_id: int, chunk_size: Optional[int] = None, cache: Optional[ConditionalCache] = None):
         self.model = model.eval().requires_grad_(False)
         device = model.get_input_embeddings().weight.device
         self.input_ids = torch.atleast_2d(input_ids).to(device)
@@ -42,24 +55,35 @@ class MaskedLMEnergy:
         self.mask_token_id = mask_token_id
         self.num_categories = len(category_ids)
         self.chunk_size = chunk_size
+        self.cache = ConditionalCache(CACHE_MIB << 20) if cache is None else cache
+        self.pass_sequences = min(PASS_SEQUENCES.get(device.type, PASS_SEQUENCES["cuda"]), chunk_size or 1 << 62)
+        self._template_keys = list(range(len(self.input_ids)))  # template g's part of a cache key
         self._head = prediction_head(model)
         self.sequences = 0
+        self.cache_hits = 0
 
     def template(self, g: int) -> "MaskedLMEnergy":
-        """The energy of stacked template ``g`` alone: same model, categories and chunking, its own count."""
-        return MaskedLMEnergy(self.model, self.input_ids[g], self.blank_positions[g], self.category_ids,
-                              self.mask_token_id, self.chunk_size)
+        """The energy of stacked template ``g`` alone: same model, categories, chunking and cache, its own
+        counts."""
+        energy = MaskedLMEnergy(self.model, self.input_ids[g], self.blank_positions[g], self.category_ids,
+                                self.mask_token_id, self.chunk_size, self.cache)
+        energy._template_keys = [self._template_keys[g]]
+        return energy
 
     @property
     def num_blanks(self) -> int:
         return self.blank_positions.shape[1]
 
-    def _templates(self, b: int) -> tuple[Tensor, Tensor]:
-        """Token ids ``(B, L)`` and blank positions ``(B, d)`` of each chain's template."""
+    def _template_of(self, b: int) -> Tensor:
+        """The template index ``(B,)`` of each of ``b`` chains."""
         g = len(self.input_ids)
         if b % g:
             raise ValueError(f"{b} chains do not split evenly over {g} templates")
-        t = torch.arange(b, device=self.input_ids.device) // (b // g)
+        return torch.arange(b, device=self.input_ids.device) // (b // g)
+
+    def _templates(self, b: int) -> tuple[Tensor, Tensor]:
+        """Token ids ``(B, L)`` and blank positions ``(B, d)`` of each chain's template."""
+        t = self._template_of(b)
         return self.input_ids[t], self.blank_positions[t]
 
     def token_ids(self, x_idx: Tensor) -> Tensor:
@@ -77,10 +101,21 @@ class MaskedLMEnergy:
         return self._head(self.model.base_model(**inputs)[0][rows, slots])[..., self.category_ids]
 
     def __call__(self, x: Tensor) -> Tensor:
-        ids, positions = self._templates(x.shape[0])
+        t = self._template_of(x.shape[0])
         if torch.is_grad_enabled():  # one graph; value_and_grad chunks the gradient
-            return self._pll(x, ids, positions)
-        return torch.cat([self._pll(x[c], ids[c], positions[c]) for c in self._chunks(x)])
+            return self._pll(x, t)
+        if _is_one_hot(x):
+            return self._pll_read(x.argmax(-1))
+        return torch.cat([self._pll(x[c], t[c]) for c in self._chunks(x)])
+
+    def _pll_read(self, x_idx: Tensor) -> Tensor:
+        """The energy ``(B,)`` of category indices ``x_idx (B, d)``, its terms read through the cache."""
+        b, d = x_idx.shape
+        masked = torch.eye(d, dtype=torch.bool, device=x_idx.device).repeat(b, 1)
+        read = torch.arange(d, device=x_idx.device).repeat(b)[:, None]
+        logits = self._read(x_idx.repeat_interleave(d, 0), masked, read,
+                            self._template_of(b).repeat_interleave(d)).view(b, d, -1)
+        return torch.log_softmax(logits, dim=-1).gather(-1, x_idx[..., None]).squeeze(-1).sum(1)
 
     def _chunks(self, x: Tensor) -> tuple[Tensor, ...]:
         """Chain indices in chunks of at most ``chunk_size`` copies (at least one chain each)."""
@@ -88,8 +123,9 @@ class MaskedLMEnergy:
         chains = b if self.chunk_size is None else max(1, self.chunk_size // d)
         return torch.arange(b, device=x.device).split(chains)
 
-    def _pll(self, x: Tensor, ids: Tensor, positions: Tensor) -> Tensor:
-        """The energy of chains ``x (B, d, K)`` filling templates ``ids (B, L)`` at ``positions (B, d)``."""
+    def _pll(self, x: Tensor, t: Tensor) -> Tensor:
+        """The energy of chains ``x (B, d, K)`` filling templates ``t (B,)``."""
+        ids, positions = self.input_ids[t], self.blank_positions[t]
         embeddings = self.model.get_input_embeddings().weight
         b, d, _ = x.shape
         rows = torch.arange(b, device=x.device)[:, None]
@@ -98,35 +134,91 @@ class MaskedLMEnergy:
         copies = filled.unsqueeze(1).expand(b, d, ids.shape[1], -1).clone()  # (B, d, L, H)
         copies[rows, torch.arange(d, device=x.device), positions] = embeddings[self.mask_token_id]
         logits = self._logits_at(positions.reshape(-1, 1), inputs_embeds=copies.flatten(0, 1)).reshape(b, d, -1)
+        if _is_one_hot(x):
+            self._keep(x.detach().argmax(-1), t, logits.detach())
         return (torch.log_softmax(logits.float(), dim=-1) * x).sum((1, 2))
+
+    def _keep(self, x_idx: Tensor, t: Tensor, logits: Tensor) -> None:
+        """Put the PLL terms' logits ``(B, d, K)`` of states ``x_idx`` (templates ``t``) in the cache."""
+        b, d = x_idx.shape
+        keys = [self._template_keys[g] for g in t.tolist()]
+        eye = torch.eye(d, dtype=torch.bool, device=x_idx.device)
+        for j in range(d):
+            for r, row in enumerate(rows_of(x_idx, eye[j].expand(b, d))):
+                self.cache.put(self.cache.key_of(keys[r], j, row), logits[r, j])
 
     def value_and_grad(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Energies ``(B,)`` and gradients ``(B, d, K)``, chunked by ``chunk_size`` copies if set."""
-        ids, positions = self._templates(x.shape[0])
+        t = self._template_of(x.shape[0])
         values, grads = [], []
         for chunk in self._chunks(x):
             with torch.enable_grad():
                 x_chunk = x[chunk].detach().requires_grad_(True)
-                value = self._pll(x_chunk, ids[chunk], positions[chunk])
+                value = self._pll(x_chunk, t[chunk])
                 (grad,) = torch.autograd.grad(value.sum(), x_chunk)
             self.sequences += x_chunk.shape[0] * x_chunk.shape[1]  # the backward pass over the copies
             values.append(value.detach())
             grads.append(grad)
         return torch.cat(values), torch.cat(grads)
 
-    @torch.inference_mode()
     def blank_logits(self, x_idx: Tensor, masked: Tensor, read: Optional[Tensor] = None) -> Tensor:
-        """The model's logits (float32) in one forward pass over the ``B`` sequences in which blank ``j`` of
-        chain ``b`` holds the mask token where ``masked[b, j]`` (bool ``(B, d)``) and category
-        ``x_idx[b, j]`` elsewhere: at every blank ``(B, d, K)``, or only at the blanks ``read (B, S)`` of
-        each chain ``(B, S, K)`` (the head runs only where it is read)."""
-        ids, positions = self._templates(len(x_idx))
-        rows = torch.arange(len(ids), device=ids.device)[:, None]
-        ids[rows, positions] = torch.where(masked, self.mask_token_id, self.category_ids[x_idx])
-        slots = positions if read is None else positions.gather(1, read)
-        return self._logits_at(slots, input_ids=ids).float()
+        """The model's logits (float32) over the ``B`` sequences in which blank ``j`` of chain ``b`` holds the
+        mask token where ``masked[b, j]`` (bool ``(B, d)``) and category ``x_idx[b, j]`` elsewhere: at every
+        blank ``(B, d, K)``, or only at the blanks ``read (B, S)`` of each chain ``(B, S, K)`` (the head runs
+        only where it is read, the encoder only for what the cache lacks)."""
+        if read is None:
+            read = torch.arange(x_idx.shape[1], device=x_idx.device).expand(len(x_idx), -1)
+        return self._read(x_idx, masked, read, self._template_of(len(x_idx)))
+
+    @torch.inference_mode()
+    def _read(self, x_idx: Tensor, masked: Tensor, read: Tensor, template: Tensor) -> Tensor:
+        """:meth:`blank_logits` of rows ``x_idx (N, d)`` of templates ``template (N,)``: cached entries are
+        looked up, the sequences holding the others go through the encoder once each."""
+        n, s = read.shape
+        rows, slots = rows_of(x_idx, masked), read.tolist()
+        keys = [self._template_keys[g] for g in template.tolist()]
+        out: list[Optional[Tensor]] = [None] * (n * s)
+        wanted: dict[tuple, dict[int, list[int]]] = {}  # a sequence (template, row) -> slot -> outputs
+        first: dict[tuple, int] = {}  # a sequence -> the first row holding it
+        for r in range(n):
+            for c, j in enumerate(slots[r]):
+                logits = self.cache.get(self.cache.key_of(keys[r], j, rows[r]))
+                if logits is not None:
+                    out[r * s + c] = logits
+                else:
+                    first.setdefault((keys[r], rows[r]), r)
+                    wanted.setdefault((keys[r], rows[r]), {}).setdefault(j, []).append(r * s + c)
+        sequences = list(wanted)
+        self.cache_hits += n - len(sequences)
+        for start in range(0, len(sequences), self.pass_sequences):
+            part = sequences[start:start + self.pass_sequences]
+            self._forward(x_idx, masked, template, [first[q] for q in part], [wanted[q] for q in part], out)
+        return torch.stack(out).view(n, s, -1)
+
+    def _forward(self, x_idx: Tensor, masked: Tensor, template: Tensor, rows: list[int],
+                 wanted: list[dict[int, list[int]]], out: list) -> None:
+        """One pass over the sequences of ``rows``, reading the slots ``wanted`` of each into ``out`` and the
+        cache (slot lists padded with their first slot to one width)."""
+        width = max(map(len, wanted))
+        read = torch.tensor([list(w) + [next(iter(w))] * (width - len(w)) for w in wanted], device=x_idx.device)
+        index = torch.tensor(rows, device=x_idx.device)
+        g = template[index]
+        ids, positions = self.input_ids[g], self.blank_positions[g]
+        ids = ids.scatter(1, positions, torch.where(masked[index], self.mask_token_id, self.category_ids[x_idx[index]]))
+        logits = self._logits_at(positions.gather(1, read), input_ids=ids).float()
+        row_bytes = rows_of(x_idx[index], masked[index])
+        for q, (r, w) in enumerate(zip(rows, wanted)):
+            for c, (j, outputs) in enumerate(w.items()):
+                self.cache.put(self.cache.key_of(self._template_keys[g[q].item()], j, row_bytes[q]), logits[q, c])
+                for o in outputs:
+                    out[o] = logits[q, c]
 
     def conditional_logits(self, x_idx: Tensor, i: Tensor) -> Tensor:
         """The model's own logits ``(B, K)`` at blank ``i[b]`` masked, the other blanks filled from ``x_idx``."""
         masked = torch.nn.functional.one_hot(i, self.num_blanks).bool()
         return self.blank_logits(x_idx, masked, read=i[:, None])[:, 0]
+
+
+def _is_one_hot(x: Tensor) -> bool:
+    """Whether every row of ``x (B, d, K)`` is a one-hot vector (a state, not a relaxation)."""
+    return bool(((x == 0) | (x == 1)).all() and (x.sum(-1) == 1).all())

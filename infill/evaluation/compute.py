@@ -21,7 +21,7 @@ SUFFIX = "@equal-sequences"
 def equal_sequences(run: Callable[[int], R], sequences: Callable[[R], int], budget: int, draw_cost: int,
                     minimum: int = 1, tries: int = 8) -> tuple[int, R, int]:
     """``(n, run(n), runs)``: the number of draws ``n >= minimum`` whose run passes ``budget`` encoder
-    sequences within ``draw_cost`` (what one more distinct draw costs), the run itself, and how many runs
+    sequences within half of ``draw_cost`` (what one more distinct draw costs), the run itself, and how many runs
     the search took. ``run`` must be deterministic (seeded). The search starts at ``budget // draw_cost``
     and steps by the measured mean cost per draw from the closest run so far (by one draw where that lands
     on a measured ``n``); after ``tries`` runs, or when ``minimum`` draws exceed the budget, the closest."""
@@ -34,7 +34,7 @@ def equal_sequences(run: Callable[[int], R], sequences: Callable[[R], int], budg
         result = run(n)
         cost = sequences(result)
         measured[n] = cost, result
-        if abs(budget - cost) <= draw_cost or (n == minimum and cost > budget):
+        if 2 * abs(budget - cost) <= draw_cost or (n == minimum and cost > budget):
             break
         closest, (best, _) = min(measured.items(), key=lambda item: abs(budget - item[1][0]))
         n = max(minimum, closest + round((budget - best) * closest / best))

@@ -82,7 +82,7 @@ def run_unit(task: Task, row: str, protocol: Protocol, sample_fn: SampleFn, budg
         method, blanks = config.method if config.method in FORWARDS else config.init, len(task.masked)
         draws, (result, seconds), runs = equal_sequences(
             timed, lambda run: run[0].diagnostics["encoder_sequences"], budget,
-            draw_cost=FORWARDS[method](blanks) + blanks,
+            draw_cost=max(1, FORWARDS[method](blanks) - 1 + blanks),  # the first pass is shared
             minimum=config.top if config.top is not None and config.decode == "final" else 1)
         unit.update(budget=budget, draws=draws, budget_runs=runs)
     fillings = best_distinct(task, result.draws, protocol.top)
