@@ -48,8 +48,9 @@ def token_scores(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, sc
 
     With ``word_l2r``, token ``t`` is scored with ``t`` and the following pieces of its word masked
     (``word_starts`` marks word-initial tokens; mark special tokens as starts). All copies of all sequences
-    go through the model in passes of at most ``max_copies``, each pass cut to its longest sequence; the
-    LM head runs only at the scored slot of each copy where the family's head is known. ``mask_token_id``
+    go through the model in passes of at most ``max_copies``, each pass cut to its longest sequence, and a
+    copy that several sentences share (duplicates, options of one blank) goes through once; the LM head
+    runs only at the scored slot of each copy where the family's head is known. ``mask_token_id``
     defaults to ``model.config.mask_token_id`` (BERT configs have none: pass ``tokenizer.mask_token_id``).
     """
     if word_l2r and word_starts is None:
@@ -57,25 +58,31 @@ def token_scores(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, sc
     scored = scored.bool() & attention_mask.bool()
     spans = masked_spans(scored, attention_mask, word_starts if word_l2r else None)
     rows, slots = scored.nonzero(as_tuple=True)
-    lengths = attention_mask.long().cumsum(1).argmax(1) + 1  # last attended position + 1 per sequence
-    order = torch.argsort(lengths[rows], stable=True)  # similar lengths share a pass: less padding
-    rows, slots = rows[order], slots[order]
     mask_id = mask_token_id if mask_token_id is not None else getattr(model.config, "mask_token_id", None)
     if mask_id is None:
         raise InfillError("token_scores needs the mask token id: pass mask_token_id=tokenizer.mask_token_id")
+    positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+    copies = input_ids[rows].masked_fill((positions >= slots[:, None]) & (positions < (slots + spans[rows, slots])[:, None]),
+                                         mask_id)
+    copies = torch.cat([copies, attention_mask[rows], slots[:, None]], 1)  # ids first; all of it is the key
+    unique, inverse = torch.unique(copies, dim=0, return_inverse=True)  # a copy shared by sentences runs once
+    lengths = attention_mask.long().cumsum(1).argmax(1) + 1  # last attended position + 1 per sequence
+    first = torch.full((len(unique),), len(rows), device=rows.device).scatter_reduce(
+        0, inverse, torch.arange(len(rows), device=rows.device), "amin")
+    order = torch.argsort(lengths[rows[first]], stable=True)  # similar lengths share a pass: less padding
     head = prediction_head(model)
     out = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
-    positions = torch.arange(input_ids.shape[1], device=input_ids.device)
-    for start in range(0, len(rows), max_copies):
-        r, s = rows[start:start + max_copies], slots[start:start + max_copies]
+    for start in range(0, len(order), max_copies):
+        u = order[start:start + max_copies]
+        r, s = rows[first[u]], slots[first[u]]
         width = int(lengths[r].max())
-        ids = input_ids[r, :width].clone()
-        hide = (positions[:width] >= s[:, None]) & (positions[:width] < (s + spans[r, s])[:, None])
-        ids[hide] = mask_id
-        logits = _logits_at(model, head, ids, attention_mask[r, :width], s)
+        logits = _logits_at(model, head, unique[u, :width], attention_mask[r, :width], s)
         logp = torch.log_softmax(logits.float(), dim=-1)
-        out[r, s] = logp.gather(1, input_ids[r, s][:, None])[:, 0]
-    return out, len(rows)
+        position = torch.full((len(unique),), -1, device=rows.device)
+        position[u] = torch.arange(len(u), device=rows.device)
+        mine = (position[inverse] >= 0).nonzero().flatten()  # every copy this pass answers
+        out[rows[mine], slots[mine]] = logp[position[inverse[mine]], input_ids[rows[mine], slots[mine]]]
+    return out, len(unique)
 
 
 class SentenceScore(NamedTuple):

@@ -122,6 +122,20 @@ def test_rank_orders_spliced_sentences_by_their_score(model, bert_tokenizer):
     assert [r.score.total for r in ranked] == pytest.approx([alone[r.option] for r in ranked], abs=1e-4)
 
 
+def test_a_copy_shared_by_sentences_goes_through_once(model, bert_tokenizer):
+    """A repeated sentence, and the options of one blank (the copy that masks the option is the same for
+    every one-token option), cost no extra copies; their scores are those of each sentence alone."""
+    texts = ["the cat sat .", "the dog sat .", "the cat sat ."]
+    batch = bert_tokenizer(texts, padding=True, return_special_tokens_mask=True, return_tensors="pt")
+    scored = batch["special_tokens_mask"] == 0
+    logp, copies = token_scores(model, batch["input_ids"], batch["attention_mask"], scored,
+                                mask_token_id=bert_tokenizer.mask_token_id)
+    assert copies == 4 + 3  # "the cat sat ." (4 copies), "the dog sat ." shares the copy that masks its noun
+    for text, row in zip(texts, logp):
+        alone = score(model, bert_tokenizer, [text])[0]
+        assert row[1:5].tolist() == pytest.approx([v for _, v in alone.tokens], abs=1e-5)
+
+
 @pytest.mark.parametrize("template, options, message", [
     ("the cat sat .", ["a"], "exactly one"),
     ("the [MASK] sat on [MASK] .", ["a"], "exactly one"),
