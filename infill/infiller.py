@@ -14,6 +14,7 @@ forward pass, and each copy again for a backward pass (see :class:`~infill.energ
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 import secrets
@@ -102,8 +103,12 @@ class Infiller:
 
     ``model`` is a hub id or local path (default ``$INFILL_MODEL`` or ``bert-base-uncased``), or a loaded
     masked-LM module together with its ``tokenizer`` (a tokenizer given with a name is used as the model's).
-    ``dtype`` is ``None`` (float32), ``"bfloat16"``, ``"float16"``, ``"auto"`` or a torch dtype. ``chunk_size`` caps the masked copies per forward/backward
-    pass of the energy's gradient (``None``: all chains x blanks in one pass), trading nothing but peak memory.
+    ``dtype`` is ``None`` (float32), ``"bfloat16"``, ``"float16"``, ``"auto"`` or a torch dtype: the precision of
+    the chains on token blanks (:func:`infill.models.chain_dtype`; ``"auto"``: bfloat16 where the device has it
+    natively). The reported fillings are chosen and scored in float32, as are word blanks, ``score`` and
+    ``rank``: a model given in float32 keeps a copy in the chains' dtype beside it. ``chunk_size`` caps the
+    masked copies per forward/backward pass of the energy's gradient (``None``: all chains x blanks in one
+    pass), trading nothing but peak memory.
     ``cache_mib`` caps each run's cache of conditionals (:mod:`infill.energies.conditionals`; 0 keeps nothing);
     a run's cache is its own, never shared with another call.
     """
@@ -120,8 +125,10 @@ class Infiller:
             self.model, self.tokenizer = model.to(models.resolve_device(device)).eval(), tokenizer
         else:
             self.model_name = model or default_model()
-            self.model, self.tokenizer = models.load(self.model_name, device, dtype, tokenizer)
+            self.model, self.tokenizer = models.load(self.model_name, device, None, tokenizer)
         self.device = self.model.get_input_embeddings().weight.device
+        chains = self.model.dtype if dtype is None else models.chain_dtype(dtype, self.device)
+        self.chain_model = self.model if chains == self.model.dtype else copy.deepcopy(self.model).to(chains)
         self.max_length = models.max_length(self.tokenizer, self.model.config)
 
     def parse(self, template: str) -> Template:
@@ -271,16 +278,18 @@ class Infiller:
         draws for a baseline; ``callback(t, state, info)`` after every step."""
         start = time.perf_counter()
         config, group = prepared.config, [prepared.templates[i] for i in indices]
-        pll = MaskedLMEnergy(self.model, torch.stack([t.input_ids for t in group]),
-                             torch.stack([t.blank_positions for t in group]), prepared.categories,
-                             self.tokenizer.mask_token_id, self.chunk_size, ConditionalCache(self.cache_mib << 20))
+        input_ids, blanks = torch.stack([t.input_ids for t in group]), torch.stack([t.blank_positions for t in group])
+        pll, float32 = (MaskedLMEnergy(model, input_ids, blanks, prepared.categories, self.tokenizer.mask_token_id,
+                                       self.chunk_size, ConditionalCache(self.cache_mib << 20))
+                        for model in (self.chain_model, self.model))
+        float32 = None if self.chain_model is self.model else float32
         target = pll
         if prepared.include is not None or terms:
             target = constrained_energy(pll, terms, prepared.include)
         n = config.num_samples * len(group)
         if prepared.sampler is None:
             x = mlm_draws.draw(pll, config.method, n, generator, config.token_temperature)
-            return Batch(group, config, None, pll, target, None, x, start)
+            return Batch(group, config, None, pll, target, None, x, start, float32)
         if rewrite is not None:
             source, change = rewrite[0].to(self.device), rewrite[1]  # the chains go on from the calibration's
             target, x = calibrate_closeness(target, source, change, prepared.sampler, chains=n,
@@ -288,7 +297,7 @@ class Infiller:
         else:
             x = mlm_draws.draw(pll, config.init, n, generator, config.anneal_from or config.token_temperature)
         trace = run_annealed(prepared.sampler, target, x, config.annealing_schedule(), generator, callback)
-        return Batch(group, config, prepared.sampler, pll, target, trace, trace.final_state.x, start)
+        return Batch(group, config, prepared.sampler, pll, target, trace, trace.final_state.x, start, float32)
 
     def run_spans(self, prepared: Prepared, index: int, generator: torch.Generator,
                   callback: Optional[Callable] = None) -> SpanBatch:

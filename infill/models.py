@@ -27,6 +27,23 @@ def resolve_dtype(dtype: Union[str, torch.dtype, None]) -> Union[torch.dtype, st
     return DTYPES[dtype]
 
 
+def chain_dtype(dtype: Union[str, torch.dtype, None], device: torch.device) -> torch.dtype:
+    """The dtype a run's chains use (its reported energies are float32 whatever it is): as asked, or for
+    ``"auto"`` bfloat16 where the device computes it natively (a CUDA GPU that supports it, a CPU with
+    oneDNN's bfloat16 kernels) and float32 elsewhere, where bfloat16 is emulated and slower."""
+    dtype = resolve_dtype(dtype)
+    if dtype != "auto":
+        return dtype
+    return torch.bfloat16 if native_bfloat16(device) else torch.float32
+
+
+def native_bfloat16(device: torch.device) -> bool:
+    """Whether ``device`` computes bfloat16 natively (torch's own test for the GPU, oneDNN's for the CPU)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return device.type == "cpu" and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+
+
 def resolve_device(device: Union[str, torch.device]) -> torch.device:
     try:
         device = torch.device(device)

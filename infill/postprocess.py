@@ -28,6 +28,9 @@ from .template import Template, detokenize, fill
 
 RESCORE_COPIES = 512  # masked copies per forward pass when re-scoring candidates
 MARGINAL_FILLS = 10  # fills listed per blank in the marginals
+FINALISTS = 2
+"""With chains in bfloat16, ``top=k`` re-scores the ``FINALISTS * k`` best candidates in float32 and keeps
+the ``k`` best of those."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,8 @@ class Batch:
     ``target`` the chains sampled (the PLL, or a :class:`~infill.constraints.WeightedSum` with it, for one
     template), the ``trace`` of the sampler's chains (None for a baseline) and the final states or draws
     ``x (G * n, d)``, template ``g`` owning the ``g``-th block of ``config.num_samples`` chains; ``start``
-    is when the run began."""
+    is when the run began. ``float32`` is the PLL on the float32 model where the chains ran in a lower
+    precision: the reported fillings are chosen and their energies computed by it."""
 
     templates: list[Template]
     config: RunConfig
@@ -46,6 +50,7 @@ class Batch:
     trace: Optional[Trace]
     x: Tensor
     start: float
+    float32: Optional[MaskedLMEnergy] = None
 
 
 def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -> list[InfillResult]:
@@ -59,7 +64,9 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
         trace = None if batch.trace is None else batch.trace.select(block)
         energy = batch.energy if len(batch.templates) == 1 else batch.energy.template(g)
         target = batch.target if len(batch.templates) == 1 else energy  # constrained runs hold one template
-        before, hits_before = energy.sequences, energy.cache_hits
+        exact = batch.float32 if batch.float32 is None or len(batch.templates) == 1 else batch.float32.template(g)
+        counted = [energy] if exact is None else [energy, exact]
+        before, hits_before = sum(e.sequences for e in counted), sum(e.cache_hits for e in counted)
         states, values = _candidates(batch.x[block], trace, config)
         rows, values = states.flatten(0, 1), values.flatten()  # row r is chain r % chains; values of the target
         if config.top is None:
@@ -71,8 +78,12 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
             unique_values = values[first]
             _fill_missing(target, unique, unique_values, bar, energy.category_ids.device)
             values = unique_values[inverse]
-            best = torch.sort(-unique_values, stable=True).indices[:config.top]  # unique rows are sorted: ties
-            order, candidates = first[best], len(unique)  # go to the smaller indices
+            best = torch.sort(-unique_values, stable=True).indices  # unique rows are sorted: ties go to the
+            if exact is not None:  # smaller indices
+                best = best[:FINALISTS * config.top]
+                if target is energy:
+                    best = best[torch.sort(-_values(exact, unique[best]), stable=True).indices]
+            order, candidates = first[best[:config.top]], len(unique)
         from_visited = trace is not None and config.top is not None and config.decode == "visited"
         if from_visited:  # the candidates are the visited states: their values go into the trace
             tempered = values / config.token_temperature
@@ -81,6 +92,10 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
         terms = None if target is energy else {name: v.tolist() for name, v in target.terms(
             one_hot(reported, energy.num_categories)).items()}
         plls = values[order].tolist() if terms is None else terms["pll"]
+        if exact is not None:
+            plls = _values(exact, reported).tolist()
+            if terms is not None:
+                terms["pll"] = plls
         samples = []
         for k, (r, ids) in enumerate(zip(order.tolist(), energy.token_ids(reported).cpu())):
             text, fills = fill(template, tokenizer, ids)
@@ -92,8 +107,8 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
         else:
             visited = (batch.x[block][None] if trace is None else trace.samples[trace.burn_in:]).flatten(0, 1).cpu()
         diagnostics = _diagnostics(batch, trace, model_name, seed, candidates,
-                                   round(shared + energy.sequences - before),
-                                   round(shared_hits + energy.cache_hits - hits_before))
+                                   round(shared + sum(e.sequences for e in counted) - before),
+                                   round(shared_hits + sum(e.cache_hits for e in counted) - hits_before))
         results.append(InfillResult(template.text, samples, diagnostics, trace,
                                     marginals(template, tokenizer, energy, visited)))
     return results
@@ -125,6 +140,11 @@ def _fill_missing(energy, rows: Tensor, values: Tensor, bar, device: torch.devic
         values[part] = evaluate(energy, one_hot(x, energy.num_categories)).cpu()
         if bar is not None:
             bar.update()
+
+
+def _values(energy: MaskedLMEnergy, rows: Tensor) -> Tensor:
+    """The energies ``(N,)`` (on the host) of the states ``rows (N, d)``."""
+    return evaluate(energy, one_hot(rows.to(energy.category_ids.device), energy.num_categories)).cpu()
 
 
 def marginals(template: Template, tokenizer, energy: MaskedLMEnergy, states: Tensor) -> list[list[dict]]:
