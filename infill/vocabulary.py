@@ -101,7 +101,8 @@ def sampleable_token_ids(tokenizer, allow_subwords: bool = False, forbid: Iterab
     ``allow_subwords``, every ordinary token, continuation pieces included) whose text has a letter or digit
     (any, with ``allow_punctuation``), minus every form of each ``forbid`` word (``the``, ``Ġthe``,
     ``▁The``...: tokens whose text equals the word's, ignoring case; ``","`` forbids the comma). A forbidden
-    word must be a single token of the vocabulary."""
+    word must be a single token of the vocabulary that a blank could take (punctuation only with
+    ``allow_punctuation``), else :class:`InfillError`."""
     texts, word_starts = token_words(tokenizer)
     allowed = set(texts) if allow_subwords else set(word_starts)
     return _sorted(_kept(tokenizer, allowed, texts, forbid, allow_punctuation))
@@ -111,7 +112,8 @@ def word_piece_ids(tokenizer, forbid: Iterable[str] = (), allow_punctuation: boo
     """Sorted ids of the tokens a word blank may take: word starts and continuation pieces whose text has a
     letter or digit (any, with ``allow_punctuation``), minus every form of each ``forbid`` word (``the``,
     ``Ġthe``, ``▁The``, the piece ``##the``...: tokens whose text equals the word's, ignoring case; ``","``
-    forbids the comma). A forbidden word must be a single token of the vocabulary."""
+    forbids the comma). A forbidden word must be a single token of the vocabulary that a blank could take
+    (punctuation only with ``allow_punctuation``), else :class:`InfillError`."""
     texts, word_starts = token_words(tokenizer)
     pieces = continuation_pieces(tokenizer)
     return _sorted(_kept(tokenizer, set(word_starts) | set(pieces), texts | pieces, forbid, allow_punctuation))
@@ -132,11 +134,16 @@ def _kept(tokenizer, allowed: set[int], texts: dict[int, str], forbid: Iterable[
     the tokens whose ``texts`` equal the word's, ignoring case."""
     if not allow_punctuation:
         allowed = {i for i in allowed if _is_word(texts[i])}
-    for word in forbid:
+    for word in forbid:  # a word no blank could take is refused: forbidding it would silently do nothing
         forms = word_forms(tokenizer, word, texts)
         if not forms:
             pieces = len(tokenizer.tokenize(word))
-            raise InfillError(f"cannot forbid {word!r}: it is {pieces} tokens for this model, not one")
+            why = f"it is {pieces} tokens for this model, not one" if pieces > 1 else \
+                "it is no word of this model's vocabulary, so a blank never takes it"
+            raise InfillError(f"cannot forbid {word!r}: {why}")
+        if not allow_punctuation and not any(_is_word(texts[i]) for i in forms):
+            raise InfillError(f"cannot forbid {word!r}: a blank never takes punctuation unless allow_punctuation "
+                              "is set")
         allowed -= forms
     return allowed
 

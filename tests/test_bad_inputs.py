@@ -87,6 +87,13 @@ CLI_CASES = {
     "sample-option-without-equals": _sample(T, "-o", "step_size", expect="key=value"),
     "sample-option-unknown": _sample(T, "--sampler", "dmala", "-o", "bogus=1", expect="bogus"),
     "sample-option-for-other-sampler": _sample(T, "--sampler", "gibbs", "--step-size", "0.1", expect="step_size"),
+    # infill sample --forbid: a word no blank could take would do nothing, so it is refused
+    "sample-forbid-empty": _sample(T, "--forbid", "", expect="--forbid needs a word"),
+    "sample-forbid-punctuation": _sample(T, "--forbid", ",", expect="cannot forbid ',': a blank never takes punctuation"),
+    "sample-forbid-punctuation-span": _sample("a [MASK*?] day .", "--forbid", "!", expect="cannot forbid '!'"),
+    "sample-forbid-not-in-vocabulary": _sample(T, "--forbid", "\u2603", expect="no word of this model's vocabulary"),
+    "sample-forbid-special-token": _sample(T, "--forbid", "[SEP]", expect="cannot forbid '[sep]'"),
+    "sample-forbid-several-tokens": _sample(T, "--forbid", "souvenir", expect="3 tokens"),
     # infill sample --file
     "file-missing": _sample("--file", "{dir}/missing.txt", expect="missing.txt"),
     "file-and-template": _sample(T, "--file", "{dir}/t.txt", files={"t.txt": T + "\n"}, expect="not both"),
@@ -194,6 +201,9 @@ API_CASES = {
     "api-sample-many-string": lambda inf, model: inf.sample_many(T),
     "api-sample-many-none": lambda inf, model: inf.sample_many(None),
     "api-forbid-string": lambda inf, model: inf.sample(T, forbid="day"),
+    "api-forbid-empty": lambda inf, model: inf.sample(T, forbid=[""]),
+    "api-forbid-punctuation": lambda inf, model: inf.sample(T, forbid=[","]),
+    "api-forbid-not-in-vocabulary": lambda inf, model: inf.sample(T, forbid=["\u2603"]),
     "api-steps-zero": lambda inf, model: inf.sample(T, steps=0),
     "api-steps-float": lambda inf, model: inf.sample(T, steps=2.5),
     "api-num-samples-bool": lambda inf, model: inf.sample(T, num_samples=True),

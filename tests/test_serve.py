@@ -1,4 +1,5 @@
-"""``infill serve``: the JSON API over a tiny random BERT on 127.0.0.1, and the run queue on its own."""
+"""``infill serve``: the JSON API over a tiny random BERT on 127.0.0.1 (every endpoint answers what the
+Python API gives, and bad input with a 400 of one line), and the run queue on its own."""
 from __future__ import annotations
 
 import json
@@ -17,7 +18,9 @@ from conftest import tiny_bert  # noqa: E402
 
 from infill import Infiller  # noqa: E402
 from infill.cli import main  # noqa: E402
+from infill.cli.rewrite import source_bleu  # noqa: E402
 from infill.serve import create_app  # noqa: E402
+from infill.serve.app import shown_name  # noqa: E402
 from infill.serve.queue import QueueFull, RunQueue, Stopped  # noqa: E402
 
 FAST = {"num_samples": 3, "steps": 2, "top": 2, "seed": 5}
@@ -88,6 +91,117 @@ def test_jsonl_keys_and_a_baseline(url):
                                                 "num-samples": 2, "seed": 1})
     assert status == 200 and got["diagnostics"]["sampler"] == "left-to-right"
     assert got["diagnostics"]["num_samples"] == 2 and len(got["samples"]) == 2
+
+
+def test_rewrite_returns_what_the_api_gives(url, infiller):
+    text = "the old man walked to the market ."
+    status, got = request(url + "/api/rewrite", {"text": text, "change": 0.3, **FAST})
+    assert status == 200 and got["diagnostics"]["sampler"] == "gibbs-mh"  # infill rewrite's default
+    want = infiller.rewrite(text, 0.3, **FAST).to_dict()
+    bleu, signature = source_bleu([s["text"] for s in want["samples"]], text)  # as infill rewrite --json adds
+    assert [s.pop("source_bleu") for s in got["samples"]] == bleu and got.pop("source_bleu_signature") == signature
+    assert _without_timing(got) == json.loads(json.dumps(_without_timing(want)))
+    status, got = request(url + "/api/rewrite", {"text": text, "change": 0.3, "num_samples": 6, "steps": 2})
+    assert status == 200 and len(got["samples"]) <= 5  # infill rewrite's default --top 5
+
+
+def test_score_and_rank_return_what_the_api_gives(url, infiller):
+    texts = ["the cat sat on the mat .", "a dog ran ."]
+    for mode in ("pll", "word-l2r"):
+        status, got = request(url + "/api/score", {"texts": texts, "mode": mode})
+        assert status == 200
+        want = infiller.score(texts, mode)
+        assert [s["text"] for s in got["scores"]] == texts and {s["mode"] for s in got["scores"]} == {mode}
+        assert [s["score"] for s in got["scores"]] == pytest.approx([w.total for w in want])
+        assert [[t["token"] for t in s["tokens"]] for s in got["scores"]] == [[t for t, _ in w.tokens] for w in want]
+    options = ["cat", "dog", "ice cream"]
+    status, got = request(url + "/api/rank", {"template": "the [MASK] sat .", "options": options})
+    want = infiller.rank("the [MASK] sat .", options)
+    assert status == 200 and [r["option"] for r in got["ranked"]] == [r.option for r in want]
+    assert [r["score"] for r in got["ranked"]] == pytest.approx([r.score.total for r in want])
+    assert got["ranked"][0]["text"] == want[0].text and got["ranked"][0]["mode"] == "pll"
+
+
+@pytest.mark.parametrize("options", [
+    {"template": "the [MASK*?] sat .", "include": ["cat"]},
+    {"template": "the [MASK*0-2] sat on [MASK] .", "span_method": "per-length"},
+    {"template": "the [MASK] sat on the [MASK*2] .", "blank_unit": "word", "forbid": ["dog"]},
+    {"template": "the [MASK] sat on the [MASK] .", "include": ["cat"], "sampler": "gibbs-mh"},
+])
+def test_sample_takes_include_spans_and_blank_unit_as_the_api_does(url, infiller, options):
+    status, got = request(url + "/api/sample", {**options, **FAST})
+    assert status == 200, got
+    template, rest = options["template"], {k: v for k, v in options.items() if k != "template"}
+    want = infiller.sample(template, **FAST, **rest).to_dict()
+    assert _without_timing(got) == json.loads(json.dumps(_without_timing(want)))
+    if "include" in options:
+        assert all("cat" in s["fills"] or "cat" in " ".join(s["fills"]).split() for s in got["samples"])
+
+
+def wait_for(url: str, job_id: str) -> dict:
+    deadline = time.monotonic() + 30
+    while "result" not in (job := request(f"{url}/api/jobs/{job_id}")[1]):
+        assert "error" not in job and time.monotonic() < deadline, job
+        time.sleep(0.05)
+    return job
+
+
+def test_jobs_of_every_task_and_the_lengths_of_span_fills(url):
+    _, created = request(url + "/api/jobs", {"task": "sample", "template": "the [MASK*?] sat .", "num_samples": 4,
+                                             "steps": 3, "seed": 1})
+    result = wait_for(url, created["id"])["result"]
+    (lengths,) = result["lengths"]
+    assert [entry["words"] for entry in lengths] == [1, 2, 3, 4]  # every length [MASK*?] allows
+    words = [len(s["fills"][0].split()) for s in result["samples"]]
+    assert [entry["share"] for entry in lengths] == [words.count(n) / len(words) for n in (1, 2, 3, 4)]
+    _, created = request(url + "/api/jobs", {"template": "the [MASK] sat on [MASK*1-2] .", **FAST})
+    assert wait_for(url, created["id"])["result"]["lengths"][0] is None  # a blank of fixed length
+    _, created = request(url + "/api/jobs", {"task": "rewrite", "text": "the cat sat on the mat .", "change": 0.5,
+                                             **FAST})
+    result = wait_for(url, created["id"])["result"]
+    assert len(result["trace"]["energies"]) == 3 and "lengths" not in result and result["samples"]
+    _, created = request(url + "/api/jobs", {"task": "rank", "template": "a [MASK] .", "options": ["cat", "dog"]})
+    assert len(wait_for(url, created["id"])["result"]["ranked"]) == 2
+    _, created = request(url + "/api/jobs", {"task": "score", "texts": ["a cat ."]})
+    assert len(wait_for(url, created["id"])["result"]["scores"]) == 1
+
+
+@pytest.mark.parametrize("path, body, message", [
+    ("rewrite", {"change": 0.3}, 'needs a "text" string'),
+    ("rewrite", {"text": "a cat .", "change": 1.5}, "change must be a fraction strictly between 0 and 1"),
+    ("rewrite", {"text": "a cat .", "change": "much"}, "change must be a fraction"),
+    ("rewrite", {"text": "  ", "change": 0.3}, "give a sentence to rewrite"),
+    ("rewrite", {"text": "a cat .", "sampler": "left-to-right"}, "rewrite needs an MCMC sampler"),
+    ("rewrite", {"text": "a cat .", "steps": 0}, "steps must be a positive integer"),
+    ("rewrite", {"text": "a [MASK] cat ."}, "has a [MASK]"),  # found in the worker, by Infiller.rewrite
+    ("score", {"texts": "a cat ."}, "texts must be a list of strings"),
+    ("score", {"texts": []}, "give at least one of the texts"),
+    ("score", {"texts": ["a cat .", " "]}, "sentence 2 is empty"),
+    ("score", {"texts": ["a cat ."], "mode": "bleu"}, "scoring mode must be one of pll, word-l2r"),
+    ("score", {"text": ["a cat ."]}, "texts must be a list of strings"),
+    ("score", {"texts": ["a cat ."], "top": 3}, "unknown key 'top'"),
+    ("score", {"texts": ["a cat " * 100]}, "longer than the model's maximum"),  # found in the worker
+    ("rank", {"options": ["a"]}, 'needs a "template" string'),
+    ("rank", {"template": "a [MASK] [MASK] .", "options": ["a"]}, "exactly one [MASK] blank, got 2"),
+    ("rank", {"template": "a [MASK] .", "options": "cat,dog"}, "options must be a list of strings"),
+    ("rank", {"template": "a [MASK] .", "options": ["cat", ""]}, "an option must be a non-empty string"),
+    ("sample", {"template": "no blank here"}, "template has no [MASK] blank"),
+    ("sample", {"template": "a [MASK*5-2] ."}, "needs M <= N"),
+    ("sample", {"template": "a [MASK] .", "include": "cat"}, "include must be a list of words"),
+    ("sample", {"template": "a [MASK] .", "blank_unit": "line"}, "blank unit must be 'token' or 'word'"),
+    ("sample", {"template": "a [MASK*?] .", "sampler": "left-to-right"}, "has word blanks"),  # in the worker
+    ("sample", {"template": "a [MASK] .", "forbid": [","]}, "cannot forbid ','"),  # in the worker
+    ("jobs", {"task": "summarize", "template": "a [MASK] ."}, "task must be one of sample, rewrite, score, rank"),
+    ("jobs", {"task": "rewrite", "text": "a cat .", "change": 2}, "change must be a fraction"),
+])
+def test_bad_input_to_every_endpoint_is_400_with_one_line(url, path, body, message):
+    status, got = request(f"{url}/api/{path}", body)
+    assert status == 400 and message in got["error"] and "\n" not in got["error"], got
+
+
+def test_the_page_names_the_model_without_a_machine_path(tiny_model_dir):
+    assert shown_name(str(tiny_model_dir)) == tiny_model_dir.name and shown_name("org/bert-x") == "org/bert-x"
+    assert shown_name(str(tiny_model_dir) + "/") == tiny_model_dir.name
 
 
 @pytest.mark.parametrize("body, message", [
@@ -162,10 +276,13 @@ def test_time_limit_full_queue_and_internal_errors(infiller, monkeypatch):
 def test_page_and_info(url):
     with urllib.request.urlopen(url + "/", timeout=10) as response:
         page = response.read().decode()
-    assert 'id="template"' in page and "/api/jobs" in page
+    assert 'id="template"' in page and 'src="/static/page.js"' in page
+    with urllib.request.urlopen(url + "/static/page.js", timeout=10) as response:
+        assert "/api/jobs" in response.read().decode()
     status, info = request(url + "/api/info")
     assert status == 200 and info["defaults"]["method"] == "gibbs" and "left-to-right" in info["methods"]
-    assert info["fast"]["steps"] < info["defaults"]["steps"]
+    assert info["fast"]["steps"] < info["defaults"]["steps"] and info["rewrite"]["sampler"] == "gibbs-mh"
+    assert set(info["examples"]) == {"fill", "rewrite", "score", "rank"}
 
 
 def test_queue_runs_one_at_a_time_in_order():

@@ -82,8 +82,10 @@ def cli_options(args) -> dict:
     """Run options and sampler hyperparameters given on the command line."""
     options = {s.metadata.get("key", s.name): getattr(args, s.name) for s in settings()
                if getattr(args, s.name, None) is not None}
-    if args.forbid:
+    if args.forbid is not None:
         options["forbid"] = [w for item in args.forbid for w in _words(item)]
+        if not options["forbid"]:
+            raise InfillError("--forbid needs a word (a lone , forbids the comma), got an empty value")
     for option in HYPERPARAMETER_FLAGS:
         if getattr(args, f"hp_{option}") is not None:
             options[option] = parse_value(getattr(args, f"hp_{option}"))

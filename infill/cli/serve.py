@@ -11,9 +11,10 @@ from ..errors import InfillError
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
-        name, help="a local web page and JSON API for sampling fillings",
-        description="Serve a page (fill templates, see marginals and traces) and a JSON API (POST /api/sample "
-                    "with a JSON-lines object) over one loaded model. Runs go one at a time through a queue.")
+        name, help="a local web page and JSON API: fill, rewrite, score and rank",
+        description="Serve a page (fill templates and see marginals and traces, rewrite sentences, score "
+                    "sentences and rank options) and a JSON API (POST /api/sample, /api/rewrite, /api/score, "
+                    "/api/rank; see docs/serve.md) over one loaded model. Runs go one at a time through a queue.")
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")

@@ -1,13 +1,18 @@
 """The Starlette app: the page and a JSON API over one loaded :class:`~infill.Infiller`.
 
 - ``POST /api/sample``: a JSON object of the JSON-lines format (``template`` plus run options) -> the
-  result as ``infill sample --json`` gives it (``template``, ``samples``, ``diagnostics``, ``marginals``).
-- ``POST /api/jobs`` (same body) -> ``{"id"}`` at once; ``GET /api/jobs/ID`` -> its state, progress and, when
-  done, the result with the ``trace`` of each chain; ``DELETE /api/jobs/ID`` cancels it. The page uses these.
+  result as ``infill sample --json`` gives it (``template``, ``samples``, ``diagnostics``, ``marginals``);
+- ``POST /api/rewrite`` (``text``, ``change``, run options) -> the variants, as ``infill rewrite --json``;
+- ``POST /api/score`` (``texts``, ``mode``) -> ``{"scores"}``, ``POST /api/rank`` (``template``, ``options``,
+  ``mode``) -> ``{"ranked"}``, each entry as a line of ``infill score --json`` / ``infill rank --json``;
+- ``POST /api/jobs`` (any of those bodies, ``"task"`` naming which; sample by default) -> ``{"id"}`` at once;
+  ``GET /api/jobs/ID`` -> its state, progress and, when done, the result with what the page draws (the
+  ``trace`` of each chain, the ``lengths`` of span fills); ``DELETE /api/jobs/ID`` cancels it;
 - ``GET /api/info``: the model, the run defaults, the fast preset, the methods and the examples.
 
-Bad input is HTTP 400 with ``{"error": one line}``; a full queue 503; a body over the cap 413; a run past
-the time limit 503. Every run goes through :class:`~infill.serve.queue.RunQueue`, one at a time.
+Bad input is HTTP 400 with ``{"error": one line}`` (checked by :mod:`infill.serve.tasks`); a full queue
+503; a body over the cap 413; a run past the time limit 503. Every run goes through
+:class:`~infill.serve.queue.RunQueue`, one at a time.
 """
 from __future__ import annotations
 
@@ -15,83 +20,51 @@ import asyncio
 import dataclasses
 import json
 import logging
-import math
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import torch
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from ..config import BASELINES, RunConfig
 from ..errors import InfillError
 from .queue import QueueFull, RunQueue, Stopped
+from .tasks import REWRITE_DEFAULTS, TASKS
 
 STATIC = Path(__file__).parent / "static"
 FAST = {"num_samples": 8, "steps": 4, "top": 5}
 """The page's fast preset: first fillings in about a second on a small model on a CPU."""
-EXAMPLES = [
-    "The [MASK] sat on the [MASK].",
-    "She opened the door and saw a [MASK] [MASK] in the garden.",
-    "The best way to learn a [MASK] is to [MASK] it every day.",
-    "I would like a cup of [MASK] and a slice of [MASK], please.",
-    "After the storm, the [MASK*2] was closed for a week.",
-    "[MASK] is the capital of France.",
-]
-MAX_SAMPLES = 256  # chains of one request: more could exhaust the server's memory before the time limit bites
-TRACE_POINTS = 200  # steps kept per chain in a trace sent to the page
+EXAMPLES = {
+    "fill": [  # request bodies: a template and the options it shows off
+        {"template": "The [MASK] sat on the [MASK]."},
+        {"template": "She was [MASK*?] the garden when it started to rain."},
+        {"template": "My favourite [MASK] is the [MASK] of [MASK].", "include": ["banana"], "sampler": "gibbs-mh"},
+        {"template": "After the storm, the [MASK*1-3] was closed for a week."},
+        {"template": "I would like a cup of [MASK] and a slice of [MASK*2], please.", "blank_unit": "word"},
+        {"template": "[MASK] is the capital of France."},
+    ],
+    "rewrite": ["The old man walked slowly to the market.", "She opened the door and saw a small dog in the garden."],
+    "score": ["the cat sat on the mat .", "the mat sat on the cat .", "cat the on sat mat the ."],
+    "rank": {"template": "the [MASK] played a song .", "options": ["pianist", "violinist", "xylophonist", "ice cream"]},
+}
 log = logging.getLogger("infill.serve")
+
+
+def shown_name(model: str) -> str:
+    """The model's name without a machine path: a local checkpoint by its folder's name, a hub id as is."""
+    path = Path(model).expanduser()
+    return path.resolve().name if path.exists() else model
 
 
 class HTTPError(Exception):
     def __init__(self, status: int, message: str):
         super().__init__(message)
         self.status = status
-
-
-def finite(value: Any) -> Any:
-    """``value`` with every NaN or infinite float made None (JSON has neither)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    return value
-
-
-def trace_payload(trace) -> dict:
-    """Per chain, the energy (None where the run did not compute it) and the acceptance rate so far, at
-    every ``stride``-th step so that at most :data:`TRACE_POINTS` remain."""
-    steps = trace.energies.shape[0]
-    stride = max(1, math.ceil(steps / TRACE_POINTS))
-    energies = trace.energies[::stride].T.float().tolist()
-    rate = trace.accepted.float().cumsum(0) / torch.arange(1, steps + 1)[:, None]  # running acceptance rate
-    accepted = rate[::stride].T.tolist()
-    return {"stride": stride, "burn_in": trace.burn_in, "energies": finite(energies), "accepted": accepted}
-
-
-def checked(data: Any) -> tuple[str, RunConfig]:
-    """The template and the checked run configuration of a request body (a JSON-lines object)."""
-    if not isinstance(data, dict):
-        raise InfillError("the body must be a JSON object with a \"template\" string and run options")
-    options = {str(k).replace("-", "_"): v for k, v in data.items()}
-    template = options.pop("template", None)
-    if not isinstance(template, str):
-        raise InfillError("the body needs a \"template\" string, e.g. {\"template\": \"The [MASK] sat.\"}")
-    try:
-        config = RunConfig.create(**options)
-    except InfillError:
-        raise
-    except (TypeError, ValueError) as exc:  # e.g. "options" that is not an object
-        raise InfillError(f"bad run options: {exc}") from None
-    if config.num_samples > MAX_SAMPLES:
-        raise InfillError(f"this server takes at most {MAX_SAMPLES} samples per request, got {config.num_samples}")
-    return template, config
 
 
 async def read_json(request: Request, max_body: int) -> Any:
@@ -116,16 +89,10 @@ def create_app(infiller, queue_size: int = 32, time_limit: float = 60.0, max_bod
     seconds of its request, bodies are at most ``max_body`` bytes."""
     queue = RunQueue(queue_size, time_limit)
 
-    def submit(template: str, config: RunConfig, with_trace: bool):
-        def run(step):
-            result = infiller.run([template], config, on_step=step)[0]
-            payload = result.to_dict()
-            if with_trace and result.trace is not None:
-                payload["trace"] = trace_payload(result.trace)
-            return finite(payload)
-
+    def submit(task: str, data: Any, extras: bool):
+        run = TASKS[task](data)  # checked before it queues
         try:
-            return queue.submit(run)
+            return queue.submit(lambda step: run(infiller, step, extras))
         except QueueFull as exc:
             raise HTTPError(503, str(exc)) from None
 
@@ -148,20 +115,28 @@ def create_app(infiller, queue_size: int = 32, time_limit: float = 60.0, max_bod
 
         defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)
                     if f.name in ("method", "num_samples", "steps", "top", "seed", "temperature")}
-        return JSONResponse({"model": infiller.model_name, "defaults": defaults, "fast": FAST,
-                             "methods": [*sorted(SAMPLERS), *BASELINES], "examples": EXAMPLES,
+        return JSONResponse({"model": shown_name(infiller.model_name), "defaults": defaults, "fast": FAST,
+                             "rewrite": REWRITE_DEFAULTS, "methods": [*sorted(SAMPLERS), *BASELINES],
+                             "examples": EXAMPLES,
                              "limits": {"queue": queue_size, "seconds": time_limit, "body_bytes": max_body}})
 
-    async def sample(request: Request):
-        job = submit(*checked(await read_json(request, max_body)), with_trace=False)
-        try:
-            return JSONResponse(await asyncio.wrap_future(job.future))
-        except asyncio.CancelledError:  # the client went away
-            queue.cancel(job)
-            raise
+    def answer(task: str):
+        async def endpoint(request: Request):
+            job = submit(task, await read_json(request, max_body), extras=False)
+            try:
+                return JSONResponse(await asyncio.wrap_future(job.future))
+            except asyncio.CancelledError:  # the client went away
+                queue.cancel(job)
+                raise
+
+        return endpoint
 
     async def create_job(request: Request):
-        job = submit(*checked(await read_json(request, max_body)), with_trace=True)
+        data = await read_json(request, max_body)
+        task = data.pop("task", "sample") if isinstance(data, dict) else "sample"
+        if not isinstance(task, str) or task not in TASKS:
+            raise InfillError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+        job = submit(task, data, extras=True)
         return JSONResponse({"id": job.id, "position": queue.position(job)}, status_code=202)
 
     def find(request: Request):
@@ -202,10 +177,11 @@ def create_app(infiller, queue_size: int = 32, time_limit: float = 60.0, max_bod
         yield
         queue.close()
 
-    routes = [Route("/", index), Route("/api/info", info), Route("/api/sample", sample, methods=["POST"]),
+    routes = [Route("/", index), Route("/api/info", info),
+              *(Route(f"/api/{task}", answer(task), methods=["POST"]) for task in TASKS),
               Route("/api/jobs", create_job, methods=["POST"]),
               Route("/api/jobs/{id}", job_status, methods=["GET"]),
-              Route("/api/jobs/{id}", cancel_job, methods=["DELETE"])]
+              Route("/api/jobs/{id}", cancel_job, methods=["DELETE"]), Mount("/static", StaticFiles(directory=STATIC))]
     app = Starlette(routes=routes, exception_handlers={Exception: http_error, HTTPError: http_error,
                                                        InfillError: http_error, 404: not_found, 405: not_found},
                     lifespan=lifespan)
