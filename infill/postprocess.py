@@ -3,9 +3,11 @@
 The candidates of a template are its chains' final states, or with ``top`` and ``decode="visited"``
 every state visited after burn-in. They are deduplicated once, on tensors; the PLL is computed only for
 distinct candidates whose energy the run did not compute (plain ``gibbs`` never does), at most
-:data:`RESCORE_COPIES` masked copies per pass; ``top`` keeps the best distinct ones (ties to the smaller
-category indices, so the choice never depends on the chains' order). Only the reported states are
-turned into text.
+:data:`RESCORE_COPIES` masked copies per pass, and with ``top`` on the PLL alone only for those that may be
+among the best: the terms the cache of conditionals holds bound a candidate's PLL from above (the others
+are at most 0), so one bounded below the ``top``-th PLL found is left unscored (NaN in the trace). ``top``
+keeps the best distinct ones (ties to the smaller category indices, so the choice never depends on the
+chains' order). Only the reported states are turned into text.
 """
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ from .template import Template, detokenize, fill
 
 RESCORE_COPIES = 512  # masked copies per forward pass when re-scoring candidates
 MARGINAL_FILLS = 10  # fills listed per blank in the marginals
+BOUND_SLACK = 1e-4
+"""Rounding allowed for when a bound rules a candidate out (a bound sums fewer terms, in another order)."""
 FINALISTS = 2
 """With chains in bfloat16, ``top=k`` re-scores the ``FINALISTS * k`` best candidates in float32 and keeps
 the ``k`` best of those."""
@@ -76,7 +80,10 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
             unique, inverse = torch.unique(rows, dim=0, return_inverse=True)
             first = torch.full((len(unique),), len(rows)).scatter_reduce(0, inverse, torch.arange(len(rows)), "amin")
             unique_values = values[first]
-            _fill_missing(target, unique, unique_values, bar, energy.category_ids.device)
+            if target is energy:
+                _fill_top(energy, unique, unique_values, config.top * (1 if exact is None else FINALISTS), bar)
+            else:
+                _fill_missing(target, unique, unique_values, bar, energy.category_ids.device)
             values = unique_values[inverse]
             best = torch.sort(-unique_values, stable=True).indices  # unique rows are sorted: ties go to the
             if exact is not None:  # smaller indices
@@ -138,6 +145,26 @@ def _fill_missing(energy, rows: Tensor, values: Tensor, bar, device: torch.devic
     for part in parts:
         x = rows[part].to(device)
         values[part] = evaluate(energy, one_hot(x, energy.num_categories)).cpu()
+        if bar is not None:
+            bar.update()
+
+
+def _fill_top(energy: MaskedLMEnergy, rows: Tensor, values: Tensor, k: int, bar) -> None:
+    """Compute in place the NaN ``values`` of the distinct states ``rows (N, d)`` that may be among the ``k``
+    best, highest bound first, until every other one is bounded below the ``k``-th value computed."""
+    device = energy.category_ids.device
+    while True:
+        missing = values.isnan().nonzero().flatten()
+        known = values[~values.isnan()]
+        kth = known.topk(k).values[-1].item() if len(known) >= k else -math.inf
+        bound = energy.bound(rows[missing].to(device))
+        open_ = bound >= kth - BOUND_SLACK
+        if not open_.any():
+            return
+        part = missing[open_][bound[open_].argsort(descending=True, stable=True)][:energy.pass_sequences]
+        if bar is not None:
+            bar.total += 1
+        values[part] = _values(energy, rows[part])
         if bar is not None:
             bar.update()
 

@@ -126,3 +126,31 @@ def test_same_seed_same_fillings_with_and_without_the_cache(tiny_model_dir, samp
     saved = without.diagnostics.encoder_sequences - with_cache.diagnostics.encoder_sequences
     assert saved == with_cache.diagnostics.cache_hits - without.diagnostics.cache_hits
     assert saved > 0 or sampler == "dmala"  # its gradient steps go through the encoder; only re-scoring reads
+
+
+def test_the_bound_is_above_the_energy_and_equal_once_every_term_is_held(model):
+    energy = pll(model)
+    x = torch.randint(K, (30, D), generator=torch.Generator().manual_seed(4))
+    assert (energy.bound(x) == 0).all()  # nothing held yet
+    energy.conditional_logits(x, torch.zeros(30, dtype=torch.long))  # blank 0's term of every state
+    exact = evaluate(pll(model, ConditionalCache(0)), one_hot(x, K))
+    partial = energy.bound(x)
+    assert (partial >= exact - 1e-5).all() and (partial < 0).all()
+    evaluate(energy, one_hot(x, K))
+    torch.testing.assert_close(energy.bound(x), exact, atol=1e-5, rtol=0)
+
+
+def test_top_skips_only_candidates_that_cannot_be_among_the_best(bert_tokenizer, monkeypatch):
+    """A tiny BERT peaked enough that some visited states are ruled out by the terms their chain computed."""
+    from infill import postprocess
+
+    infiller = Infiller(tiny_bert(init=0.5), tokenizer=bert_tokenizer)
+    template = "the [MASK] sat on the [MASK] by the [MASK] ."
+    pruned = infiller.sample(template, num_samples=8, steps=10, top=4, seed=1)
+    monkeypatch.setattr(postprocess, "_fill_top", lambda energy, rows, values, k, bar: postprocess._fill_missing(
+        energy, rows, values, bar, energy.category_ids.device))
+    full = infiller.sample(template, num_samples=8, steps=10, top=4, seed=1)
+    assert pruned.texts == full.texts
+    np.testing.assert_allclose([s.energy for s in pruned.samples], [s.energy for s in full.samples], atol=1e-5)
+    assert pruned.diagnostics.encoder_sequences < full.diagnostics.encoder_sequences
+    assert pruned.trace.energies.isnan().any() and not full.trace.energies.isnan().any()

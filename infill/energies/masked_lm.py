@@ -61,6 +61,7 @@ class MaskedLMEnergy:
         self._head = prediction_head(model)
         self.sequences = 0
         self.cache_hits = 0
+        self._normalisers: dict = {}  # a cache entry's log-normaliser, once computed by :meth:`bound`
 
     def template(self, g: int) -> "MaskedLMEnergy":
         """The energy of stacked template ``g`` alone: same model, categories, chunking and cache, its own
@@ -146,6 +147,24 @@ class MaskedLMEnergy:
         for j in range(d):
             for r, row in enumerate(rows_of(x_idx, eye[j].expand(b, d))):
                 self.cache.put(self.cache.key_of(keys[r], j, row), logits[r, j])
+
+    def bound(self, x_idx: Tensor) -> Tensor:
+        """An upper bound ``(B,)`` of the energy of states ``x_idx (B, d)``: the sum of the PLL terms the cache
+        holds (a term it lacks is a log-probability, at most 0); the energy itself where it holds them all."""
+        b, d = x_idx.shape
+        keys = [self._template_keys[g] for g in self._template_of(b).tolist()]
+        eye = torch.eye(d, dtype=torch.bool, device=x_idx.device)
+        values = x_idx.tolist()
+        out = torch.zeros(b, dtype=torch.float64)
+        for j in range(d):
+            for r, row in enumerate(rows_of(x_idx, eye[j].expand(b, d))):
+                k = self.cache.key_of(keys[r], j, row)
+                logits = self.cache.get(k)
+                if logits is not None:
+                    if k not in self._normalisers:
+                        self._normalisers[k] = torch.logsumexp(logits, dim=-1).item()
+                    out[r] += logits[values[r][j]].item() - self._normalisers[k]
+        return out.float()
 
     def value_and_grad(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Energies ``(B,)`` and gradients ``(B, d, K)``, chunked by ``chunk_size`` copies if set."""
