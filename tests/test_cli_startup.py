@@ -82,3 +82,23 @@ def test_sample_runs_on_the_core_install_without_any_extra(tiny_model_dir):
                           capture_output=True, text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("a ") and "day .\n" in done.stdout  # the template's own text
+
+
+UNUSED_BY_SAMPLE = EXTRAS_ONLY + ("starlette", "uvicorn", "infill.evaluation", "infill.summarize", "infill.serve",
+                                  "infill.metrics", "infill.cli.evaluate", "infill.cli.serve", "infill.cli.score")
+LOADED = """\
+import sys
+from infill.cli import main
+code = main(["sample", "a [MASK] day .", "--model", sys.argv[1], "--steps", "2", "-n", "2", "--seed", "0"])
+print(" ".join(m for m in {unused!r} if m in sys.modules))
+sys.exit(code)
+"""
+
+
+def test_sample_imports_no_extra_and_no_other_subcommand(tiny_model_dir):
+    """What ``infill sample`` imports is torch, transformers and its own modules: an extra installed beside it
+    (the test install has them all) or another subcommand's package costs it nothing at start-up."""
+    done = subprocess.run([sys.executable, "-c", LOADED.format(unused=UNUSED_BY_SAMPLE), str(tiny_model_dir)],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == ""
