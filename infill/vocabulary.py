@@ -90,6 +90,14 @@ def _encode(tokenizer, texts: list[str]) -> list[list[int]]:
     return [encoding.ids for encoding in backend.encode_batch(texts, add_special_tokens=False)]
 
 
+@lru_cache(maxsize=16)
+def word_tokens(tokenizer, pieces: bool) -> frozenset[int]:
+    """The ordinary tokens whose text (of :func:`token_words`; a continuation piece's of
+    :func:`continuation_pieces` where ``pieces``) has a letter or a digit; computed once per tokenizer."""
+    texts = token_words(tokenizer)[0] | (continuation_pieces(tokenizer) if pieces else {})
+    return frozenset(i for i, text in texts.items() if _is_word(text))
+
+
 def _is_word(text: str) -> bool:
     """Whether a token's text has a letter or a digit (``cat``, ``40``, ``'s``; not ``,`` ``"`` ``$``)."""
     return any(c.isalnum() for c in text)
@@ -116,7 +124,8 @@ def word_piece_ids(tokenizer, forbid: Iterable[str] = (), allow_punctuation: boo
     (punctuation only with ``allow_punctuation``), else :class:`InfillError`."""
     texts, word_starts = token_words(tokenizer)
     pieces = continuation_pieces(tokenizer)
-    return _sorted(_kept(tokenizer, set(word_starts) | set(pieces), texts | pieces, forbid, allow_punctuation))
+    return _sorted(_kept(tokenizer, set(word_starts) | set(pieces), texts | pieces, forbid, allow_punctuation,
+                         pieces=True))
 
 
 def piece_kinds(tokenizer, ids: Tensor) -> tuple[Tensor, Tensor]:
@@ -129,11 +138,11 @@ def piece_kinds(tokenizer, ids: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def _kept(tokenizer, allowed: set[int], texts: dict[int, str], forbid: Iterable[str],
-          allow_punctuation: bool) -> set[int]:
+          allow_punctuation: bool, pieces: bool = False) -> set[int]:
     """``allowed`` without punctuation (unless ``allow_punctuation``) and without the forms of ``forbid``:
     the tokens whose ``texts`` equal the word's, ignoring case."""
     if not allow_punctuation:
-        allowed = {i for i in allowed if _is_word(texts[i])}
+        allowed = allowed & word_tokens(tokenizer, pieces)
     for word in forbid:  # a word no blank could take is refused: forbidding it would silently do nothing
         forms = word_forms(tokenizer, word, texts)
         if not forms:
