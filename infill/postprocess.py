@@ -143,8 +143,10 @@ def _fill_missing(energy, rows: Tensor, values: Tensor, bar, device: torch.devic
     if bar is not None:
         bar.total += len(parts)
     for part in parts:
-        x = rows[part].to(device)
-        values[part] = evaluate(energy, one_hot(x, energy.num_categories)).cpu()
+        if isinstance(energy, MaskedLMEnergy):
+            values[part] = _values(energy, rows[part])
+        else:
+            values[part] = evaluate(energy, one_hot(rows[part].to(device), energy.num_categories)).cpu()
         if bar is not None:
             bar.update()
 
@@ -171,7 +173,7 @@ def _fill_top(energy: MaskedLMEnergy, rows: Tensor, values: Tensor, k: int, bar)
 
 def _values(energy: MaskedLMEnergy, rows: Tensor) -> Tensor:
     """The energies ``(N,)`` (on the host) of the states ``rows (N, d)``."""
-    return evaluate(energy, one_hot(rows.to(energy.category_ids.device), energy.num_categories)).cpu()
+    return energy.of_indices(rows.to(energy.category_ids.device)).cpu()
 
 
 def marginals(template: Template, tokenizer, energy: MaskedLMEnergy, states: Tensor) -> list[list[dict]]:

@@ -106,11 +106,12 @@ class MaskedLMEnergy:
         if torch.is_grad_enabled():  # one graph; value_and_grad chunks the gradient
             return self._pll(x, t)
         if _is_one_hot(x):
-            return self._pll_read(x.argmax(-1))
+            return self.of_indices(x.argmax(-1))
         return torch.cat([self._pll(x[c], t[c]) for c in self._chunks(x)])
 
-    def _pll_read(self, x_idx: Tensor) -> Tensor:
-        """The energy ``(B,)`` of category indices ``x_idx (B, d)``, its terms read through the cache."""
+    def of_indices(self, x_idx: Tensor) -> Tensor:
+        """The energy ``(B,)`` of category indices ``x_idx (B, d)``, its terms read through the cache (no
+        one-hot tensor built)."""
         b, d = x_idx.shape
         masked = torch.eye(d, dtype=torch.bool, device=x_idx.device).repeat(b, 1)
         read = torch.arange(d, device=x_idx.device).repeat(b)[:, None]
