@@ -1,0 +1,507 @@
+"""Choose the default of `infill sample` at equal compute against every one-pass order (issue 33, items 6-7).
+
+    python scripts/equal_compute.py tune  [--shard 0/2] [--grid SPEC,SPEC...] [--templates 2-4=N,6-10=N]
+    python scripts/equal_compute.py check [--shard 0/2] [--ours 2-4=SPEC --ours 6-10=SPEC] [--frontier 2-4=N,6-10=N]
+    python scripts/equal_compute.py report
+
+A candidate SPEC is ``sampler:CHAINSxSTEPS:init`` (e.g. ``gibbs:8x40:confident-first``), run at temperature 1
+through ``infill.Infiller(...).sample(..., top=5)``; its compute is the result's ``encoder_sequences``. Each
+one-pass order (``sampler=<order>``, the distinct draws re-ranked by PLL) runs with the number of draws that
+:func:`infill.evaluation.compute.equal_sequences` finds for the encoder sequences of the row it is matched to.
+
+- ``tune``: on the tuning half, every candidate of ``--grid`` at its own settings, and the one-pass orders
+  (``--tune-orders``) matched once per (template, seed) to the sequences of the grid's first (the default).
+- ``check``: on the check half, the tuning half's pick per regime (all targets met; else, diversity being
+  binding, the self-BLEU target met, then most targets, then the win share) or ``--ours``, and every one-pass
+  order matched to it; for the frontier, on ``--frontier`` of those templates (or ``--frontier-ids``) at the
+  first seed, the same at the other ``--scales`` (the candidate's steps times the scale; the orders matched
+  to that run).
+- ``report``: ``report.md``, ``report.json`` and ``frontier.png`` from whatever runs exist.
+
+Every (phase, template, seed, row) is one JSON file under ``OUT/runs``: a run resumes where it stopped, and
+``--shard i/n`` runs the i-th of n disjoint parts (templates dealt by estimated cost). Metrics per run: the
+top-5 mean PLL, the self-BLEU of the 5 (nltk, ``infill.metrics``), the top-1 word accuracy against the
+removed words, encoder sequences, wall seconds. The targets (issue 33) compare a candidate with the best
+one-pass order of the regime (highest mean top-5 PLL over the same runs).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+ORDERS = ("independent", "left-to-right", "confident-first", "random-order")
+DEFAULT = "gibbs:25x12:left-to-right"
+GRID = ",".join([DEFAULT, "gibbs:8x40:confident-first", "gibbs:50x6:confident-first", "gibbs-mh:25x12:confident-first",
+                 "block-mh:8x24:confident-first", "mlm-independence:8x24:confident-first"])
+REGIMES = ("2-4", "6-10")
+TOP = 5
+SAME = 1e-4  # top-5 mean PLLs this close are "the same"
+TARGETS = {"wins": 0.65, "self_bleu": 2.0, "accuracy": -0.02, "wall": 1.2}
+SHORT = {"left-to-right": "l2r", "confident-first": "cf", "random-order": "ro", "independent": "ind"}
+
+
+# ---------------------------------------------------------------- templates and candidates
+
+def load_half(half: str) -> list[dict]:
+    with open(ROOT / "corpora" / "calibration" / f"{half}.jsonl") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def spread(rows: list[dict], limit: dict[str, int], ids: frozenset = frozenset()) -> list[dict]:
+    """Per regime, the templates named in ``ids`` if it names any of that regime, else ``limit`` templates
+    spread evenly over the numbers of blanks (sorted by blanks, then id)."""
+    chosen = []
+    for regime in REGIMES:
+        named = [r for r in rows if r["regime"] == regime and r["id"] in ids]
+        if named:
+            chosen += named
+            continue
+        pool = sorted((r for r in rows if r["regime"] == regime), key=lambda r: (len(r["removed"]), r["id"]))
+        k = min(limit.get(regime, len(pool)), len(pool))
+        picks = sorted({round(i * (len(pool) - 1) / max(1, k - 1)) for i in range(k)})
+        chosen += [pool[i] for i in picks]
+    return chosen
+
+
+def interleave(tasks: list[dict]) -> list[dict]:
+    """The templates of the regimes taken in turn."""
+    by_regime = [[t for t in tasks if t["regime"] == regime] for regime in REGIMES]
+    return [t for i in range(max(map(len, by_regime))) for group in by_regime for t in group[i:i + 1]]
+
+
+def parse_spec(spec: str, scale: float = 1.0) -> dict:
+    """``sampler:CxS:init`` as keyword arguments of ``Infiller.sample`` (steps times ``scale``, at least 1)."""
+    sampler, size, init = spec.split(":")
+    chains, steps = (int(v) for v in size.split("x"))
+    return {"sampler": sampler, "num_samples": chains, "steps": max(1, round(steps * scale)), "init": init}
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.@-]+", "-", text).strip("-")
+
+
+def fill(template: str, fills: list[str]) -> str:
+    """The template's whitespace tokens with its ``[MASK]`` tokens replaced by ``fills`` in order."""
+    it = iter(fills)
+    return " ".join(next(it) if w == "[MASK]" else w for w in template.split())
+
+
+# ---------------------------------------------------------------- runs
+
+def measure(infiller, task: dict, seed: int, **kwargs) -> tuple[dict, object]:
+    """One timed ``Infiller.sample`` run: its top-5 and compute, and the result itself."""
+    start = time.perf_counter()
+    result = infiller.sample(task["template"], top=TOP, seed=seed, temperature=1.0, **kwargs)
+    seconds = time.perf_counter() - start
+    d = result.diagnostics
+    fills = [list(s.fills) for s in result.samples]
+    record = {"energies": [float(s.energy) for s in result.samples], "fills": fills,
+              "texts": [fill(task["template"], f) for f in fills], "encoder_sequences": d.encoder_sequences,
+              "seconds": seconds, "candidates": d.candidates, "acceptance_rate": d.acceptance_rate,
+              "cache_hits": d.cache_hits}
+    return record, result
+
+
+def run_order(infiller, task: dict, seed: int, order: str, budget: int, tries: int = 8) -> dict:
+    """``order``'s draws, as many as spend ``budget`` encoder sequences (within half a draw's cost, or the
+    closest of ``tries`` runs)."""
+    from infill.evaluation.compute import equal_sequences
+    from infill.mlm_draws import FORWARDS
+
+    d = len(task["removed"])
+    draws, record, runs = equal_sequences(
+        lambda n: measure(infiller, task, seed, sampler=order, num_samples=n)[0],
+        lambda r: r["encoder_sequences"], budget, draw_cost=max(1, FORWARDS[order](d) - 1 + d), minimum=TOP,
+        tries=tries)
+    return {**record, "draws": draws, "budget": budget, "budget_runs": runs,
+            "ratio": record["encoder_sequences"] / budget}
+
+
+def groups_for(phase: str, args) -> list[dict]:
+    """The (template, seed, scale) groups of a phase, each with its rows: candidates, then orders matched to one."""
+    groups = []
+    if phase == "tune":
+        grid = args.grid.split(",")
+        for seed in args.seeds:  # seed-major: a stopped run has every template at the first seed
+            for task in interleave(spread(load_half("tune"), args.templates, args.ids)):
+                groups.append({"task": task, "seed": seed, "scale": 1.0, "candidates": grid,
+                               "orders": args.tune_orders.split(","), "reference": grid[0], "tries": args.tries})
+    else:
+        tasks = spread(load_half("check"), args.templates, args.ids)
+        for seed in args.seeds:
+            for task in interleave(tasks):
+                spec = args.ours[task["regime"]]
+                groups.append({"task": task, "seed": seed, "scale": 1.0, "candidates": [spec], "orders": list(ORDERS),
+                               "reference": spec, "tries": args.tries})
+        frontier = spread(tasks, args.frontier, args.frontier_ids)
+        for task in frontier:
+            spec = args.ours[task["regime"]]
+            for scale in args.scales[task["regime"]]:
+                if scale != 1.0:
+                    groups.append({"task": task, "seed": args.seeds[0], "scale": scale, "candidates": [spec],
+                                   "orders": list(ORDERS), "reference": spec, "tries": args.tries})
+    return groups
+
+
+def row_name(spec: str, scale: float) -> str:
+    return spec if scale == 1.0 else f"{spec}@x{scale:g}"
+
+
+def run_group(infiller, group: dict, phase: str, runs_dir: Path) -> None:
+    task, seed, scale = group["task"], group["seed"], group["scale"]
+    where = runs_dir / phase / task["id"] / f"seed{seed}"
+    where.mkdir(parents=True, exist_ok=True)
+    base = {"phase": phase, "id": task["id"], "regime": task["regime"], "blanks": len(task["removed"]),
+            "removed": task["removed"], "seed": seed, "scale": scale}
+    budgets = {}
+    for spec in group["candidates"]:
+        name = row_name(spec, scale)
+        path = where / f"{slug(name)}.json"
+        if not path.exists():
+            record = measure(infiller, task, seed, **parse_spec(spec, scale))[0]
+            path.write_text(json.dumps({**base, "row": name, "kind": "candidate", "spec": spec,
+                                        "config": parse_spec(spec, scale), **record}))
+            log(f"{phase} {task['id']} s{seed} {name}: {record['encoder_sequences']} seqs {record['seconds']:.1f}s")
+        budgets[spec] = json.loads(path.read_text())["encoder_sequences"]
+    reference = row_name(group["reference"], scale)
+    for order in group["orders"]:
+        name = f"{order}@{reference}"
+        path = where / f"{slug(name)}.json"
+        if path.exists():
+            continue
+        record = run_order(infiller, task, seed, order, budgets[group["reference"]], group["tries"])
+        path.write_text(json.dumps({**base, "row": name, "kind": "order", "order": order, "reference": reference,
+                                    **record}))
+        log(f"{phase} {task['id']} s{seed} {name}: {record['draws']} draws {record['encoder_sequences']} seqs "
+            f"({record['ratio']:.2f}x, {record['budget_runs']} runs) {record['seconds']:.1f}s")
+
+
+def log(message: str) -> None:
+    print(time.strftime("%H:%M:%S"), message, file=sys.stderr, flush=True)
+
+
+def shard_of(groups: list[dict], i: int, n: int) -> list[dict]:
+    """The i-th of n parts: groups dealt greedily to the least loaded part by an estimate of their cost."""
+    load, parts = [0.0] * n, [[] for _ in range(n)]
+    for g in groups:
+        d = len(g["task"]["removed"])
+        cost = d * d * g["scale"] * (len(g["candidates"]) + 2 * len(g["orders"]))
+        k = min(range(n), key=load.__getitem__)
+        load[k] += cost
+        parts[k].append(g)
+    return parts[i]
+
+
+# ---------------------------------------------------------------- metrics and comparisons
+
+def metrics(record: dict) -> dict:
+    """The top-5 mean PLL, self-BLEU (percent) of the 5 and top-1 word accuracy of one run."""
+    from infill.metrics import self_bleu
+
+    texts = record["texts"]
+    top1 = record["fills"][0] if record["fills"] else []
+    accuracy = statistics.fmean(a.lower() == b.lower() for a, b in zip(top1, record["removed"])) if top1 else 0.0
+    return {"pll": statistics.fmean(record["energies"]),
+            "self_bleu": 100 * self_bleu(texts) if len(texts) > 1 else 100.0,
+            "accuracy": accuracy, "sequences": record["encoder_sequences"], "seconds": record["seconds"]}
+
+
+def summary(records: list[dict]) -> dict:
+    m = [metrics(r) for r in records]
+    return {"runs": len(m), "templates": len({r["id"] for r in records}),
+            "pll": statistics.fmean(x["pll"] for x in m), "self_bleu": statistics.fmean(x["self_bleu"] for x in m),
+            "accuracy": statistics.fmean(x["accuracy"] for x in m),
+            "sequences": statistics.fmean(x["sequences"] for x in m),
+            "wall_per_sequence": sum(x["seconds"] for x in m) / sum(x["sequences"] for x in m),
+            "ratio": statistics.fmean(r["ratio"] for r in records) if "ratio" in records[0] else None,
+            "draws": statistics.fmean(r["draws"] for r in records) if "draws" in records[0] else None}
+
+
+def compare(ours: list[dict], order: list[dict]) -> dict:
+    """A candidate against an order over the (template, seed) runs both have: wins per template (top-5 mean
+    PLL averaged over seeds), per run, and the other targets' differences."""
+    a = {(r["id"], r["seed"]): r for r in ours}
+    b = {(r["id"], r["seed"]): r for r in order}
+    keys = sorted(a.keys() & b.keys())
+    if not keys:
+        return {}
+    ma, mb = {k: metrics(a[k]) for k in keys}, {k: metrics(b[k]) for k in keys}
+
+    def tally(diffs):
+        higher = sum(x > SAME for x in diffs)
+        lower = sum(x < -SAME for x in diffs)
+        return higher, lower, len(diffs) - higher - lower
+
+    per_template = {}
+    for k in keys:
+        per_template.setdefault(k[0], []).append(ma[k]["pll"] - mb[k]["pll"])
+    t_h, t_l, t_s = tally([statistics.fmean(v) for v in per_template.values()])
+    r_h, r_l, r_s = tally([ma[k]["pll"] - mb[k]["pll"] for k in keys])
+    sa, sb = summary([a[k] for k in keys]), summary([b[k] for k in keys])
+    result = {"runs": len(keys), "templates": len(per_template), "higher": t_h, "lower": t_l, "same": t_s,
+              "run_higher": r_h, "run_lower": r_l, "run_same": r_s,
+              "win_share": t_h / (t_h + t_l) if t_h + t_l else None, "pll": sa["pll"], "order_pll": sb["pll"],
+              "self_bleu": sa["self_bleu"], "order_self_bleu": sb["self_bleu"],
+              "accuracy": sa["accuracy"], "order_accuracy": sb["accuracy"],
+              "sequence_ratio": statistics.fmean(ma[k]["sequences"] / mb[k]["sequences"] for k in keys),
+              "wall_ratio": sa["wall_per_sequence"] / sb["wall_per_sequence"]}
+    result["targets"] = {
+        "wins": result["win_share"] is not None and result["win_share"] >= TARGETS["wins"],
+        "self_bleu": result["self_bleu"] <= result["order_self_bleu"] + TARGETS["self_bleu"],
+        "accuracy": result["accuracy"] >= result["order_accuracy"] + TARGETS["accuracy"],
+        "wall": result["wall_ratio"] <= TARGETS["wall"]}
+    result["met"] = sum(result["targets"].values())
+    return result
+
+
+def analyse(records: list[dict], phase: str) -> dict:
+    """Per regime at scale 1: each row's summary, the best order, and each candidate against it."""
+    out = {}
+    for regime in REGIMES:
+        rows: dict[str, list[dict]] = {}
+        for r in records:
+            if r["phase"] == phase and r["regime"] == regime and r["scale"] == 1.0:
+                rows.setdefault(r["row"], []).append(r)
+        if not rows:
+            continue
+        orders = {name: rs for name, rs in rows.items() if rs[0]["kind"] == "order"}
+        candidates = {name: rs for name, rs in rows.items() if rs[0]["kind"] == "candidate"}
+        # the best order over the (template, seed) runs that every order has
+        common = set.intersection(*({(r["id"], r["seed"]) for r in rs} for rs in orders.values())) if orders else set()
+        best = max(orders, key=lambda name: summary([r for r in orders[name] if (r["id"], r["seed"]) in common])["pll"]
+                   if common else float("-inf")) if orders else None
+        out[regime] = {"rows": {name: summary(rs) for name, rs in rows.items()}, "best_order": best,
+                       "against_best": {name: compare(rs, orders[best]) for name, rs in candidates.items()}
+                       if best else {},
+                       "against_orders": {name: {o: compare(rs, ors) for o, ors in orders.items()}
+                                          for name, rs in candidates.items()}}
+        # diversity is binding: all targets met, then the self-BLEU target, then targets met, then the win share
+        ranked = sorted(out[regime]["against_best"].items(), key=lambda kv: (
+            kv[1].get("met") == len(TARGETS), kv[1].get("targets", {}).get("self_bleu", False), kv[1].get("met", 0),
+            kv[1].get("win_share") or 0), reverse=True)
+        out[regime]["choice"] = ranked[0][0] if ranked and ranked[0][1].get("met") == len(TARGETS) else None
+        out[regime]["closest"] = ranked[0][0] if ranked else None
+    return out
+
+
+# ---------------------------------------------------------------- report
+
+def fmt(value, digits=2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def mark(ok: bool) -> str:
+    return "met" if ok else "**missed**"
+
+
+def tables(analysis: dict, title: str) -> list[str]:
+    lines = []
+    for regime, a in analysis.items():
+        lines += [f"### {title}: {regime} blanks", "",
+                  "| row | runs (templates) | top-5 mean PLL | self-BLEU of the 5 | top-1 word acc. | encoder seqs | "
+                  "x the matched row | draws | ms wall / seq |", "|---|---|---|---|---|---|---|---|---|"]
+        for name, s in sorted(a["rows"].items(), key=lambda kv: -kv[1]["pll"]):
+            star = " (best order)" if name == a["best_order"] else ""
+            lines.append(f"| `{name}`{star} | {s['runs']} ({s['templates']}) | {s['pll']:.3f} | {s['self_bleu']:.1f} | "
+                         f"{s['accuracy']:.3f} | {s['sequences']:.0f} | {fmt(s['ratio'])} | {fmt(s['draws'], 0)} | "
+                         f"{1000 * s['wall_per_sequence']:.1f} |")
+        lines += ["", f"Against the best one-pass order (`{a['best_order']}`), targets: higher on >= 65% of the "
+                  "templates that differ (top-5 mean PLL averaged over seeds), self-BLEU <= its + 2, accuracy >= "
+                  "its - 0.02, wall per sequence <= 1.2x:", "",
+                  "| candidate | templates higher / lower / same (runs) | PLL ours vs order | self-BLEU ours vs order "
+                  "| acc. ours vs order | wall/seq ratio | seqs ratio | targets met |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for name, c in a["against_best"].items():
+            if not c:
+                continue
+            t = c["targets"]
+            lines.append(
+                f"| `{name}` | {c['higher']} / {c['lower']} / {c['same']} ({c['run_higher']}/{c['run_lower']}/"
+                f"{c['run_same']}); {fmt(100 * c['win_share'] if c['win_share'] is not None else None, 0)}% "
+                f"{mark(t['wins'])} | {c['pll']:.3f} vs {c['order_pll']:.3f} | {c['self_bleu']:.1f} vs "
+                f"{c['order_self_bleu']:.1f} {mark(t['self_bleu'])} | {c['accuracy']:.3f} vs {c['order_accuracy']:.3f} "
+                f"{mark(t['accuracy'])} | {c['wall_ratio']:.2f} {mark(t['wall'])} | {c['sequence_ratio']:.2f} | "
+                f"{c['met']}/4 |")
+        lines += ["", f"All four targets met by: {('`' + a['choice'] + '`') if a['choice'] else 'none'}"
+                  f" (closest: `{a['closest']}`).", ""]
+    return lines
+
+
+def per_order_tables(analysis: dict) -> list[str]:
+    lines = []
+    for regime, a in analysis.items():
+        for name, against in a["against_orders"].items():
+            lines += [f"### `{name}` against every one-pass order, {regime} blanks", "",
+                      "| order | templates higher / lower / same | win share | PLL ours vs order | "
+                      "self-BLEU ours vs order | "
+                      "acc. ours vs order | wall/seq ratio | targets met |", "|---|---|---|---|---|---|---|---|"]
+            for order, c in against.items():
+                if c:
+                    lines.append(f"| `{order}` | {c['higher']} / {c['lower']} / {c['same']} | "
+                                 f"{fmt(100 * c['win_share'] if c['win_share'] is not None else None, 0)}% | "
+                                 f"{c['pll']:.3f} vs {c['order_pll']:.3f} | {c['self_bleu']:.1f} vs "
+                                 f"{c['order_self_bleu']:.1f} | {c['accuracy']:.3f} vs {c['order_accuracy']:.3f} | "
+                                 f"{c['wall_ratio']:.2f} | {c['met']}/4 |")
+            lines.append("")
+    return lines
+
+
+def frontier(records: list[dict]) -> dict:
+    """Per regime and row family (ours, each order), the points (mean sequences, top-5 PLL, self-BLEU) per scale,
+    over the (template, seed) pairs that have every family at every scale."""
+    out = {}
+    for regime in REGIMES:
+        mine = [r for r in records if r["phase"] == "check" and r["regime"] == regime]
+        have: dict[tuple, dict] = {}
+        for r in mine:
+            family = "ours: " + r["spec"] if r["kind"] == "candidate" else r["order"]
+            have.setdefault((r["id"], r["seed"]), {})[family, r["scale"]] = r
+        cells = set().union(*(h.keys() for h in have.values())) if have else set()
+        if len({scale for _, scale in cells}) < 2:
+            continue
+        common = [pair for pair, h in have.items() if h.keys() == cells]
+        if not common:
+            continue
+        series: dict[str, list] = {}
+        for family, scale in sorted(cells):
+            runs = [have[pair][family, scale] for pair in common]
+            s = summary(runs)
+            series.setdefault(family, []).append({"scale": scale, "runs": len(runs), "pll": s["pll"],
+                                                  "self_bleu": s["self_bleu"], "sequences": s["sequences"]})
+        out[regime] = {"pairs": len(common), "templates": sorted(pair[0] for pair in common), "series": series}
+    return out
+
+
+def plot(points: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(11, 4.2 * max(1, len(points))))
+    axes = figure.subplots(max(1, len(points)), 2, squeeze=False)
+    for row, (regime, data) in zip(axes, points.items()):
+        for axis, (key, label) in zip(row, [("pll", "top-5 mean PLL (higher is better)"),
+                                            ("self_bleu", "self-BLEU of the 5, % (lower is more diverse)")]):
+            for family, pts in sorted(data["series"].items()):
+                ours = family.startswith("ours")
+                axis.plot([p["sequences"] for p in pts], [p[key] for p in pts], marker="o" if ours else "s",
+                          linewidth=2.2 if ours else 1.2, linestyle="-" if ours else "--", label=family)
+            axis.set_xscale("log")
+            axis.set_xlabel("encoder sequences per template (mean)")
+            axis.set_ylabel(label)
+            axis.set_title(f"{regime} blanks: {data['pairs']} check template(s), seed 0", fontsize=9)
+            axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+def report(out: Path, argv: list[str]) -> None:
+    records = [json.loads(p.read_text()) for p in sorted((out / "runs").rglob("*.json"))]
+    tune, check = analyse(records, "tune"), analyse(records, "check")
+    points = frontier(records)
+    if points:
+        plot(points, out / "frontier.png")
+    data = {"model": MODEL_NOTE, "targets": TARGETS, "tune": tune, "check": check, "frontier": points,
+            "torch_threads": torch.get_num_threads(), "runs": records}
+    (out / "report.json").write_text(json.dumps(data, indent=1))
+    lines = ["# The default of `infill sample` at equal encoder sequences (issue 33, items 6-7)", "",
+             f"Model: `{MODEL_NOTE}`; every run temperature 1, `top=5`; one-pass orders re-ranked by PLL with "
+             "their draws searched by `equal_sequences` to the matched row's encoder sequences. Written by "
+             "`scripts/equal_compute.py report` from the runs under `runs/`.", "",
+             "## Tuning half (one-pass orders matched to the default's sequences)", "", *tables(tune, "Tune"),
+             "## Check half (orders matched to the chosen candidate's sequences)", "", *tables(check, "Check"),
+             *per_order_tables(check)]
+    if points:
+        lines += ["## Frontier (check half)", "", "![frontier](frontier.png)", ""]
+        for regime, data_ in points.items():
+            names = ", ".join(data_["templates"])
+            lines += [f"### {regime} blanks ({data_['pairs']} template(s): {names}, seed 0)", "",
+                      "| row | scale | encoder seqs | top-5 mean PLL | self-BLEU |", "|---|---|---|---|---|"]
+            for family, pts in sorted(data_["series"].items()):
+                lines += [f"| {family} | {p['scale']:g} | {p['sequences']:.0f} | {p['pll']:.3f} | "
+                          f"{p['self_bleu']:.1f} |" for p in pts]
+            lines.append("")
+    notes = out / "NOTES.md"
+    if notes.exists():
+        lines += [notes.read_text()]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+# ---------------------------------------------------------------- main
+
+MODEL_NOTE = "../shared/models/infill-dev-minilm-mlm"
+
+
+def pairs(text: str, cast=int) -> dict:
+    """``A=x,B=y`` as ``{A: cast(x), B: cast(y)}``."""
+    return {k: cast(v) for k, v in (item.split("=") for item in text.split(","))}
+
+
+def main() -> int:
+    global MODEL_NOTE
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("phase", choices=["tune", "check", "report"])
+    parser.add_argument("--model", default="../shared/models/infill-dev-minilm-mlm")
+    parser.add_argument("--out", default=str(ROOT / "eval" / "equal-compute-minilm"))
+    parser.add_argument("--shard", default="0/1", help="i/n: run the i-th of n parts")
+    parser.add_argument("--seeds", default="0,1")
+    parser.add_argument("--templates", default="2-4=10,6-10=3", help="templates per regime (spread over blanks)")
+    parser.add_argument("--ids", default="", help="template ids, comma-separated: they replace the spread "
+                        "choice of their regime")
+    parser.add_argument("--grid", default=GRID, help="tune: candidate specs, comma-separated; the orders are "
+                        "matched to the first (the default's)")
+    parser.add_argument("--tune-orders", default="left-to-right,confident-first,random-order")
+    parser.add_argument("--tries", type=int, default=8, help="runs the search of an order's draws may take "
+                        "(equal_sequences; the closest is kept)")
+    parser.add_argument("--ours", action="append", default=[],
+                        help="check: REGIME=SPEC, the candidate to check (default: the tuning half's pick)")
+    parser.add_argument("--frontier", default="2-4=4,6-10=2", help="check: templates per regime on the frontier")
+    parser.add_argument("--frontier-ids", default="", help="check: template ids on the frontier (they replace "
+                        "--frontier's choice in their regime)")
+    parser.add_argument("--scales", default="2-4=0.25+0.5+1+2,6-10=0.25+0.5+1+2",
+                        help="check: the frontier's budgets per regime, x the candidate's steps")
+    args = parser.parse_args()
+    MODEL_NOTE = args.model
+    out = Path(args.out)
+    if args.phase == "report":
+        report(out, sys.argv)
+        return 0
+    torch.set_num_threads(1)
+    args.seeds = [int(s) for s in args.seeds.split(",")]
+    args.templates = pairs(args.templates)
+    args.ids = frozenset(filter(None, args.ids.split(",")))
+    args.frontier = pairs(args.frontier)
+    args.frontier_ids = frozenset(filter(None, args.frontier_ids.split(",")))
+    args.scales = pairs(args.scales, lambda v: [float(x) for x in v.split("+")])
+    args.ours = dict(item.split("=", 1) for item in args.ours)
+    if args.phase == "check":
+        records = [json.loads(p.read_text()) for p in sorted((out / "runs" / "tune").rglob("*.json"))]
+        tune = analyse(records, "tune")
+        for regime in REGIMES:  # the tuning half's pick where --ours does not name one
+            args.ours.setdefault(regime, tune[regime]["choice"] or tune[regime]["closest"])
+        log(f"check: ours {args.ours}")
+    i, n = (int(v) for v in args.shard.split("/"))
+    from infill import Infiller
+
+    infiller = Infiller(args.model)
+    infiller.sample("the [MASK] sat on the mat .", top=TOP, seed=0)  # warm-up, untimed
+    groups = shard_of(groups_for(args.phase, args), i, n)
+    log(f"{args.phase} shard {i}/{n}: {len(groups)} groups")
+    for group in groups:
+        run_group(infiller, group, args.phase, out / "runs")
+    log(f"{args.phase} shard {i}/{n}: done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
