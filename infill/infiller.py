@@ -278,11 +278,13 @@ class Infiller:
         draws for a baseline; ``callback(t, state, info)`` after every step."""
         start = time.perf_counter()
         config, group = prepared.config, [prepared.templates[i] for i in indices]
-        input_ids, blanks = torch.stack([t.input_ids for t in group]), torch.stack([t.blank_positions for t in group])
-        pll, float32 = (MaskedLMEnergy(model, input_ids, blanks, prepared.categories, self.tokenizer.mask_token_id,
-                                       self.chunk_size, ConditionalCache(self.cache_mib << 20))
-                        for model in (self.chain_model, self.model))
-        float32 = None if self.chain_model is self.model else float32
+        def energy(model: nn.Module) -> MaskedLMEnergy:
+            return MaskedLMEnergy(model, torch.stack([t.input_ids for t in group]),
+                                  torch.stack([t.blank_positions for t in group]), prepared.categories,
+                                  self.tokenizer.mask_token_id, self.chunk_size, ConditionalCache(self.cache_mib << 20))
+
+        pll = energy(self.chain_model)
+        float32 = None if self.chain_model is self.model else energy(self.model)  # chosen and scored in float32
         target = pll
         if prepared.include is not None or terms:
             target = constrained_energy(pll, terms, prepared.include)

@@ -141,16 +141,17 @@ def _kept(tokenizer, allowed: set[int], texts: dict[int, str], forbid: Iterable[
           allow_punctuation: bool, pieces: bool = False) -> set[int]:
     """``allowed`` without punctuation (unless ``allow_punctuation``) and without the forms of ``forbid``:
     the tokens whose ``texts`` equal the word's, ignoring case."""
+    words = word_tokens(tokenizer, pieces)
     if not allow_punctuation:
-        allowed = allowed & word_tokens(tokenizer, pieces)
+        allowed = allowed & words
     for word in forbid:  # a word no blank could take is refused: forbidding it would silently do nothing
         forms = word_forms(tokenizer, word, texts)
         if not forms:
-            pieces = len(tokenizer.tokenize(word))
-            why = f"it is {pieces} tokens for this model, not one" if pieces > 1 else \
+            count = len(tokenizer.tokenize(word))
+            why = f"it is {count} tokens for this model, not one" if count > 1 else \
                 "it is no word of this model's vocabulary, so a blank never takes it"
             raise InfillError(f"cannot forbid {word!r}: {why}")
-        if not allow_punctuation and not any(_is_word(texts[i]) for i in forms):
+        if not allow_punctuation and not forms & words:
             raise InfillError(f"cannot forbid {word!r}: a blank never takes punctuation unless allow_punctuation "
                               "is set")
         allowed -= forms

@@ -142,24 +142,26 @@ class MaskedLMEnergy:
 
     def _keep(self, x_idx: Tensor, t: Tensor, logits: Tensor) -> None:
         """Put the PLL terms' logits ``(B, d, K)`` of states ``x_idx`` (templates ``t``) in the cache."""
+        for j, keys in enumerate(self._term_keys(x_idx, t)):
+            for r, k in enumerate(keys):
+                self.cache.put(k, logits[r, j])
+
+    def _term_keys(self, x_idx: Tensor, t: Tensor) -> list[list]:
+        """The cache keys of the PLL terms of states ``x_idx (B, d)`` of templates ``t (B,)``, by blank: entry
+        ``[j][b]`` is blank ``j`` masked in state ``b``."""
         b, d = x_idx.shape
-        keys = [self._template_keys[g] for g in t.tolist()]
+        templates = [self._template_keys[g] for g in t.tolist()]
         eye = torch.eye(d, dtype=torch.bool, device=x_idx.device)
-        for j in range(d):
-            for r, row in enumerate(rows_of(x_idx, eye[j].expand(b, d))):
-                self.cache.put(self.cache.key_of(keys[r], j, row), logits[r, j])
+        return [[self.cache.key_of(templates[r], j, row)
+                 for r, row in enumerate(rows_of(x_idx, eye[j].expand(b, d)))] for j in range(d)]
 
     def bound(self, x_idx: Tensor) -> Tensor:
         """An upper bound ``(B,)`` of the energy of states ``x_idx (B, d)``: the sum of the PLL terms the cache
         holds (a term it lacks is a log-probability, at most 0); the energy itself where it holds them all."""
-        b, d = x_idx.shape
-        keys = [self._template_keys[g] for g in self._template_of(b).tolist()]
-        eye = torch.eye(d, dtype=torch.bool, device=x_idx.device)
         values = x_idx.tolist()
-        out = torch.zeros(b, dtype=torch.float64)
-        for j in range(d):
-            for r, row in enumerate(rows_of(x_idx, eye[j].expand(b, d))):
-                k = self.cache.key_of(keys[r], j, row)
+        out = torch.zeros(len(x_idx), dtype=torch.float64)
+        for j, keys in enumerate(self._term_keys(x_idx, self._template_of(len(x_idx)))):
+            for r, k in enumerate(keys):
                 logits = self.cache.get(k)
                 if logits is not None:
                     if k not in self._normalisers:
@@ -212,13 +214,14 @@ class MaskedLMEnergy:
         self.cache_hits += n - len(sequences)
         for start in range(0, len(sequences), self.pass_sequences):
             part = sequences[start:start + self.pass_sequences]
-            self._forward(x_idx, masked, template, [first[q] for q in part], [wanted[q] for q in part], out)
+            self._forward(x_idx, masked, template, part, [first[q] for q in part], [wanted[q] for q in part], out)
         return torch.stack(out).view(n, s, -1)
 
-    def _forward(self, x_idx: Tensor, masked: Tensor, template: Tensor, rows: list[int],
+    def _forward(self, x_idx: Tensor, masked: Tensor, template: Tensor, sequences: list[tuple], rows: list[int],
                  wanted: list[dict[int, list[int]]], out: list) -> None:
-        """One pass over the sequences of ``rows``, reading the slots ``wanted`` of each into ``out`` and the
-        cache (slot lists padded with their first slot to one width)."""
+        """One pass over ``sequences`` (each ``(template key, row bytes)``, held by chain ``rows``), reading the
+        slots ``wanted`` of each into ``out`` and the cache (slot lists padded with their first slot to one
+        width)."""
         width = max(map(len, wanted))
         read = torch.tensor([list(w) + [next(iter(w))] * (width - len(w)) for w in wanted], device=x_idx.device)
         index = torch.tensor(rows, device=x_idx.device)
@@ -226,10 +229,9 @@ class MaskedLMEnergy:
         ids, positions = self.input_ids[g], self.blank_positions[g]
         ids = ids.scatter(1, positions, torch.where(masked[index], self.mask_token_id, self.category_ids[x_idx[index]]))
         logits = self._logits_at(positions.gather(1, read), input_ids=ids).float()
-        row_bytes = rows_of(x_idx[index], masked[index])
-        for q, (r, w) in enumerate(zip(rows, wanted)):
+        for q, ((key, row), w) in enumerate(zip(sequences, wanted)):
             for c, (j, outputs) in enumerate(w.items()):
-                self.cache.put(self.cache.key_of(self._template_keys[g[q].item()], j, row_bytes[q]), logits[q, c])
+                self.cache.put(self.cache.key_of(key, j, row), logits[q, c])
                 for o in outputs:
                     out[o] = logits[q, c]
 
