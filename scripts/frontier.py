@@ -36,14 +36,13 @@ import torch
 
 from infill import Infiller
 from infill.config import RunConfig
-from infill.evaluation.compute import SUFFIX, Measure, compare, describe, equal_sequences
+from infill.evaluation.compute import SUFFIX, Measure, compare, describe, matched
 from infill.evaluation.corpora import load_corpus
 from infill.evaluation.protocol import load_protocol
 from infill.evaluation.report import EVAL_PACKAGES
 from infill.evaluation.tables import fmt, mean_defined, signature_block, table
 from infill.evaluation.tasks import make_tasks, references
 from infill.metrics import ReferenceCorpus, corpus_bleu, self_bleu
-from infill.mlm_draws import FORWARDS
 from infill.signature import library_versions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,11 +86,9 @@ def run_row(infiller: Infiller, task, config: RunConfig, samples: bool = True) -
 
 def run_equal(infiller: Infiller, task, config: RunConfig, budget: int) -> dict:
     """The baseline ``config`` on ``task`` with as many draws as use ``budget`` encoder sequences."""
-    blanks = len(task.masked)
-    draws, run, runs = equal_sequences(lambda n: run_row(infiller, task, replace(config, num_samples=n), False),
-                                       lambda run: run["encoder_sequences"], budget,
-                                       draw_cost=FORWARDS[config.method](blanks) + blanks, minimum=TOP)
-    return {**run, "draws": draws, "budget": budget, "budget_runs": runs}
+    run, match = matched(lambda n: run_row(infiller, task, replace(config, num_samples=n), False),
+                         lambda run: run["encoder_sequences"], budget, config.method, len(task.masked), TOP)
+    return {**run, **match}
 
 
 def summarize(runs: list[dict], refs: ReferenceCorpus) -> dict:

@@ -15,7 +15,7 @@ from infill import metrics
 from infill.cli import main
 from infill.errors import InfillError
 from infill.evaluation import evaluate, load_protocol
-from infill.evaluation.compute import equal_sequences
+from infill.evaluation.compute import equal_sequences, matched
 from infill.evaluation.corpora import normalize
 from infill.evaluation.runner import Draw, Sampling
 from infill.evaluation.tasks import Task, make_tasks, references
@@ -399,6 +399,28 @@ def test_equal_sequences_finds_the_draws_within_one_draws_cost(budget, noise):
 def test_equal_sequences_never_goes_below_the_minimum():
     draws, cost, _ = equal_sequences(_cost, lambda c: c, 10, draw_cost=6, minimum=5)
     assert draws == 5 and cost == _cost(5) > 10
+
+
+@pytest.mark.parametrize("method", ["independent", "argmax", "left-to-right", "confident-first"])
+@pytest.mark.parametrize("blanks", [1, 3, 8])
+@pytest.mark.parametrize("budget", [7, 100, 1000])
+@pytest.mark.parametrize("minimum", [1, 5])
+def test_matched_picks_the_draws_of_the_drivers_own_searches(method, blanks, budget, minimum):
+    """The search as ``infill eval`` (runner) and scripts/equal_compute.py ran it before sharing ``matched``."""
+    from infill.config import BASELINES
+    from infill.mlm_draws import FORWARDS
+    from infill.samplers import SAMPLERS
+
+    def run(n: int) -> dict:
+        return {"encoder_sequences": _cost(n, blanks, noise=2)}
+
+    for tries in (3, 8):
+        old = equal_sequences(run, lambda r: r["encoder_sequences"], budget,
+                              draw_cost=max(1, FORWARDS[method](blanks) - 1 + blanks), minimum=minimum, tries=tries)
+        result, match = matched(run, lambda r: r["encoder_sequences"], budget, method, blanks, minimum, tries)
+        assert (match["draws"], result, match["budget_runs"], match["budget"]) == (*old, budget)
+    # the runner now asks ``config.is_baseline`` where it asked ``config.method in FORWARDS``
+    assert {m for m in (*SAMPLERS, *BASELINES) if m in FORWARDS} == set(BASELINES)
 
 
 def test_a_baseline_row_matches_the_encoder_sequences_of_its_reference(tmp_path):

@@ -4,6 +4,7 @@ Compute is counted in sequences passed through the encoder (``Diagnostics.encode
 left-to-right draw costs one sequence per blank token, an independent draw one, and re-ranking by PLL
 one masked copy per blank token of every distinct draw. The re-scoring counts distinct draws only, so a
 run's cost is not linear in its number of draws: :func:`equal_sequences` finds the number by running.
+:func:`matched` is the one runner every equal-compute driver (``infill eval``, scripts/) goes through.
 """
 from __future__ import annotations
 
@@ -42,6 +43,19 @@ def equal_sequences(run: Callable[[int], R], sequences: Callable[[R], int], budg
             n += 1 if budget > best else -1
     closest = min(measured, key=lambda k: abs(budget - measured[k][0]))
     return closest, measured[closest][1], len(measured)
+
+
+def matched(run: Callable[[int], R], sequences: Callable[[R], int], budget: int, method: str, d: int,
+            minimum: int = 1, tries: int = 8) -> tuple[R, dict]:
+    """``run(n)`` for the ``n`` draws of the one-pass ``method`` (a key of ``infill.mlm_draws.FORWARDS``) on
+    ``d`` blanks that spend ``budget`` encoder sequences (:func:`equal_sequences`), and the match as a record:
+    ``{"draws": n, "budget": budget, "budget_runs": runs}``. A distinct draw costs its passes less the first,
+    which every draw shares, plus its ``d`` re-scoring copies."""
+    from ..mlm_draws import FORWARDS  # here, not at the top: the report reads this module without torch
+
+    draws, result, runs = equal_sequences(run, sequences, budget, max(1, FORWARDS[method](d) - 1 + d), minimum,
+                                          tries)
+    return result, {"draws": draws, "budget": budget, "budget_runs": runs}
 
 
 class Measure(NamedTuple):

@@ -4,7 +4,7 @@ The sampling itself is injected: ``sample_fn(template, config)`` (a :class:`~inf
 returns a ``Sampling``. ``infiller_sample_fn`` adapts ``infill.Infiller``; tests pass a fake.
 
 A row with a budget (``Protocol.budgets``) runs after the row it matches: per sentence, its number of draws
-is searched (:func:`~.compute.equal_sequences`) so that it passes as many encoder sequences as that row's
+is searched (:func:`~.compute.matched`) so that it passes as many encoder sequences as that row's
 unit did; the run that does is the one timed and kept.
 
 Filled sentences are rebuilt from the fills in the corpus' whitespace tokenization (``Task.fill``), not
@@ -23,9 +23,8 @@ from tqdm.auto import tqdm
 
 from ..config import RunConfig
 from ..errors import InfillError
-from ..mlm_draws import FORWARDS
 from ..results import top_distinct
-from .compute import equal_sequences
+from .compute import matched
 from .distributed import World
 from .protocol import Protocol
 from .store import UnitStore
@@ -79,12 +78,11 @@ def run_unit(task: Task, row: str, protocol: Protocol, sample_fn: SampleFn, budg
     if budget is None:
         result, seconds = timed(config.num_samples)
     else:
-        method, blanks = config.method if config.method in FORWARDS else config.init, len(task.masked)
-        draws, (result, seconds), runs = equal_sequences(
+        (result, seconds), match = matched(
             timed, lambda run: run[0].diagnostics["encoder_sequences"], budget,
-            draw_cost=max(1, FORWARDS[method](blanks) - 1 + blanks),  # the first pass is shared
+            config.method if config.is_baseline else config.init, len(task.masked),
             minimum=config.top if config.top is not None and config.decode == "final" else 1)
-        unit.update(budget=budget, draws=draws, budget_runs=runs)
+        unit.update(match)
     fillings = best_distinct(task, result.draws, protocol.top)
     unit.update({"sentence_id": task.sentence_id, "corpus": task.corpus, "sampler": row, "seed": seed,
                  "original": task.text, "template": task.template, "masked": list(task.masked),
@@ -159,7 +157,7 @@ def infiller_sample_fn(infiller) -> SampleFn:
         d = result.diagnostics
         return Sampling(
             draws=[Draw(fills=list(s.fills), energy=float(s.energy)) for s in result.samples],
-            diagnostics={"energy_evaluations": d.evaluations * config.num_samples,
+            diagnostics={"energy_evaluations": d.evaluations * d.num_samples,
                          "encoder_sequences": d.encoder_sequences, "forwards": d.forwards,
                          "acceptance_rate": d.acceptance_rate, "mean_hops": d.mean_hops, "tuned": d.tuned,
                          "candidates": d.candidates})
