@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Optional
 
 from .blanks import UNITS
@@ -35,8 +35,25 @@ fewest encoder sequences in ``scripts/constraints.py`` (``eval/constraints-minil
 0.2 and 0.5, 10 chains, equal sequences): per variant as likely as the source that changed at least the
 asked share of its words minus 0.1, 560 sequences at change 0.2 and 832 at 0.5, against 874 and 11,209 for
 ``gwg``, 1,803 and 12,277 for ``dmala``, 889 and 3,484 for ``dlmc``."""
-DECODES = ("visited", "final")
-"""Where ``top`` takes its fillings from: every state visited after burn-in, or the chains' final states."""
+DECODES = ("visited", "final", "diverse")
+"""Where ``top`` takes its fillings from: every state visited after burn-in, the chains' final states, or
+every state the run scored (the chains' starts, the visited states and the proposals a kernel scored)
+chosen for quality and diversity (:func:`infill.postprocess.spread`)."""
+AUTO = "auto"
+"""The method that picks by the number of blank tokens ``d``: chains where they beat the masked LM's best
+one-pass order re-ranked by PLL at equal encoder sequences, that order where they do not
+(``eval/equal-compute-minilm``); its compute is ``budget`` (default :data:`AUTO_BUDGET_PER_BLANK` x ``d``)."""
+AUTO_CHAIN_BLANKS = 4
+"""``auto`` runs chains on templates of up to this many blank tokens, and draws in one pass above it."""
+AUTO_CHAINS = {"method": "gibbs", "num_samples": 50, "init": "confident-first", "steps": 100}
+"""``auto``'s chains: random-scan Gibbs from confident-first draws, stepping until the budget is spent; its
+default chains and most steps (``num_samples`` and ``steps`` override them)."""
+SAMPLES, STEPS = 25, 12
+"""The default chains (or draws) and steps of a named method."""
+AUTO_ORDER = "confident-first"
+"""``auto``'s one-pass order above :data:`AUTO_CHAIN_BLANKS` blanks: the draws re-ranked by PLL."""
+AUTO_BUDGET_PER_BLANK = 100
+"""``auto``'s default budget: encoder sequences per blank token."""
 
 
 def positive_integer(name: str, value: Any, minimum: int = 1) -> int:
@@ -106,13 +123,17 @@ class RunConfig:
     hyperparameters. The fields are the one list of run settings: the CLI's flags and the keys of JSON
     lines and protocols are read from them (:func:`settings`). A configuration is hashable."""
 
-    method: str = field(default="gibbs", metadata={
-        "help": "a sampler (see `infill samplers`) or a baseline: independent, left-to-right, argmax, "
-                "confident-first, random-order",
+    method: str = field(default=AUTO, metadata={
+        "help": f"{AUTO} (chains up to {AUTO_CHAIN_BLANKS} blank tokens, {AUTO_ORDER} draws above; it sets its own "
+                "chains and steps), a sampler (see `infill samplers`) or a baseline: independent, left-to-right, "
+                "argmax, confident-first, random-order",
         "flag": "--sampler", "key": "sampler", "metavar": "NAME"})
-    num_samples: int = field(default=25, metadata={"help": "chains (or draws) per template", "short": "-n",
-                                                   "type": int, "metavar": "N"})
-    steps: int = field(default=12, metadata={"help": "MCMC steps per chain", "type": int, "metavar": "N"})
+    num_samples: Optional[int] = field(default=None, metadata={
+        "help": f"chains (or draws) per template (default {SAMPLES}; {AUTO}: {AUTO_CHAINS['num_samples']} chains on "
+                f"token blanks, or with --top the draws its budget buys)", "short": "-n", "type": int, "metavar": "N"})
+    steps: Optional[int] = field(default=None, metadata={
+        "help": f"MCMC steps per chain (default {STEPS}; {AUTO}: until its budget is spent, at most "
+                f"{AUTO_CHAINS['steps']})", "type": int, "metavar": "N"})
     top: Optional[int] = field(default=None, metadata={"help": "keep the K distinct fillings of highest energy",
                                                        "type": int, "metavar": "K"})
     seed: Optional[int] = field(default=None, metadata={"help": "random seed (same seed, same samples)",
@@ -126,9 +147,10 @@ class RunConfig:
     anneal_from: Optional[float] = field(default=None, metadata={
         "help": "anneal from temperature T0 down to --temperature over the first half of the steps",
         "type": float, "metavar": "T0"})
-    decode: str = field(default="visited", metadata={
-        "help": "where --top takes fillings from: visited (every state after burn-in) or final (the chains' "
-                "final states)"})
+    decode: Optional[str] = field(default=None, metadata={
+        "help": f"where --top takes fillings from: visited (every state after burn-in), final (the chains' final "
+                f"states) or diverse (every state the run scored, kept for quality and diversity); default "
+                f"visited, {AUTO}: diverse", "metavar": "HOW"})
     allow_subwords: bool = field(default=False, metadata={
         "help": "let token blanks take word-continuation pieces (##ing)"})
     allow_punctuation: bool = field(default=False, metadata={
@@ -145,6 +167,10 @@ class RunConfig:
                 "every length, the best kept)", "metavar": "NAME"})
     include: tuple[str, ...] = field(default=(), metadata={
         "help": "a word that must appear in the filled blanks (repeatable)", "metavar": "WORD"})
+    budget: Optional[int] = field(default=None, metadata={
+        "help": "encoder sequences to spend per template: the number of draws of a one-pass method; chains stop "
+                "when it is spent (or after --steps); auto's default: "
+                f"{AUTO_BUDGET_PER_BLANK} per blank token", "type": int, "metavar": "N"})
     options: dict = field(default_factory=dict)
 
     @classmethod
@@ -159,9 +185,17 @@ class RunConfig:
         return cls(**values, options=options)
 
     def __post_init__(self):
-        positive_integer("num_samples", self.num_samples)
-        positive_integer("steps", self.steps)
-        if self.top is not None and positive_integer("top", self.top) > self.num_samples and self.decode == "final":
+        for name, default in (("num_samples", SAMPLES), ("steps", STEPS)):  # auto's are set by the blanks
+            if getattr(self, name) is None and self.method != AUTO:
+                object.__setattr__(self, name, default)
+            if getattr(self, name) is not None:
+                positive_integer(name, getattr(self, name))
+        if self.decode is None:
+            object.__setattr__(self, "decode", "diverse" if self.method == AUTO else "visited")
+        if self.method == AUTO and self.anneal_from is not None:
+            raise InfillError(f"{AUTO} picks its own run, which is not annealed: drop --anneal-from or name a sampler")
+        if self.top is not None and positive_integer("top", self.top) > (self.num_samples or self.top) and \
+                self.decode == "final":
             raise InfillError(f"top ({self.top}) cannot exceed num_samples ({self.num_samples}) with final-state "
                               "decoding")
         if self.seed is not None:
@@ -170,6 +204,11 @@ class RunConfig:
                 raise InfillError(f"seed must be below 2**63, got {self.seed}")
         _choice("init", self.init, INITS)
         _choice("decode", self.decode, DECODES)
+        if self.budget is not None:
+            positive_integer("budget", self.budget)
+            if self.anneal_from is not None:
+                raise InfillError("a budget stops the chains when it is spent, so it cannot be annealed: drop "
+                                  "--anneal-from or --budget")
         if self.temperature is not None and _number("temperature", self.temperature) <= 0:
             raise InfillError(f"temperature must be positive, got {self.temperature!r}")
         if self.temperature is not None and self.temperature < MIN_TEMPERATURE:
@@ -195,10 +234,10 @@ class RunConfig:
                 _number(f"{self.method} option {key}", value)
         from .samplers import SAMPLERS, sampler_options
 
-        if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *BASELINES):
-            raise InfillError(f"unknown sampler {self.method!r}; choose from "
+        if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *BASELINES, AUTO):
+            raise InfillError(f"unknown sampler {self.method!r}; choose from {AUTO}, "
                               f"{', '.join(sorted(SAMPLERS))} or a baseline: {', '.join(BASELINES)}")
-        defaults = {} if self.is_baseline else sampler_options(self.method)
+        defaults = {} if self.is_baseline or self.method == AUTO else sampler_options(self.method)
         object.__setattr__(self, "options", check_hyperparameters(self.method, self.options, defaults))
 
     def __hash__(self) -> int:
@@ -219,10 +258,36 @@ class RunConfig:
         return self.method in BASELINES
 
     def make_sampler(self):
-        """The configured sampler (None for a baseline)."""
+        """The configured sampler (None for a baseline, and for ``auto`` until :meth:`for_blanks` resolves it)."""
         from .samplers import make_sampler
 
-        return None if self.is_baseline else make_sampler(self.method, **self.options)
+        return None if self.is_baseline or self.method == AUTO else make_sampler(self.method, **self.options)
+
+    def for_blanks(self, d: int) -> "RunConfig":
+        """The run for templates of ``d`` blank tokens: ``auto`` resolved (:data:`AUTO_CHAIN_BLANKS`), and a
+        one-pass method's draws set by the budget: each costs its passes after the shared first one and ``d``
+        masked copies to re-score it, the shared pass one sequence (at least ``top`` draws)."""
+        config = self
+        if self.method == AUTO:
+            chains = d <= AUTO_CHAIN_BLANKS
+            config = replace(self, method=AUTO_CHAINS["method"] if chains else AUTO_ORDER, init=AUTO_CHAINS["init"],
+                             num_samples=self.num_samples or AUTO_CHAINS["num_samples"],
+                             steps=self.steps or AUTO_CHAINS["steps"], budget=self.budget or AUTO_BUDGET_PER_BLANK * d)
+            if not chains and self.top is None:  # every draw is a sample: as many as asked
+                return replace(config, budget=None)
+        if config.is_baseline and config.budget is not None:
+            from .mlm_draws import FORWARDS
+
+            cost = max(1, FORWARDS[config.method](d) - 1 + d)
+            config = replace(config, num_samples=max(config.top or 1, (config.budget - 1) // cost))
+        return config
+
+    def for_words(self) -> "RunConfig":
+        """The run for templates with word blanks (the span sampler): ``auto`` takes the named methods' chains
+        and steps."""
+        if self.method != AUTO:
+            return self
+        return replace(self, num_samples=self.num_samples or SAMPLES, steps=self.steps or STEPS)
 
     def signature(self) -> dict:
         """The settings that reproduce a run (everything but ``top``), for diagnostics and reports."""
@@ -230,6 +295,7 @@ class RunConfig:
                 "temperature": self.token_temperature, "anneal_from": self.anneal_from, "decode": self.decode,
                 "seed": self.seed, "options": self.options,
                 **({"include": list(self.include)} if self.include else {}),
+                **({"budget": self.budget} if self.budget is not None else {}),
                 **({"blank_unit": self.blank_unit, "span_temperature": self.span_temperature}
                    if self.blank_unit != "token" else {})}
 

@@ -43,6 +43,10 @@ from .template import Template, parse
 from .vocabulary import sampleable_token_ids, spelled, word_piece_ids
 
 MAX_SEQUENCES = 512  # chains x blank tokens per batched sampler run
+RESCORE_PER_BLANK = 0.1
+"""With a budget, chains that compute no energies (plain ``gibbs``) keep back, for choosing the fillings, this
+share per blank token of the ``d`` masked copies of every distinct state they visited (at most all ``d``): the
+cached terms and ``top``'s bound spare the rest (measured on the tuning templates)."""
 WORD = re.compile(r"(?<![\w'’])\w+(?![\w'’])")  # a word that rewrite may change
 OnStep = Callable[[int, int], None]
 """``on_step(done, total)``, called after every sampler step of a run; an exception raised in it ends the run."""
@@ -50,8 +54,9 @@ OnStep = Callable[[int, int], None]
 
 @dataclass(frozen=True)
 class Prepared:
-    """Templates checked against one configuration: the stage before any model work. ``categories`` are
-    the tokens token blanks may take, ``pieces`` those word blanks may take (None without word blanks);
+    """Templates checked against one configuration: the stage before any model work. ``sampler`` is the
+    configuration's (None for a baseline or ``auto``, which :meth:`RunConfig.for_blanks` resolves per
+    shape); ``categories`` are the tokens token blanks may take, ``pieces`` those word blanks may take (None without word blanks);
     ``include`` is the include term of ``config.include`` for templates of token blanks, ``span_include``
     the words' forms as pieces for templates with word blanks (None without words)."""
 
@@ -76,10 +81,11 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int)
         templates.append(parse(text, tokenizer, max_length, config.blank_unit))
     categories = sampleable_token_ids(tokenizer, config.allow_subwords, config.forbid, config.allow_punctuation)
     sampler = config.make_sampler()
-    for template in templates if sampler is not None else ():
+    for template in (t for t in templates if t.fixed):
         try:
-            if template.fixed:
-                sampler.check_variables(template.num_blanks)
+            checked = sampler or config.for_blanks(template.num_blanks).make_sampler()
+            if checked is not None:
+                checked.check_variables(template.num_blanks)
         except InfillError as exc:
             raise InfillError(f"{exc} (template {quote(template.text)})") from None
     pieces, spans, fixed = None, None, [t for t in templates if t.fixed]
@@ -88,6 +94,9 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int)
         if config.is_baseline or config.anneal_from is not None:
             raise InfillError(f"template {quote(words[0].text)} has word blanks, which the span sampler fills: "
                               "use an MCMC method and no annealing (or token blanks)")
+        if config.budget is not None:
+            raise InfillError(f"template {quote(words[0].text)} has word blanks, whose span sampler runs --steps "
+                              "steps: drop --budget (or use token blanks)")
         pieces = word_piece_ids(tokenizer, config.forbid, config.allow_punctuation)
         if config.include:
             spans = include_pieces(tokenizer, pieces, config.include, min(sum(b.max for b in t.blanks) for t in words),
@@ -207,8 +216,8 @@ class Infiller:
         template, words, source = rewrite_template(text, self.tokenizer)
         config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed,
                                   **options)
-        if config.is_baseline:
-            raise InfillError(f"rewrite needs an MCMC sampler, not the baseline {config.method!r}")
+        if config.make_sampler() is None:
+            raise InfillError(f"rewrite needs an MCMC sampler, not {config.method!r}")
         prepared = self.prepare([template], config)
         categories = source_categories(prepared.categories, torch.tensor(source))
         runs = self.stream(prepared, progress=progress, on_step=on_step, terms=terms, rewrite=(categories, change))
@@ -246,11 +255,11 @@ class Infiller:
         alone = prepared.include is not None or bool(terms) or rewrite is not None
         fixed = [i for i, t in enumerate(prepared.templates) if t.fixed]
         batches = [[fixed[i] for i in batch] for batch in _batches(
-            [prepared.templates[i] for i in fixed], config.num_samples, 0 if alone else max_sequences)]
+            [prepared.templates[i] for i in fixed], config, 0 if alone else max_sequences)]
         batches += [[i] for i, t in enumerate(prepared.templates) if not t.fixed]
-        steps = 0 if prepared.sampler is None else config.steps
+        total = sum(_steps(prepared, prepared.templates[indices[0]]) for indices in batches)
         done: dict[int, InfillResult] = {}
-        ready, total, taken = 0, steps * len(batches), iter(range(1, steps * len(batches) + 1))
+        ready, taken = 0, iter(range(1, total + 1))
         from tqdm.auto import tqdm
 
         with tqdm(total=total, disable=not progress, delay=2, file=sys.stderr, unit="step",
@@ -277,7 +286,9 @@ class Infiller:
         """Stage 2 for the templates ``indices`` of one shape: chain starts and chains, or the masked LM's
         draws for a baseline; ``callback(t, state, info)`` after every step."""
         start = time.perf_counter()
-        config, group = prepared.config, [prepared.templates[i] for i in indices]
+        group = [prepared.templates[i] for i in indices]
+        config = prepared.config.for_blanks(group[0].num_blanks)
+        sampler = prepared.sampler if config is prepared.config else config.make_sampler()
         def energy(model: nn.Module) -> MaskedLMEnergy:
             return MaskedLMEnergy(model, torch.stack([t.input_ids for t in group]),
                                   torch.stack([t.blank_positions for t in group]), prepared.categories,
@@ -289,23 +300,36 @@ class Infiller:
         if prepared.include is not None or terms:
             target = constrained_energy(pll, terms, prepared.include)
         n = config.num_samples * len(group)
-        if prepared.sampler is None:
+        if sampler is None:
             x = mlm_draws.draw(pll, config.method, n, generator, config.token_temperature)
-            return Batch(group, config, None, pll, target, None, x, start, float32)
+            return Batch(group, config, None, pll, target, None, x, start, float32, x)
         if rewrite is not None:
             source, change = rewrite[0].to(self.device), rewrite[1]  # the chains go on from the calibration's
-            target, x = calibrate_closeness(target, source, change, prepared.sampler, chains=n,
+            target, x = calibrate_closeness(target, source, change, sampler, chains=n,
                                             steps=max(4, config.steps // 2), generator=generator, with_state=True)
         else:
             x = mlm_draws.draw(pll, config.init, n, generator, config.anneal_from or config.token_temperature)
-        trace = run_annealed(prepared.sampler, target, x, config.annealing_schedule(), generator, callback)
-        return Batch(group, config, prepared.sampler, pll, target, trace, trace.final_state.x, start, float32)
+        stop = None
+        if config.budget is not None:
+            d, seen = group[0].num_blanks, set(map(tuple, x.tolist()))
+
+            def stop(state) -> bool:  # the budget less what choosing the fillings will take
+                if state.energy.isnan().any():  # the states visited are still to score
+                    seen.update(map(tuple, state.x.tolist()))
+                    keep = len(seen) * d * min(1.0, RESCORE_PER_BLANK * d)
+                else:
+                    keep = d * (config.top or 1) * len(group)
+                return pll.sequences + keep >= config.budget * len(group)
+        trace = run_annealed(sampler, target, x, config.annealing_schedule(), generator, callback, stop)
+        if config.budget is not None and len(trace.samples) < config.steps:
+            config = dataclasses.replace(config, steps=len(trace.samples))
+        return Batch(group, config, sampler, pll, target, trace, trace.final_state.x, start, float32, x)
 
     def run_spans(self, prepared: Prepared, index: int, generator: torch.Generator,
                   callback: Optional[Callable] = None) -> SpanBatch:
         """Stage 2 for a template with word blanks: the span sampler's chains (:func:`infill.spans.sample_spans`:
         reversible-jump MH, or ``span_method="per-length"``: chains pinned at every combination of lengths)."""
-        start, config = time.perf_counter(), prepared.config
+        start, config = time.perf_counter(), prepared.config.for_words()
         trace = sample_spans(self.model, self.tokenizer, prepared.templates[index], prepared.pieces,
                              config.num_samples, config.steps, generator, config.span_temperature, config.init,
                              config.span_method, on_step=callback, include=prepared.span_include or ())
@@ -334,7 +358,15 @@ def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
     return "".join(pieces) + text[at:], words, source
 
 
-def _batches(templates: Sequence[Template], chains: int, max_sequences: int) -> list[list[int]]:
+def _steps(prepared: Prepared, template: Template) -> int:
+    """The most steps the run of ``template``'s batch takes (0 without chains)."""
+    if not template.fixed:
+        return prepared.config.for_words().steps
+    config = prepared.config.for_blanks(template.num_blanks)
+    return 0 if config.make_sampler() is None else config.steps
+
+
+def _batches(templates: Sequence[Template], config: RunConfig, max_sequences: int) -> list[list[int]]:
     """Indices of templates grouped by (length, blank tokens), each group cut so a run has at most
     ``max_sequences`` chains x blank tokens (at least one template per run)."""
     groups: dict[tuple[int, int], list[int]] = {}
@@ -342,6 +374,6 @@ def _batches(templates: Sequence[Template], chains: int, max_sequences: int) -> 
         groups.setdefault((t.length, t.num_blanks), []).append(i)
     batches = []
     for (_, d), members in groups.items():
-        size = max(1, max_sequences // (chains * d))  # max_sequences 0: one template per run
+        size = max(1, max_sequences // (config.for_blanks(d).num_samples * d))  # max_sequences 0: one per run
         batches += [members[j:j + size] for j in range(0, len(members), size)]
     return batches

@@ -1,7 +1,9 @@
 """Stage 3 of a run: from a batch's chains to each template's :class:`~infill.results.InfillResult`.
 
 The candidates of a template are its chains' final states, or with ``top`` and ``decode="visited"``
-every state visited after burn-in. They are deduplicated once, on tensors; the PLL is computed only for
+every state visited after burn-in, or with ``decode="diverse"`` every state the run scored: those, the chains'
+starts and the proposals a kernel scored (a rejected proposal was scored too), the kept ones chosen by
+:func:`spread` among the :data:`DIVERSE_POOL` x ``top`` best. They are deduplicated once, on tensors; the PLL is computed only for
 distinct candidates whose energy the run did not compute (plain ``gibbs`` never does), at most
 :data:`RESCORE_COPIES` masked copies per pass, and with ``top`` on the PLL alone only for those that may be
 among the best: the terms the cache of conditionals holds bound a candidate's PLL from above (the others
@@ -35,6 +37,10 @@ BOUND_SLACK = 1e-4
 FINALISTS = 2
 """With chains in bfloat16, ``top=k`` re-scores the ``FINALISTS * k`` best candidates in float32 and keeps
 the ``k`` best of those."""
+DIVERSE_POOL = 4
+"""``decode="diverse"`` keeps ``top=k`` fillings among the ``DIVERSE_POOL * k`` best candidates."""
+DIVERSE_MARGIN = 1.0
+"""``decode="diverse"``: candidates within this many nats of the best one not yet kept are comparable."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,8 @@ class Batch:
     template), the ``trace`` of the sampler's chains (None for a baseline) and the final states or draws
     ``x (G * n, d)``, template ``g`` owning the ``g``-th block of ``config.num_samples`` chains; ``start``
     is when the run began. ``float32`` is the PLL on the float32 model where the chains ran in a lower
-    precision: the reported fillings are chosen and their energies computed by it."""
+    precision: the reported fillings are chosen and their energies computed by it. ``starts`` are the chains'
+    first states (the draws themselves for a baseline)."""
 
     templates: list[Template]
     config: RunConfig
@@ -55,6 +62,7 @@ class Batch:
     x: Tensor
     start: float
     float32: Optional[MaskedLMEnergy] = None
+    starts: Optional[Tensor] = None
 
 
 def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -> list[InfillResult]:
@@ -71,7 +79,8 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
         exact = batch.float32 if batch.float32 is None or len(batch.templates) == 1 else batch.float32.template(g)
         counted = [energy] if exact is None else [energy, exact]
         before, hits_before = sum(e.sequences for e in counted), sum(e.cache_hits for e in counted)
-        states, values = _candidates(batch.x[block], trace, config)
+        states, values = _candidates(batch.x[block], trace, config, None if batch.starts is None else
+                                     batch.starts[block])
         rows, values = states.flatten(0, 1), values.flatten()  # row r is chain r % chains; values of the target
         if config.top is None:
             order, candidates = torch.arange(len(rows)), len(rows)
@@ -80,20 +89,25 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
             unique, inverse = torch.unique(rows, dim=0, return_inverse=True)
             first = torch.full((len(unique),), len(rows)).scatter_reduce(0, inverse, torch.arange(len(rows)), "amin")
             unique_values = values[first]
+            pool = config.top * (DIVERSE_POOL if config.decode == "diverse" else 1)
             if target is energy:
-                _fill_top(energy, unique, unique_values, config.top * (1 if exact is None else FINALISTS), bar)
+                _fill_top(energy, unique, unique_values, pool * (1 if exact is None else FINALISTS), bar)
             else:
                 _fill_missing(target, unique, unique_values, bar, energy.category_ids.device)
             values = unique_values[inverse]
             best = torch.sort(-unique_values, stable=True).indices  # unique rows are sorted: ties go to the
-            if exact is not None:  # smaller indices
-                best = best[:FINALISTS * config.top]
+            ranked = unique_values[best]  # smaller indices
+            if exact is not None:
+                best = best[:FINALISTS * pool]
                 if target is energy:
-                    best = best[torch.sort(-_values(exact, unique[best]), stable=True).indices]
+                    ranked, by = torch.sort(_values(exact, unique[best]), descending=True, stable=True)
+                    best = best[by]
+            if config.decode == "diverse":
+                best = best[:pool][spread(unique[best[:pool]], ranked[:pool], config.top)]
             order, candidates = first[best[:config.top]], len(unique)
-        from_visited = trace is not None and config.top is not None and config.decode == "visited"
-        if from_visited:  # the candidates are the visited states: their values go into the trace
-            tempered = values / config.token_temperature
+        from_visited = trace is not None and config.top is not None and config.decode != "final"
+        if from_visited:  # the visited states lead the candidates: their values go into the trace
+            tempered = values[:trace.energies[trace.burn_in:].numel()] / config.token_temperature
             trace.energies[trace.burn_in:] = tempered.view(-1, chains).to(trace.energies.device)
         reported = rows[order].to(energy.category_ids.device)
         terms = None if target is energy else {name: v.tolist() for name, v in target.terms(
@@ -110,7 +124,7 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
             samples.append(Sample(text, fills, tokens, ids.tolist(), plls[k], r % chains,
                                   None if terms is None else {name: v[k] for name, v in terms.items()}))
         if from_visited:
-            visited = rows
+            visited = rows[:trace.samples[trace.burn_in:].shape[0] * chains]
         else:
             visited = (batch.x[block][None] if trace is None else trace.samples[trace.burn_in:]).flatten(0, 1).cpu()
         diagnostics = _diagnostics(batch, trace, model_name, seed, candidates,
@@ -121,16 +135,36 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
     return results
 
 
-def _candidates(x: Tensor, trace: Optional[Trace], config: RunConfig) -> tuple[Tensor, Tensor]:
+def _candidates(x: Tensor, trace: Optional[Trace], config: RunConfig,
+                starts: Optional[Tensor]) -> tuple[Tensor, Tensor]:
     """The states ``(S, chains, d)`` ``top`` may choose from, with their energies ``(S, chains)`` at
-    temperature 1 (NaN where the run did not compute them)."""
+    temperature 1 (NaN where the run did not compute them); the visited states first."""
     if trace is None:
         return x[None].cpu(), torch.full((1, len(x)), math.nan)
     if config.top is None or config.decode == "final":
         states, values = trace.final_state.x[None], trace.final_state.energy[None]
     else:
         states, values = trace.samples[trace.burn_in:], trace.energies[trace.burn_in:]
+    if config.top is not None and config.decode == "diverse":
+        scored = [(states, values), (starts[None], torch.full_like(values[:1], math.nan))]
+        if trace.proposals is not None:
+            scored.append((trace.proposals[trace.burn_in:], trace.proposal_energies[trace.burn_in:]))
+        states, values = (torch.cat([part[i].to(states.device) for part in scored]) for i in (0, 1))
     return states.cpu(), (values * config.token_temperature).cpu()
+
+
+def spread(rows: Tensor, values: Tensor, k: int, margin: float = DIVERSE_MARGIN) -> Tensor:
+    """Indices of ``k`` of the candidates ``rows (m, d)``, ranked best first by ``values (m,)``, chosen for
+    quality and diversity: the best, then each time, among the candidates within ``margin`` of the best one
+    left, the one whose nearest kept filling differs from it in the most blanks (ties to the better). So no two
+    kept fillings differ in one blank while a comparable candidate differs from every kept one in more."""
+    left, kept = list(range(1, len(rows))), [0]
+    while left and len(kept) < k:
+        comparable = [i for i in left if values[i] >= values[left[0]] - margin] or left[:1]
+        nearest = (rows[comparable, None] != rows[None, kept]).sum(-1).amin(1)
+        kept.append(comparable[int(nearest.argmax())])
+        left.remove(kept[-1])
+    return torch.tensor(kept, dtype=torch.long)
 
 
 def _fill_missing(energy, rows: Tensor, values: Tensor, bar, device: torch.device) -> None:
@@ -201,5 +235,5 @@ def _diagnostics(batch: Batch, trace: Optional[Trace], model_name: str, seed: in
         burn_in=0 if trace is None else config.steps - trace.samples.shape[0] + trace.burn_in,
         evaluations=0 if trace is None else trace.evaluations,
         forwards=mlm_draws.FORWARDS[config.method if trace is None else config.init](d),
-        encoder_sequences=encoder_sequences, cache_hits=cache_hits, candidates=candidates,
+        encoder_sequences=encoder_sequences, cache_hits=cache_hits, candidates=candidates, budget=config.budget,
         seconds=time.perf_counter() - batch.start, batched_templates=len(batch.templates))

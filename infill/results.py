@@ -51,7 +51,9 @@ class Diagnostics:
     starts or baseline draws; ``encoder_sequences`` is the run's compute in sequences through the encoder
     (every masked copy of a forward pass, each backward pass counted again; starts, chains and re-scoring
     included; a batch's count shared evenly by its templates), ``cache_hits`` the masked copies the run asked
-    for that did not go through it (read from the cache of conditionals, or the same sequence of a pass); ``candidates`` is the number of distinct fillings ``top`` chose from;
+    for that did not go through it (read from the cache of conditionals, or the same sequence of a pass), ``budget``
+    the encoder sequences the run was given (None: its steps or draws as configured); ``candidates`` is the
+    number of distinct fillings ``top`` chose from;
     ``seconds`` is the wall time of the run, shared with the templates batched with it
     (``batched_templates``); ``energy`` names the energy of the samples (``pll``: over the blank tokens;
     word blanks: the span energy of :mod:`infill.spans`, e.g. ``word-l2r``, whole sentence)."""
@@ -77,6 +79,7 @@ class Diagnostics:
     batched_templates: int
     energy: str = "pll"
     cache_hits: int = 0
+    budget: Optional[int] = None
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -4,10 +4,12 @@
     python scripts/equal_compute.py check [--shard 0/2] [--ours 2-4=SPEC --ours 6-10=SPEC] [--frontier 2-4=N,6-10=N]
     python scripts/equal_compute.py report
 
-A candidate SPEC is ``sampler:CHAINSxSTEPS:init`` (e.g. ``gibbs:8x40:confident-first``), run at temperature 1
+A candidate SPEC is ``sampler:CHAINSxSTEPS:init`` (e.g. ``gibbs:8x40:confident-first``) or ``auto``, each with
+optional ``+key=value`` settings (``auto+decode=diverse``, ``gibbs:50x100:confident-first+budget=100d``: 100
+encoder sequences per blank token), run at temperature 1
 through ``infill.Infiller(...).sample(..., top=5)``; its compute is the result's ``encoder_sequences``. Each
 one-pass order (``sampler=<order>``, the distinct draws re-ranked by PLL) runs with the number of draws that
-:func:`infill.evaluation.compute.equal_sequences` finds for the encoder sequences of the row it is matched to.
+:func:`infill.evaluation.compute.matched` finds for the encoder sequences of the row it is matched to.
 
 - ``tune``: on the tuning half, every candidate of ``--grid`` at its own settings, and the one-pass orders
   (``--tune-orders``) matched once per (template, seed) to the sequences of the grid's first (the default).
@@ -37,6 +39,8 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from infill.config import AUTO, AUTO_BUDGET_PER_BLANK  # noqa: E402
 ORDERS = ("independent", "left-to-right", "confident-first", "random-order")
 DEFAULT = "gibbs:25x12:left-to-right"
 GRID = ",".join([DEFAULT, "gibbs:8x40:confident-first", "gibbs:50x6:confident-first", "gibbs-mh:25x12:confident-first",
@@ -77,11 +81,27 @@ def interleave(tasks: list[dict]) -> list[dict]:
     return [t for i in range(max(map(len, by_regime))) for group in by_regime for t in group[i:i + 1]]
 
 
-def parse_spec(spec: str, scale: float = 1.0) -> dict:
-    """``sampler:CxS:init`` as keyword arguments of ``Infiller.sample`` (steps times ``scale``, at least 1)."""
-    sampler, size, init = spec.split(":")
-    chains, steps = (int(v) for v in size.split("x"))
-    return {"sampler": sampler, "num_samples": chains, "steps": max(1, round(steps * scale)), "init": init}
+def parse_spec(spec: str, scale: float = 1.0, d: int = 1) -> dict:
+    """``sampler:CxS:init`` or ``auto``, each with optional ``+key=value`` settings (``budget=100d``: 100 per
+    blank token), as keyword arguments of ``Infiller.sample``. ``scale`` multiplies the budget where there is
+    one (``auto``'s default where it names none), else the steps (at least 1)."""
+    head, *settings = spec.split("+")
+    extra = dict(setting.split("=", 1) for setting in settings)
+    if "budget" in extra:
+        per_blank = extra["budget"].endswith("d")
+        extra["budget"] = int(extra["budget"].rstrip("d")) * (d if per_blank else 1)
+    if head == AUTO:
+        kwargs = {"sampler": AUTO}
+        if scale != 1.0:
+            extra["budget"] = extra.get("budget", AUTO_BUDGET_PER_BLANK * d)
+    else:
+        sampler, size, init = head.split(":")
+        chains, steps = (int(v) for v in size.split("x"))
+        kwargs = {"sampler": sampler, "num_samples": chains, "init": init,
+                  "steps": steps if "budget" in extra else max(1, round(steps * scale))}
+    if "budget" in extra:
+        extra["budget"] = max(1, round(extra["budget"] * scale))
+    return {**kwargs, **extra}
 
 
 def slug(text: str) -> str:
@@ -113,16 +133,11 @@ def measure(infiller, task: dict, seed: int, **kwargs) -> tuple[dict, object]:
 def run_order(infiller, task: dict, seed: int, order: str, budget: int, tries: int = 8) -> dict:
     """``order``'s draws, as many as spend ``budget`` encoder sequences (within half a draw's cost, or the
     closest of ``tries`` runs)."""
-    from infill.evaluation.compute import equal_sequences
-    from infill.mlm_draws import FORWARDS
+    from infill.evaluation.compute import matched
 
-    d = len(task["removed"])
-    draws, record, runs = equal_sequences(
-        lambda n: measure(infiller, task, seed, sampler=order, num_samples=n)[0],
-        lambda r: r["encoder_sequences"], budget, draw_cost=max(1, FORWARDS[order](d) - 1 + d), minimum=TOP,
-        tries=tries)
-    return {**record, "draws": draws, "budget": budget, "budget_runs": runs,
-            "ratio": record["encoder_sequences"] / budget}
+    record, match = matched(lambda n: measure(infiller, task, seed, sampler=order, num_samples=n)[0],
+                            lambda r: r["encoder_sequences"], budget, order, len(task["removed"]), TOP, tries)
+    return {**record, **match, "ratio": record["encoder_sequences"] / budget}
 
 
 def groups_for(phase: str, args) -> list[dict]:
@@ -166,9 +181,10 @@ def run_group(infiller, group: dict, phase: str, runs_dir: Path) -> None:
         name = row_name(spec, scale)
         path = where / f"{slug(name)}.json"
         if not path.exists():
-            record = measure(infiller, task, seed, **parse_spec(spec, scale))[0]
+            config = parse_spec(spec, scale, len(task["removed"]))
+            record = measure(infiller, task, seed, **config)[0]
             path.write_text(json.dumps({**base, "row": name, "kind": "candidate", "spec": spec,
-                                        "config": parse_spec(spec, scale), **record}))
+                                        "config": config, **record}))
             log(f"{phase} {task['id']} s{seed} {name}: {record['encoder_sequences']} seqs {record['seconds']:.1f}s")
         budgets[spec] = json.loads(path.read_text())["encoder_sequences"]
     reference = row_name(group["reference"], scale)

@@ -125,7 +125,7 @@ LONG_TEXT = "".join(f"Sentence number {i} tells something new about the topic at
 
 
 @pytest.mark.parametrize("argv", [
-    ["sample", "a [MASK] day [MASK] .", "--model", "{model}", "--steps", "1000000", "-q"],
+    ["sample", "a [MASK] day [MASK] .", "--model", "{model}", "--sampler", "gibbs", "--steps", "1000000", "-q"],
     ["summarize", "{dir}/doc.txt", "--sampler", "mana", "--steps", "1000000", "--sentences", "2"],
     ["eval-summarization", "--limit", "1", "--methods", "una", "--steps", "1000000", "--output", "{dir}/r", "--quiet"],
 ], ids=["sample", "summarize", "eval-summarization"])

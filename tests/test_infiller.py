@@ -42,7 +42,7 @@ def test_the_default_temperature_depends_on_the_blanks():
     assert default.signature()["temperature"] == 1.0 and "span_temperature" not in default.signature()
     assert RunConfig(blank_unit="word").signature()["span_temperature"] == 0.5
     with pytest.raises(InfillError, match="anneal_from .* must be above the temperature"):
-        RunConfig(anneal_from=0.9)
+        RunConfig(method="gibbs", anneal_from=0.9)
 
 
 def test_energy_is_the_pll_of_the_final_state(infiller):
@@ -325,7 +325,7 @@ def test_annealing_runs_stages_and_keeps_only_the_last(infiller):
     d = result.diagnostics
     assert (d.steps, d.burn_in, result.trace.samples.shape[0]) == (12, 4, 8)
     with pytest.raises(InfillError, match="must be above the temperature"):
-        infiller.sample(TEMPLATE, steps=12, temperature=0.5, anneal_from=0.5)
+        infiller.sample(TEMPLATE, "gibbs", steps=12, temperature=0.5, anneal_from=0.5)
 
 
 def test_tuned_step_size_survives_the_split_into_templates(infiller):

@@ -18,6 +18,7 @@ from conftest import tiny_bert  # noqa: E402
 
 from infill import Infiller  # noqa: E402
 from infill.cli import main  # noqa: E402
+from infill.config import STEPS  # noqa: E402
 from infill.cli.rewrite import source_bleu  # noqa: E402
 from infill.serve import create_app  # noqa: E402
 from infill.serve.app import shown_name  # noqa: E402
@@ -280,8 +281,10 @@ def test_page_and_info(url):
     with urllib.request.urlopen(url + "/static/page.js", timeout=10) as response:
         assert "/api/jobs" in response.read().decode()
     status, info = request(url + "/api/info")
-    assert status == 200 and info["defaults"]["method"] == "gibbs" and "left-to-right" in info["methods"]
-    assert info["fast"]["steps"] < info["defaults"]["steps"] and info["rewrite"]["sampler"] == "gibbs-mh"
+    assert status == 200 and info["defaults"]["method"] == "auto"
+    assert "auto" in info["methods"] and "left-to-right" in info["methods"]
+    assert info["fast"]["steps"] < STEPS and info["defaults"]["steps"] is None  # auto: until its budget is spent
+    assert info["rewrite"]["sampler"] == "gibbs-mh"
     assert set(info["examples"]) == {"fill", "rewrite", "score", "rank"}
 
 

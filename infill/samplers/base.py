@@ -63,19 +63,24 @@ class StepInfo:
     """Per-chain diagnostics of one step: ``accepted (B,)``, ``hops (B,)`` (coordinates changed),
     ``evaluations`` (energy evaluations per chain, value or value-and-gradient), and of the proposal:
     ``proposed_hops (B,)`` and ``accept_prob (B,)``, its Metropolis-Hastings acceptance probability
-    (computed for unadjusted samplers too, which accept regardless)."""
+    (computed for unadjusted samplers too, which accept regardless); ``proposal (B, d)`` and its
+    ``proposal_energy (B,)`` where the step scored a proposal (NaN where it did not compute it)."""
 
     accepted: Tensor
     hops: Tensor
     evaluations: int
     proposed_hops: Tensor
     accept_prob: Tensor
+    proposal: Optional[Tensor] = None
+    proposal_energy: Optional[Tensor] = None
 
 
 @dataclass
 class Trace:
     """What a run produced. ``samples (steps, B, d)`` is the state after each step; ``burn_in`` the number of
-    first steps spent adapting (0 when nothing adapts): from then on the kernel is fixed and exact."""
+    first steps spent adapting (0 when nothing adapts): from then on the kernel is fixed and exact.
+    ``proposals`` and ``proposal_energies`` hold each step's proposals where the kernel reports them (None
+    otherwise): a rejected proposal was scored too."""
 
     samples: Tensor
     energies: Tensor
@@ -84,6 +89,8 @@ class Trace:
     evaluations: int
     final_state: State
     burn_in: int = 0
+    proposals: Optional[Tensor] = None
+    proposal_energies: Optional[Tensor] = None
 
     @property
     def acceptance_rate(self) -> float:
@@ -96,9 +103,12 @@ class Trace:
 
     def select(self, chains) -> "Trace":
         """The trace of the chains ``chains`` (a slice, index tensor or mask over ``B``)."""
+        proposals = None if self.proposals is None else self.proposals[:, chains]
+        proposal_energies = None if self.proposal_energies is None else self.proposal_energies[:, chains]
         return dataclasses.replace(self, samples=self.samples[:, chains], energies=self.energies[:, chains],
                                    accepted=self.accepted[:, chains], hops=self.hops[:, chains],
-                                   final_state=self.final_state.select(chains))
+                                   final_state=self.final_state.select(chains), proposals=proposals,
+                                   proposal_energies=proposal_energies)
 
 
 def sample_categorical(logits: Tensor, generator: Optional[torch.Generator]) -> Tensor:
@@ -135,7 +145,7 @@ def mh_transition(state: State, y: Tensor, y_energy: Tensor, y_scores: Optional[
     x = per_chain(accept, y, state.x)
     scores = None if y_scores is None else per_chain(accept, y_scores, state.scores)
     new_state = dataclasses.replace(state, x=x, energy=per_chain(accept, y_energy, state.energy), scores=scores)
-    info = StepInfo(accept, (x != state.x).sum(-1), evaluations, (y != state.x).sum(-1), accept_prob)
+    info = StepInfo(accept, (x != state.x).sum(-1), evaluations, (y != state.x).sum(-1), accept_prob, y, y_energy)
     return new_state, info
 
 
@@ -186,22 +196,29 @@ class Sampler:
         steps: int,
         generator: Optional[torch.Generator] = None,
         callback: Optional[Callable[[int, State, StepInfo], None]] = None,
+        stop: Optional[Callable[[State], bool]] = None,
     ) -> Trace:
-        """Run ``steps`` steps from ``x0 (B, d)``; ``callback(t, state, info)`` after each (e.g. progress)."""
+        """Run ``steps`` steps from ``x0 (B, d)``, or fewer where ``stop(state)`` says so after a step (e.g. a
+        budget spent); ``callback(t, state, info)`` after each (e.g. progress)."""
         if steps <= 0:
             raise InfillError(f"steps must be positive, got {steps}")
         state = self.init(energy, x0, steps)
         evaluations = self.init_evaluations(energy, state.x.shape[1], state.num_categories)
-        samples, energies, accepted, hops = [], [], [], []
+        samples, energies, accepted, hops, proposals, proposal_energies = [], [], [], [], [], []
         for t in range(steps):
             state, info = self.step(energy, state, generator)
             samples.append(state.x)
             energies.append(state.energy)
             accepted.append(info.accepted)
             hops.append(info.hops)
+            proposals.append(info.proposal)
+            proposal_energies.append(info.proposal_energy)
             evaluations += info.evaluations
             if callback is not None:
                 callback(t, state, info)
+            if stop is not None and stop(state):
+                break
+        proposed = all(p is not None for p in proposals)
         return Trace(
             samples=torch.stack(samples),
             energies=torch.stack(energies),
@@ -209,7 +226,9 @@ class Sampler:
             hops=torch.stack(hops),
             evaluations=evaluations,
             final_state=state,
-            burn_in=0 if state.tuning is None else min(state.tuning.burn_in, steps),
+            burn_in=0 if state.tuning is None else min(state.tuning.burn_in, len(samples)),
+            proposals=torch.stack(proposals) if proposed else None,
+            proposal_energies=torch.stack(proposal_energies) if proposed else None,
         )
 
     def hyperparameters(self) -> dict:

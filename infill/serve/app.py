@@ -31,7 +31,7 @@ from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..config import BASELINES, RunConfig
+from ..config import AUTO, BASELINES, RunConfig
 from ..errors import InfillError
 from .queue import QueueFull, RunQueue, Stopped
 from .tasks import REWRITE_DEFAULTS, TASKS
@@ -113,10 +113,10 @@ def create_app(infiller, queue_size: int = 32, time_limit: float = 60.0, max_bod
     async def info(request: Request):
         from ..samplers import SAMPLERS
 
-        defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)
-                    if f.name in ("method", "num_samples", "steps", "top", "seed", "temperature")}
+        config = RunConfig.create()
+        defaults = {name: getattr(config, name) for name in ("method", "num_samples", "steps", "top", "seed", "temperature")}
         return JSONResponse({"model": shown_name(infiller.model_name), "defaults": defaults, "fast": FAST,
-                             "rewrite": REWRITE_DEFAULTS, "methods": [*sorted(SAMPLERS), *BASELINES],
+                             "rewrite": REWRITE_DEFAULTS, "methods": [AUTO, *sorted(SAMPLERS), *BASELINES],
                              "examples": EXAMPLES,
                              "limits": {"queue": queue_size, "seconds": time_limit, "body_bytes": max_body}})
 

@@ -102,7 +102,7 @@ def _config(options: dict) -> RunConfig:
         raise
     except (TypeError, ValueError) as exc:  # e.g. "options" that is not an object
         raise InfillError(f"bad run options: {exc}") from None
-    if config.num_samples > MAX_SAMPLES:
+    if (config.num_samples or 0) > MAX_SAMPLES:
         raise InfillError(f"this server takes at most {MAX_SAMPLES} samples per request, got {config.num_samples}")
     return config
 

@@ -1,0 +1,108 @@
+"""The default method ``auto``, a budget in encoder sequences, and ``decode="diverse"`` (issue 33)."""
+import pytest
+import torch
+
+from infill import Infiller
+from infill.config import AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_CHAINS, AUTO_ORDER, RunConfig
+from infill.errors import InfillError
+from infill.postprocess import spread
+from infill.samplers.base import Trace
+
+TWO = "The [MASK] sat on the [MASK]."
+SIX = "The [MASK] of the [MASK] was [MASK] by the [MASK] in [MASK] [MASK]."
+
+
+@pytest.fixture(scope="module")
+def infiller(tiny_model_dir):
+    return Infiller(model=str(tiny_model_dir))
+
+
+def test_auto_resolves_by_the_number_of_blanks():
+    config = RunConfig.create(top=5)
+    assert config.method == "auto" and config.num_samples is None and config.decode == "diverse"
+    chains = config.for_blanks(AUTO_CHAIN_BLANKS)
+    assert (chains.method, chains.init, chains.num_samples) == ("gibbs", "confident-first", 50)
+    assert chains.budget == AUTO_BUDGET_PER_BLANK * AUTO_CHAIN_BLANKS
+    draws = config.for_blanks(6)
+    assert draws.method == AUTO_ORDER and draws.budget == AUTO_BUDGET_PER_BLANK * 6
+    assert draws.num_samples == (draws.budget - 1) // (6 - 1 + 6)  # each draw: 5 passes after the shared one, 6 to score
+    assert RunConfig.create(num_samples=7).for_blanks(6).num_samples == 7  # without top every draw is a sample
+    assert RunConfig.create(method="gibbs").num_samples == 25 and RunConfig.create(method="gibbs").steps == 12
+    assert RunConfig.create(num_samples=3, steps=2).for_blanks(2).num_samples == 3
+    words = RunConfig.create().for_words()  # word blanks: the span sampler at the named methods' defaults
+    assert (words.num_samples, words.steps) == (25, 12)
+
+
+def test_a_one_pass_method_spends_its_budget(infiller):
+    small = infiller.sample(SIX, "left-to-right", top=3, seed=0, budget=120)
+    large = infiller.sample(SIX, "left-to-right", top=3, seed=0, budget=480)
+    for result, budget in ((small, 120), (large, 480)):
+        d = result.diagnostics
+        assert d.budget == budget and d.num_samples == (budget - 1) // 11
+        assert d.encoder_sequences <= budget
+    assert large.diagnostics.encoder_sequences > 2 * small.diagnostics.encoder_sequences
+
+
+@pytest.mark.parametrize("sampler", ["gibbs", "gibbs-mh"])
+def test_chains_stop_when_the_budget_is_spent(infiller, sampler):
+    runs = {budget: infiller.sample(TWO, sampler, num_samples=8, steps=200, top=3, seed=0, budget=budget)
+            for budget in (60, 240)}
+    for budget, result in runs.items():
+        d = result.diagnostics
+        assert d.budget == budget and 1 <= d.steps < 200 and len(result.trace.samples) == d.steps
+        assert d.encoder_sequences <= 1.5 * budget
+    assert runs[240].diagnostics.steps > runs[60].diagnostics.steps
+    unbudgeted = infiller.sample(TWO, sampler, num_samples=8, steps=runs[60].diagnostics.steps, top=3, seed=0)
+    assert [s.fills for s in unbudgeted.samples] == [s.fills for s in runs[60].samples]  # the same chains, cut
+
+
+def test_auto_runs_chains_or_draws(infiller):
+    two = infiller.sample(TWO, top=5, seed=0)
+    assert two.diagnostics.sampler == "gibbs" and two.diagnostics.init == "confident-first"
+    assert two.diagnostics.budget == 2 * AUTO_BUDGET_PER_BLANK
+    six = infiller.sample(SIX, top=5, seed=0)
+    assert six.diagnostics.sampler == AUTO_ORDER and six.diagnostics.steps == 0
+    assert infiller.sample(SIX, top=5, seed=0).samples == six.samples
+    assert len(infiller.sample(SIX, num_samples=4, seed=0).samples) == 4
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"budget": 0}, "budget must be a positive integer"),
+    ({"budget": 100, "sampler": "gibbs", "anneal_from": 2.0, "steps": 8}, "cannot be annealed"),
+    ({"sampler": "auto", "anneal_from": 2.0}, "auto picks its own run"),
+])
+def test_bad_budgets(infiller, kwargs, message):
+    with pytest.raises(InfillError, match=message):
+        infiller.sample(TWO, **kwargs)
+
+
+def test_word_blanks_refuse_a_budget(infiller):
+    with pytest.raises(InfillError, match="drop --budget"):
+        infiller.sample("The [MASK*?] sat.", budget=100)
+
+
+def test_spread_prefers_a_comparable_filling_that_differs_more():
+    rows = torch.tensor([[0, 0, 0], [0, 0, 1], [1, 1, 0], [2, 2, 2]])
+    values = torch.tensor([-1.0, -1.1, -1.5, -9.0])
+    assert spread(rows, values, 2).tolist() == [0, 2]  # row 1 differs in one blank, row 2 in two
+    assert spread(rows, values, 2, margin=0.2).tolist() == [0, 1]  # row 2 is not comparable within 0.2
+    assert spread(rows, values, 4).tolist() == [0, 2, 1, 3]
+
+
+def test_diverse_decoding_reads_starts_and_scored_proposals(infiller):
+    visited = infiller.sample(TWO, "gibbs-mh", num_samples=6, steps=4, top=5, seed=0)
+    diverse = infiller.sample(TWO, "gibbs-mh", num_samples=6, steps=4, top=5, seed=0, decode="diverse")
+    assert diverse.diagnostics.candidates > visited.diagnostics.candidates
+    near = lambda result: [sum(a != b for a, b in zip(x.token_ids, y.token_ids))  # noqa: E731
+                           for i, x in enumerate(result.samples) for y in result.samples[:i]]
+    assert min(near(diverse)) >= min(near(visited))
+
+
+def test_the_trace_keeps_every_scored_proposal(infiller):
+    energy_run = infiller.sample(TWO, "gibbs-mh", num_samples=4, steps=5, seed=0)
+    trace: Trace = energy_run.trace
+    assert trace.proposals.shape == trace.samples.shape
+    accepted = trace.accepted
+    assert torch.equal(trace.proposals[accepted], trace.samples[accepted])
+    assert torch.isfinite(trace.proposal_energies).all()
+    assert torch.equal(trace.proposal_energies[accepted], trace.energies[accepted])
