@@ -9,9 +9,9 @@ __all__ = ["Infiller", "InfillResult"]
 
 def __getattr__(name: str):
     if name == "Infiller":
-        from .infiller import Infiller
+        from .pipeline.infiller import Infiller
         return Infiller
     if name == "InfillResult":
-        from .results import InfillResult
+        from .pipeline.results import InfillResult
         return InfillResult
     raise AttributeError(f"module 'infill' has no attribute {name!r}")

@@ -28,7 +28,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertFo
 
 from infill.energies import MaskedLMEnergy, one_hot, value_and_grad
 from infill.samplers import make_sampler
-from infill.vocabulary import sampleable_token_ids
+from infill.text.vocabulary import sampleable_token_ids
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_metrics import corpus_bleu_timing  # noqa: E402
@@ -146,7 +146,7 @@ def held_out_templates(count: int, seed: int = 7) -> list[str]:
 def pipeline_overhead(device: str, count: int) -> dict:
     """Wall time per encoder sequence of the default run over left-to-right's, interleaved per template."""
     from infill import Infiller
-    from infill.config import RunConfig
+    from infill.pipeline.config import RunConfig
 
     infiller = Infiller(str(DEV_MODEL), device=device)
     rows = {"default": RunConfig.create(top=5, seed=0), "left-to-right": RunConfig.create(

@@ -23,7 +23,7 @@ from infill.evaluation import load_protocol
 from infill.evaluation.corpora import load_corpus
 from infill.evaluation.tables import fmt, table
 from infill.evaluation.tasks import make_tasks, references
-from infill.signature import library_versions
+from infill.pipeline.signature import library_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "eval" / "dlp-table3-minilm"

@@ -1,5 +1,5 @@
 """Cost of the prediction head per masked-LM family: the PLL energy's value_and_grad at real-size shapes
-(random weights, no download) with the family's head run only at the blank slots (``infill.models.HEADS``),
+(random weights, no download) with the family's head run only at the blank slots (``infill.lm.models.HEADS``),
 against the same head collected into one module (the single-module case, the goal is within 1.1x) and
 against the full-logits fallback of an unknown architecture.
 

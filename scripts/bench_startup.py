@@ -81,15 +81,15 @@ def probe(model: str, template: str) -> None:
         marks[stage] = {"wall": wall - clock[0], "cpu": cpu - clock[1]}
         clock[:] = [wall, cpu]
 
-    from infill.cli.sample import cli_options
     from infill.cli import build_parser
+    from infill.cli.sample import cli_options
 
     args = build_parser("sample").parse_args(["sample", template, "--model", model, *OPTIONS])
-    from infill.config import RunConfig
+    from infill.pipeline.config import RunConfig
     config = RunConfig.create(**cli_options(args))
     mark(STAGES[0])
-    from infill import models
-    from infill.infiller import Infiller, prepare
+    from infill.lm import models
+    from infill.pipeline.infiller import Infiller, prepare
     tokenizer = models.load_tokenizer(model)
     model_config = models.load_config(model)
     mark(STAGES[1])

@@ -41,7 +41,6 @@ from typing import Optional
 import torch
 
 from infill import Infiller
-from infill.config import RunConfig
 from infill.constraints import include_term, source_categories
 from infill.energies import MaskedLMEnergy, one_hot
 from infill.energies.base import evaluate
@@ -49,10 +48,11 @@ from infill.evaluation.corpora import normalize
 from infill.evaluation.report import EVAL_PACKAGES
 from infill.evaluation.tables import fmt, mean_defined, signature_block, table
 from infill.evaluation.tasks import Task
-from infill.infiller import rewrite_template
+from infill.lm.mlm_draws import FORWARDS, draw
 from infill.metrics import self_bleu
-from infill.mlm_draws import FORWARDS, draw
-from infill.signature import library_versions
+from infill.pipeline.config import RunConfig
+from infill.pipeline.infiller import rewrite_template
+from infill.pipeline.signature import library_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = {"wt103": ("wiki103.5k.txt", "wikitext103"), "tbc": ("tbc.5k.txt", "tbc")}

@@ -40,7 +40,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from infill.config import AUTO, AUTO_BUDGET_PER_BLANK  # noqa: E402
+from infill.pipeline.config import AUTO, AUTO_BUDGET_PER_BLANK  # noqa: E402
 ORDERS = ("independent", "left-to-right", "confident-first", "random-order")
 DEFAULT = "gibbs:25x12:left-to-right"
 GRID = ",".join([DEFAULT, "gibbs:8x40:confident-first", "gibbs:50x6:confident-first", "gibbs-mh:25x12:confident-first",
@@ -154,7 +154,7 @@ def groups_for(phase: str, args) -> list[dict]:
         for seed in args.seeds:
             for task in interleave(tasks):
                 spec = args.ours[task["regime"]]
-                groups.append({"task": task, "seed": seed, "scale": 1.0, "candidates": [spec], "orders": list(ORDERS),
+                groups.append({"task": task, "seed": seed, "scale": 1.0, "candidates": [spec], "orders": [] if args.no_orders else list(ORDERS),
                                "reference": spec, "tries": args.tries})
         frontier = spread(tasks, args.frontier, args.frontier_ids)
         for task in frontier:
@@ -477,6 +477,8 @@ def main() -> int:
     parser.add_argument("--grid", default=GRID, help="tune: candidate specs, comma-separated; the orders are "
                         "matched to the first (the default's)")
     parser.add_argument("--tune-orders", default="left-to-right,confident-first,random-order")
+    parser.add_argument("--no-orders", action="store_true", help="check: run --ours only (another row beside the "
+                        "orders already run for the same templates and seeds)")
     parser.add_argument("--tries", type=int, default=8, help="runs the search of an order's draws may take "
                         "(equal_sequences; the closest is kept)")
     parser.add_argument("--ours", action="append", default=[],

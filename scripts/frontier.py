@@ -35,7 +35,6 @@ from pathlib import Path
 import torch
 
 from infill import Infiller
-from infill.config import RunConfig
 from infill.evaluation.compute import SUFFIX, Measure, compare, describe, matched
 from infill.evaluation.corpora import load_corpus
 from infill.evaluation.protocol import load_protocol
@@ -43,7 +42,8 @@ from infill.evaluation.report import EVAL_PACKAGES
 from infill.evaluation.tables import fmt, mean_defined, signature_block, table
 from infill.evaluation.tasks import make_tasks, references
 from infill.metrics import ReferenceCorpus, corpus_bleu, self_bleu
-from infill.signature import library_versions
+from infill.pipeline.config import RunConfig
+from infill.pipeline.signature import library_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = "independent,left-to-right,argmax,gibbs,gibbs-mh,gwg,dmala,dula"

@@ -108,10 +108,10 @@ def drawn(infiller, text: str, seed: int, budget: int) -> tuple[dict, dict]:
     """``l2r-reranked`` and ``mask-predict`` (module docstring): rounds of left-to-right draws at every length
     while the draws and the span energy of the distinct new ones fit in ``budget`` encoder sequences. The
     draws' seconds and sequences count for both rows, the span energy's for ``l2r-reranked`` only."""
-    from infill.config import RunConfig
+    from infill.pipeline.config import RunConfig
     from infill.spans.fills import Fills
     from infill.spans.sample import draw_starts, span_energy, span_space
-    from infill.template import fill_pieces
+    from infill.text.template import fill_pieces
 
     begin = time.perf_counter()
     tokenizer = infiller.tokenizer
@@ -199,7 +199,7 @@ def common_energy(infiller, wildcard: str, rows: dict) -> str:
     into ``row["common"]``; returns the energy's name."""
     from infill.spans.fills import EMPTY, Fills
     from infill.spans.sample import span_energy, span_space
-    from infill.template import parse
+    from infill.text.template import parse
 
     tokenizer = infiller.tokenizer
     ids = [tokenizer(f, add_special_tokens=False)["input_ids"] for row in rows.values() for f in row["fills"]]
@@ -377,7 +377,7 @@ def table_lines(table: dict) -> list[str]:
 
 
 def write_report(out: Path, done: list[dict], args, planned: int) -> None:
-    from infill.signature import library_versions
+    from infill.pipeline.signature import library_versions
 
     table, c = summarise(done)
     versions = ", ".join(f"{k} {v}" for k, v in library_versions(("torch", "transformers")).items())

@@ -30,7 +30,7 @@ def run(args, out: Path) -> None:
     from spans_calibration import tasks_from
 
     from infill import Infiller
-    from infill.config import RunConfig
+    from infill.pipeline.config import RunConfig
     from infill.spans.fills import Fills
     from infill.spans.sample import sample_spans, span_energy, span_space
 

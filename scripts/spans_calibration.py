@@ -49,10 +49,10 @@ def tasks_from(corpus: Path, count: int, seed: int) -> list[tuple[str, str, int]
 
 def candidate_scores(model, tokenizer, text: str, categories, draws: int, generator) -> dict:
     """Lengths ``(N,)`` of the candidates and, per form, their scores ``(N,)`` and the copies they cost."""
-    from infill.scoring import token_scores
+    from infill.lm.scoring import token_scores
     from infill.spans.fills import SpanSpace
     from infill.spans.sample import draw_starts, span_energy, span_space
-    from infill.template import parse
+    from infill.text.template import parse
 
     template = parse(text, tokenizer, 512, blank_unit="word")
     space = span_space(template, tokenizer, categories, 4 * draws)
@@ -108,8 +108,8 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="read the scored candidates from the .json of --out")
     parser.add_argument("--out", default="eval/spans-calibration.md")
     args = parser.parse_args()
-    from infill.models import load
-    from infill.vocabulary import word_piece_ids
+    from infill.lm.models import load
+    from infill.text.vocabulary import word_piece_ids
 
     model, tokenizer = load(args.model)
     categories = word_piece_ids(tokenizer)
@@ -149,8 +149,8 @@ def sampler_run(model, tokenizer, categories, rows: list[dict], method: str, opt
     seconds per task of the top filling of :func:`sample_spans` (per-length: a quarter of the chains at each of
     the 4 lengths)."""
     from infill.spans import sample_spans
-    from infill.template import parse
-    from infill.vocabulary import piece_kinds
+    from infill.text.template import parse
+    from infill.text.vocabulary import piece_kinds
 
     generator = torch.Generator().manual_seed(args.seed)
     chosen, several, sequences, begin = [], 0, 0, time.perf_counter()
@@ -170,7 +170,7 @@ def sampler_run(model, tokenizer, categories, rows: list[dict], method: str, opt
 
 
 def write(path: Path, args, rows, table, fixed, seconds: float, runs: list[dict]) -> None:
-    from infill.signature import library_versions
+    from infill.pipeline.signature import library_versions
 
     counts = [sum(r["true"] == n for r in rows) for n in range(1, 5)]
     versions = ", ".join(f"{k} {v}" for k, v in library_versions(("torch", "transformers")).items())

@@ -3,9 +3,9 @@ import pytest
 import torch
 
 from infill import Infiller
-from infill.config import AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_CHAINS, AUTO_ORDER, RunConfig
 from infill.errors import InfillError
-from infill.postprocess import spread
+from infill.pipeline.config import AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_CHAINS, AUTO_ORDER, RunConfig
+from infill.pipeline.postprocess import spread
 from infill.samplers.base import Trace
 
 TWO = "The [MASK] sat on the [MASK]."
@@ -19,12 +19,12 @@ def infiller(tiny_model_dir):
 
 def test_auto_resolves_by_the_number_of_blanks():
     config = RunConfig.create(top=5)
-    assert config.method == "auto" and config.num_samples is None and config.decode == "diverse"
+    assert config.method == "auto" and config.num_samples is None and config.decode is None
     chains = config.for_blanks(AUTO_CHAIN_BLANKS)
-    assert (chains.method, chains.init, chains.num_samples) == ("gibbs", "confident-first", 50)
+    assert (chains.method, chains.init, chains.num_samples, chains.decode) == ("gibbs", "confident-first", 50, "diverse")
     assert chains.budget == AUTO_BUDGET_PER_BLANK * AUTO_CHAIN_BLANKS
     draws = config.for_blanks(6)
-    assert draws.method == AUTO_ORDER and draws.budget == AUTO_BUDGET_PER_BLANK * 6
+    assert draws.method == AUTO_ORDER and draws.budget == AUTO_BUDGET_PER_BLANK * 6 and draws.decode == "visited"
     assert draws.num_samples == (draws.budget - 1) // (6 - 1 + 6)  # each draw: 5 passes after the shared one, 6 to score
     assert RunConfig.create(num_samples=7).for_blanks(6).num_samples == 7  # without top every draw is a sample
     assert RunConfig.create(method="gibbs").num_samples == 25 and RunConfig.create(method="gibbs").steps == 12

@@ -2,9 +2,10 @@
 import pytest
 import torch
 
-from infill import Infiller, models
+from infill import Infiller
 from infill.energies import MaskedLMEnergy, evaluate, one_hot
 from infill.energies.conditionals import ConditionalCache
+from infill.lm import models
 
 TEMPLATE = "the [MASK] sat on the [MASK] by the [MASK] ."
 

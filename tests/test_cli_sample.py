@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from infill.cli import main
-from infill.config import RunConfig
+from infill.pipeline.config import RunConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -142,7 +142,7 @@ def test_the_bound_is_above_the_energy_and_equal_once_every_term_is_held(model):
 
 def test_top_skips_only_candidates_that_cannot_be_among_the_best(bert_tokenizer, monkeypatch):
     """A tiny BERT peaked enough that some visited states are ruled out by the terms their chain computed."""
-    from infill import postprocess
+    from infill.pipeline import postprocess
 
     infiller = Infiller(tiny_bert(init=0.5), tokenizer=bert_tokenizer)
     template = "the [MASK] sat on the [MASK] by the [MASK] ."

@@ -12,7 +12,7 @@ from infill.energies.exact import all_states, exact_distribution
 from infill.energies.tempered import Tempered
 from infill.errors import InfillError
 from infill.samplers import SAMPLERS, make_sampler, run_annealed
-from infill.vocabulary import sampleable_token_ids
+from infill.text.vocabulary import sampleable_token_ids
 
 from conftest import tiny_bert
 

@@ -7,8 +7,8 @@ from transformers import AutoModelForMaskedLM
 from infill.constraints import calibrate_closeness, constrained_energy, include_term, source_categories
 from infill.energies import MaskedLMEnergy
 from infill.samplers import make_sampler
-from infill.template import parse
-from infill.vocabulary import sampleable_token_ids
+from infill.text.template import parse
+from infill.text.vocabulary import sampleable_token_ids
 
 pytestmark = pytest.mark.slow
 

@@ -407,8 +407,8 @@ def test_equal_sequences_never_goes_below_the_minimum():
 @pytest.mark.parametrize("minimum", [1, 5])
 def test_matched_picks_the_draws_of_the_drivers_own_searches(method, blanks, budget, minimum):
     """The search as ``infill eval`` (runner) and scripts/equal_compute.py ran it before sharing ``matched``."""
-    from infill.config import BASELINES
-    from infill.mlm_draws import FORWARDS
+    from infill.lm.mlm_draws import FORWARDS
+    from infill.pipeline.config import BASELINES
     from infill.samplers import SAMPLERS
 
     def run(n: int) -> dict:

@@ -9,9 +9,9 @@ import transformers as tf
 from infill import Infiller
 from infill.energies import MaskedLMEnergy, evaluate, one_hot
 from infill.errors import InfillError
-from infill.template import fill_pieces, parse
-from infill.vocabulary import (continuation_pieces, piece_kinds, sampleable_token_ids, token_words, word_piece_ids,
-                               word_start_a)
+from infill.text.template import fill_pieces, parse
+from infill.text.vocabulary import (continuation_pieces, piece_kinds, sampleable_token_ids, token_words,
+                                    word_piece_ids, word_start_a)
 
 from families import FAMILIES, build, tokenizer
 

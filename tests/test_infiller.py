@@ -4,12 +4,13 @@ import math
 import pytest
 import torch
 
-from infill import InfillResult, Infiller, mlm_draws
+from infill import InfillResult, Infiller
 from infill.energies.base import value_and_grad
 from infill.energies.masked_lm import MaskedLMEnergy
 from infill.energies.tempered import Tempered
-from infill.config import SPAN_TEMPERATURE, RunConfig
 from infill.errors import InfillError
+from infill.lm import mlm_draws
+from infill.pipeline.config import SPAN_TEMPERATURE, RunConfig
 
 TEMPLATE = "The [MASK] sat on the [MASK*2]."
 
@@ -296,7 +297,7 @@ def test_marginals_are_fill_frequencies_over_visited_states(infiller):
 
 
 def test_stream_yields_in_input_order_as_batches_finish(infiller):
-    from infill.config import RunConfig
+    from infill.pipeline.config import RunConfig
 
     templates = ["the [MASK] sat on the [MASK] .", "I [MASK] it.", "a [MASK] ran to my [MASK] !"]
     config = RunConfig.create(method="gibbs", num_samples=2, steps=2, seed=0)
@@ -315,7 +316,7 @@ def test_stream_yields_in_input_order_as_batches_finish(infiller):
 
 
 def test_annealing_runs_stages_and_keeps_only_the_last(infiller):
-    from infill.config import RunConfig
+    from infill.pipeline.config import RunConfig
 
     schedule = RunConfig.create(method="gibbs-mh", steps=12, temperature=0.5, anneal_from=4.0).annealing_schedule()
     assert [steps for _, steps in schedule] == [1, 1, 1, 1, 8]

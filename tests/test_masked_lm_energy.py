@@ -4,7 +4,7 @@ import torch
 
 from infill.energies import MaskedLMEnergy, evaluate, one_hot, value_and_grad
 from infill.samplers import make_sampler
-from infill.vocabulary import sampleable_token_ids
+from infill.text.vocabulary import sampleable_token_ids
 
 from conftest import tiny_bert
 

@@ -5,10 +5,10 @@ import itertools
 import pytest
 import torch
 
-from infill import mlm_draws
-from infill.config import BASELINES, INITS, RunConfig
 from infill.energies import MaskedLMEnergy
 from infill.energies.exact import all_states, empirical_distribution, total_variation
+from infill.lm import mlm_draws
+from infill.pipeline.config import BASELINES, INITS, RunConfig
 
 from conftest import tiny_bert
 from test_samplers_exact import bound, exact_floor

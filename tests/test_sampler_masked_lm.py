@@ -4,7 +4,7 @@ import torch
 
 from infill.energies import MaskedLMEnergy, evaluate, one_hot
 from infill.samplers import SAMPLERS, make_sampler
-from infill.vocabulary import sampleable_token_ids
+from infill.text.vocabulary import sampleable_token_ids
 
 TEXT = "he had not, after all, [MASK] me the chance but [MASK] abandoned me [MASK] ."
 NEIGHBOUR_SAMPLERS = {"lb", "una", "mana"}  # evaluate all d (K - 1) neighbours: 4 words

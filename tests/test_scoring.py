@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from infill import scoring
 from infill.errors import InfillError
-from infill.scoring import rank, score, splice, token_scores
+from infill.lm import scoring
+from infill.lm.scoring import rank, score, splice, token_scores
 
 from conftest import tiny_bert
 
@@ -191,8 +191,8 @@ def test_cli_score_and_rank_print_the_library_scores(tiny_model_dir, tmp_path, c
     (["score", "--chunk-size", "0"], "--chunk-size must be a positive integer"),
 ])
 def test_cli_bad_input_is_one_line_before_the_model_loads(argv, message, capsys, monkeypatch):
-    from infill import models
     from infill.cli import main
+    from infill.lm import models
 
     monkeypatch.setattr(models, "load", lambda *a, **k: pytest.fail("the model was loaded"))
     try:

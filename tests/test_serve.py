@@ -18,7 +18,7 @@ from conftest import tiny_bert  # noqa: E402
 
 from infill import Infiller  # noqa: E402
 from infill.cli import main  # noqa: E402
-from infill.config import STEPS  # noqa: E402
+from infill.pipeline.config import STEPS  # noqa: E402
 from infill.cli.rewrite import source_bleu  # noqa: E402
 from infill.serve import create_app  # noqa: E402
 from infill.serve.app import shown_name  # noqa: E402
@@ -337,7 +337,7 @@ def test_queue_full_cancel_while_waiting_and_deadline():
     (["serve", "--time-limit", "0"], "--time-limit must be positive"),
 ])
 def test_serve_cli_bad_input_before_the_model_loads(argv, message, capsys, monkeypatch):
-    from infill import models
+    from infill.lm import models
 
     monkeypatch.setattr(models, "load", lambda *a, **k: pytest.fail("the model was loaded"))
     assert main(argv) == 2
@@ -346,7 +346,7 @@ def test_serve_cli_bad_input_before_the_model_loads(argv, message, capsys, monke
 
 
 def test_serve_cli_port_in_use(capsys, monkeypatch):
-    from infill import models
+    from infill.lm import models
 
     monkeypatch.setattr(models, "load", lambda *a, **k: pytest.fail("the model was loaded"))
     with socket.socket() as taken:

@@ -13,7 +13,7 @@ from infill.errors import InfillError
 from infill.spans.fills import MASK, Fills
 from infill.spans.include import SpanInclude, plant
 from infill.spans.kernel import SpanKernel
-from infill.vocabulary import word_piece_ids
+from infill.text.vocabulary import word_piece_ids
 
 WORDS = [[(0, 2)], [(1,)]]  # a word of two pieces (start 0, continuation 2) and a word of one (start 1)
 

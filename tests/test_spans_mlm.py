@@ -5,11 +5,11 @@ import pytest
 import torch
 
 from infill.errors import InfillError
-from infill.scoring import token_scores
+from infill.lm.scoring import token_scores
 from infill.spans.fills import MASK, Fills
 from infill.spans.sample import SpanTrace, draw_starts, sample_spans, span_energy, span_space, start_lengths
-from infill.template import fill_pieces, parse
-from infill.vocabulary import token_words, word_piece_ids
+from infill.text.template import fill_pieces, parse
+from infill.text.vocabulary import token_words, word_piece_ids
 
 from conftest import tiny_bert
 

@@ -344,7 +344,7 @@ def test_eval_summarization_unwritable_output_fails_before_the_run(tmp_path, cap
 
 
 def test_run_signature_line():
-    from infill.signature import RunSignature
+    from infill.pipeline.signature import RunSignature
 
     sig = RunSignature({"data": "aclsum:val", "budget": "150 words"}, "mana", {"steps": 200, "start": "greedy"}, 0,
                        None, {"torch": "2.13.0"})

@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from infill.errors import InfillError
-from infill.template import detokenize, fill, fill_pieces, parse
-from infill.vocabulary import token_words
+from infill.text.template import detokenize, fill, fill_pieces, parse
+from infill.text.vocabulary import token_words
 
 from families import tokenizer
 

@@ -31,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation.store import check_out
 
     check_out(Path(args.out))  # a file or a busy --out fails at once, before torch and the model load
-    from ..config import default_model
     from ..evaluation import evaluate
+    from ..lm import default_model
 
     samplers = None
     if args.samplers is not None:

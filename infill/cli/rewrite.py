@@ -33,8 +33,8 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from ..config import REWRITE_SAMPLER, RunConfig
     from ..constraints import check_change
+    from ..pipeline.config import REWRITE_SAMPLER, RunConfig
 
     check_change(args.change)
     options = cli_options(args)
@@ -42,7 +42,7 @@ def run(args) -> int:
     RunConfig.create(**options)  # every option checked before the model loads
     if not args.sentence.strip():
         raise InfillError("give a sentence to rewrite")
-    from ..infiller import Infiller
+    from ..pipeline.infiller import Infiller
 
     infiller = Infiller(args.model, device=args.device, dtype=args.dtype, chunk_size=args.chunk_size)
     result = infiller.rewrite(args.sentence, args.change,

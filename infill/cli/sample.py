@@ -4,7 +4,7 @@ Templates come from the argument, from stdin (``-``) or from ``--file``: one per
 skipped; a line starting with ``{`` is a JSON object with ``"template"`` and optional per-line options
 (``sampler``, ``num_samples``, ``steps``, ``top``, ``seed``, ``init``, ``temperature``, ``anneal_from``, ``decode``,
 ``allow_subwords``, ``forbid`` and sampler hyperparameters such as ``step_size``) overriding the command
-line's. Every line is checked (:class:`infill.config.RunConfig`) before the model loads.
+line's. Every line is checked (:class:`infill.pipeline.config.RunConfig`) before the model loads.
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import dataclasses
 import json
 import sys
 
-from ..blanks import scan
-from ..config import settings
 from ..errors import InfillError
+from ..pipeline.config import settings
+from ..text.blanks import scan
 
 HYPERPARAMETER_FLAGS = ("step_size", "adapt_steps")
 """Sampler hyperparameters with a flag of their own; ``-o KEY=VALUE`` reaches every hyperparameter."""
@@ -148,7 +148,7 @@ def read_jobs(args) -> list[tuple[str, str, dict]]:
 
 
 def run(args) -> int:
-    from ..config import RunConfig
+    from ..pipeline.config import RunConfig
 
     jobs = read_jobs(args)
     configs = []
@@ -162,8 +162,8 @@ def run(args) -> int:
             configs.append(RunConfig.create(**options))
         except InfillError as exc:
             raise InfillError(f"{where}{exc}") from None
-    from .. import models
-    from ..infiller import Infiller, prepare
+    from ..lm import models
+    from ..pipeline.infiller import Infiller, prepare
 
     tokenizer = models.load_tokenizer(args.model)
     limit = models.max_length(tokenizer, models.load_config(args.model))

@@ -1,5 +1,5 @@
 """``infill score`` (the PLL of sentences, one a line) and ``infill rank`` (given fills of a blank, ranked
-by the PLL of the sentence each makes); see :mod:`infill.scoring`. Input is checked before the model loads.
+by the PLL of the sentence each makes); see :mod:`infill.lm.scoring`. Input is checked before the model loads.
 """
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def _tokens(result) -> list[dict]:
 
 
 def run(args) -> int:
-    from ..scoring import splice
+    from ..lm.scoring import splice
 
     if args.chunk_size < 1:
         raise InfillError(f"--chunk-size must be a positive integer, got {args.chunk_size}")
@@ -73,7 +73,7 @@ def run(args) -> int:
         splice(args.template, options)  # checked before the model loads
     else:
         sentences = _sentences(args.file)
-    from .. import models, scoring
+    from ..lm import models, scoring
 
     model, tokenizer = models.load(args.model, args.device, args.dtype)
     if args.command == "rank":

@@ -58,7 +58,7 @@ def run(args) -> int:
     if not args.time_limit > 0:
         raise InfillError(f"--time-limit must be positive, got {args.time_limit}")
     check_address(args.host, args.port)
-    from ..infiller import Infiller
+    from ..pipeline.infiller import Infiller
     from ..serve import create_app
 
     infiller = Infiller(args.model, device=args.device, dtype=args.dtype)

@@ -7,7 +7,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InfillError
-from ..vocabulary import spelled, token_words, word_forms, word_key
+from ..text.vocabulary import spelled, token_words, word_forms, word_key
 from .terms import Include
 
 
@@ -81,7 +81,7 @@ def include_pieces(tokenizer, piece_ids: Tensor, words: Sequence[str], capacity:
 
 def source_categories(category_ids: Tensor, token_ids: Tensor) -> Tensor:
     """Category indices of the tokens ``token_ids (..., d)`` (a source filling) among the sorted
-    ``category_ids`` (as :func:`~infill.vocabulary.sampleable_token_ids` gives them), refused with one line
+    ``category_ids`` (as :func:`~infill.text.vocabulary.sampleable_token_ids` gives them), refused with one line
     where a token is not one a blank may take."""
     ids = category_ids.to(token_ids.device)
     position = torch.searchsorted(ids, token_ids).clamp_max(len(ids) - 1)

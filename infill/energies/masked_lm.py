@@ -6,7 +6,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from ..models import prediction_head
+from ..lm.models import prediction_head
 from .conditionals import CACHE_MIB, ConditionalCache, rows_of
 
 PASS_SEQUENCES = {"cpu": 64, "cuda": 512}
@@ -26,7 +26,7 @@ class MaskedLMEnergy:
     The one-hot ``x (B, d, K)`` enters through ``inputs_embeds``: blank ``j`` gets ``x_j @ E[category_ids]``.
     For each chain and each blank ``i`` there is one copy of the sequence with slot ``i`` holding the real
     ``[MASK]`` embedding; all ``B * d`` copies run in one forward pass, and the LM head runs only at the
-    masked slots (:func:`infill.models.prediction_head`). With ``chunk_size`` set, :meth:`value_and_grad`
+    masked slots (:func:`infill.lm.models.prediction_head`). With ``chunk_size`` set, :meth:`value_and_grad`
     and evaluations without gradient run the chains in chunks of at most ``chunk_size`` copies (whole
     chains, at least one), forward and backward per chunk, to bound activation memory: same values, less
     peak memory.

@@ -110,7 +110,7 @@ def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: O
     try:
         if make_sample_fn is None:
             def make_sample_fn():
-                from ..infiller import Infiller
+                from ..pipeline.infiller import Infiller
 
                 return infiller_sample_fn(Infiller(model=model, device=device))
         sample_fn = make_sample_fn()  # a bad model or device fails here, before anything is written
@@ -143,7 +143,7 @@ def _stored_units(store: UnitStore, tasks: list[Task], protocol: Protocol) -> li
 
 def _signature(protocol: Protocol, model: str, device: str, units: list[dict]) -> dict:
     """The settings that reproduce the report of ``units``: each row's settings and sentences per corpus."""
-    from ..signature import library_versions
+    from ..pipeline.signature import library_versions
     from .report import EVAL_PACKAGES
 
     samplers, sentences = {}, {}

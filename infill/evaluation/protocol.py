@@ -14,8 +14,8 @@ except ModuleNotFoundError:  # Python 3.10
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import RunConfig
 from ..errors import InfillError
+from ..pipeline.config import RunConfig
 
 CONVENTIONS = ("wikitext103", "tbc", "plain")
 

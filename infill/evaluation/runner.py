@@ -1,6 +1,6 @@
 """Running (sentence, sampler) units: sample the chains, keep the best distinct fillings, store the unit.
 
-The sampling itself is injected: ``sample_fn(template, config)`` (a :class:`~infill.config.RunConfig`)
+The sampling itself is injected: ``sample_fn(template, config)`` (a :class:`~infill.pipeline.config.RunConfig`)
 returns a ``Sampling``. ``infiller_sample_fn`` adapts ``infill.Infiller``; tests pass a fake.
 
 A row with a budget (``Protocol.budgets``) runs after the row it matches: per sentence, its number of draws
@@ -21,9 +21,9 @@ from typing import Optional, Protocol as Interface
 
 from tqdm.auto import tqdm
 
-from ..config import RunConfig
 from ..errors import InfillError
-from ..results import top_distinct
+from ..pipeline.config import RunConfig
+from ..pipeline.results import top_distinct
 from .compute import matched
 from .distributed import World
 from .protocol import Protocol

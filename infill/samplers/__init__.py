@@ -14,7 +14,7 @@ from .registry import SAMPLERS, register
 from .runner import run_annealed
 
 # Importing the modules registers their samplers.
-from . import auxiliary_gaussian, mlm_block, presets  # noqa: E402,F401
+from . import auxiliary_gaussian, mlm_block, presets  # noqa: E402, F401
 
 
 def sampler_options(name: str) -> dict:

@@ -17,6 +17,7 @@ from torch import Tensor
 
 from ..energies.base import Energy
 from ..errors import InfillError
+from ..lm.mlm_draws import sample_categorical  # noqa: F401 (the samplers' draw)
 
 
 @dataclass(frozen=True)
@@ -109,13 +110,6 @@ class Trace:
                                    accepted=self.accepted[:, chains], hops=self.hops[:, chains],
                                    final_state=self.final_state.select(chains), proposals=proposals,
                                    proposal_energies=proposal_energies)
-
-
-def sample_categorical(logits: Tensor, generator: Optional[torch.Generator]) -> Tensor:
-    """One draw per row of ``logits (..., K)`` by the Gumbel-max trick (``-inf`` logits are never drawn)."""
-    u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=logits.dtype)
-    gumbel = -torch.log(-torch.log(u.clamp_min(torch.finfo(u.dtype).tiny)))
-    return torch.argmax(logits + gumbel, dim=-1)
 
 
 def mh_accept(log_ratio: Tensor, generator: Optional[torch.Generator]) -> Tensor:

@@ -7,7 +7,7 @@
   step and go through the encoder in one batched pass, the first (the whole subset masked) shared with the
   forward draw.
 - ``mlm-independence``: with probability ``independence`` all chains propose a whole filling drawn by a
-  one-pass ``order`` (by default ``confident-first``: :mod:`infill.mlm_draws`), an independence proposal whose
+  one-pass ``order`` (by default ``confident-first``: :mod:`infill.lm.mlm_draws`), an independence proposal whose
   reverse probability replays the current filling along its own order; otherwise one local ``gibbs-mh`` step.
 
 Both accept by the energy ratio times the reverse over the forward proposal probability, so they target
@@ -26,7 +26,7 @@ from torch import Tensor
 
 from ..energies.base import Energy, HasConditionals, evaluate, one_hot
 from ..errors import InfillError
-from .. import mlm_draws
+from ..lm import mlm_draws
 from .base import Sampler, State, StepInfo, mh_transition
 from .gibbs import enumerate_conditional
 from .presets import GibbsMH

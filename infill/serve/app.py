@@ -31,8 +31,8 @@ from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..config import AUTO, BASELINES, RunConfig
 from ..errors import InfillError
+from ..pipeline.config import AUTO, BASELINES, RunConfig
 from .queue import QueueFull, RunQueue, Stopped
 from .tasks import REWRITE_DEFAULTS, TASKS
 

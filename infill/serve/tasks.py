@@ -20,11 +20,11 @@ from typing import Any, Callable
 
 import torch
 
-from ..blanks import scan
-from ..config import REWRITE_SAMPLER, RunConfig
 from ..constraints import check_change
 from ..errors import InfillError
-from ..scoring import check_mode, splice
+from ..lm.scoring import check_mode, splice
+from ..pipeline.config import REWRITE_SAMPLER, RunConfig
+from ..text.blanks import scan
 
 MAX_SAMPLES = 256  # chains of one request: more could exhaust the server's memory before the time limit bites
 MAX_TEXTS = 256  # sentences or options of one score or rank request

@@ -7,8 +7,8 @@ Entry point, called by the Infiller::
                          max_pieces=4, move_weights=(1, 1, 1), scoring="word-l2r", window=4,
                          word_bonus=0.25)
 
-``template`` comes from :func:`infill.template.parse` (its ``blanks`` and ``segments``), ``categories (K,)``
-are the token ids the blanks may take (:func:`infill.vocabulary.word_piece_ids` for word blanks). A word
+``template`` comes from :func:`infill.text.template.parse` (its ``blanks`` and ``segments``), ``categories (K,)``
+are the token ids the blanks may take (:func:`infill.text.vocabulary.word_piece_ids` for word blanks). A word
 blank ``[MASK*m-n]`` holds ``m..n`` words, each a word-start piece and at most ``max_pieces - 1``
 continuation pieces; a token blank exactly its tokens. The :class:`SpanTrace` holds per step and chain the
 fills (``tokens``, ``lengths``; :meth:`SpanTrace.pieces` gives token ids per blank), their ``energies``,
@@ -33,9 +33,9 @@ chain starts that hold them),
 :mod:`.sample` (chain starts, the two methods, the trace).
 """
 from .fills import EMPTY, MASK, Fills, SpanSpace
+from .include import SpanInclude, plant
 from .kernel import MOVES, SpanEnergy, SpanKernel, SpanState, SpanStepInfo
 from .mlm import MaskedLMSpanEnergy
-from .include import SpanInclude, plant
 from .sample import MAX_PIECES, SpanTrace, sample_spans, span_energy, span_space
 
 __all__ = ["EMPTY", "MASK", "MAX_PIECES", "MOVES", "Fills", "MaskedLMSpanEnergy", "SpanEnergy", "SpanInclude",

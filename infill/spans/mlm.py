@@ -3,7 +3,7 @@ lengths, and the model's conditional at a mask as the proposal.
 
 ``U(fills) = score(filled sentence) + word_bonus * units``, where ``units`` counts the words of word blanks
 and the tokens of token blanks, and the score sums, over the scored tokens, ``log p(token | sentence with
-it masked)`` (:func:`infill.scoring.token_scores`, all masked copies batched):
+it masked)`` (:func:`infill.lm.scoring.token_scores`, all masked copies batched):
 
 - ``scoring="pll"``: the pseudo-log-likelihood (Salazar et al. 2020), each token masked alone;
   ``"word-l2r"``: PLL-word-l2r (Kauf & Ivanova 2023), each token masked with the later pieces of its word,
@@ -25,8 +25,8 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import InfillError
-from ..models import prediction_head
-from ..scoring import token_scores
+from ..lm.models import prediction_head
+from ..lm.scoring import token_scores
 from .fills import MASK, Fills
 
 SCORINGS = ("pll", "word-l2r")

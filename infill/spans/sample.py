@@ -11,10 +11,10 @@ from torch import Tensor, nn
 
 from ..constraints.weighted_sum import INCLUDE_WEIGHT
 from ..errors import InfillError
-from ..models import max_length
+from ..lm.models import max_length
 from ..samplers import sample_categorical
-from ..template import Template
-from ..vocabulary import piece_kinds, token_words
+from ..text.template import Template
+from ..text.vocabulary import piece_kinds, token_words
 from .fills import MASK, Fills, SpanSpace
 from .include import Form, SpanInclude, plant
 from .kernel import SpanKernel, SpanState, SpanStepInfo

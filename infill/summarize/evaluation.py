@@ -17,7 +17,7 @@ import torch
 
 from ..errors import InfillError
 from ..evaluation.tables import fmt, mean_defined, table
-from ..signature import RunSignature, library_versions
+from ..pipeline.signature import RunSignature, library_versions
 from .aclsum_data import AclsumDocument
 from .baselines import greedy, lead
 from .decoding import DECODINGS, ChainSettings, run_chains, selected_sentences

@@ -4,7 +4,7 @@
 ``blank_unit="word"``); ``[MASK*m-n]`` is a span of ``m`` to ``n`` words (``0 <= m <= n <= 16``;
 ``m = 0`` lets it vanish) and ``[MASK*?]`` is ``[MASK*1-4]``. A blank fills whole words: it must not be
 glued to a letter or digit (``un[MASK]``). :func:`scan` raises one line for every error it can find
-from the text alone, so the CLI answers them before it loads anything (see :mod:`infill.template`).
+from the text alone, so the CLI answers them before it loads anything (see :mod:`infill.text.template`).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from .errors import InfillError
+from ..errors import InfillError
 
 BLANK = re.compile(r"\[MASK(?:\s*\*\s*(?:(\d+)(?:\s*-\s*(\d+))?|(\?)))?\]")
 MAX_SPAN = 16  # words in a span [MASK*m-n]

@@ -21,8 +21,6 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor
 
-from .samplers import sample_categorical
-
 FORWARDS = {"uniform": lambda d: 0, "independent": lambda d: 1, "argmax": lambda d: 1, "left-to-right": lambda d: d,
             "confident-first": lambda d: d, "random-order": lambda d: d}
 """Forward passes that each method costs for ``d`` blank tokens: the first over one sequence per template, the
@@ -31,6 +29,13 @@ ORDERS = ("left-to-right", "random-order", "confident-first")
 """The methods that fill the blanks one at a time."""
 
 Logits = Callable[[Tensor, Tensor, Tensor], Tensor]
+
+
+def sample_categorical(logits: Tensor, generator: Optional[torch.Generator]) -> Tensor:
+    """One draw per row of ``logits (..., K)`` by the Gumbel-max trick (``-inf`` logits are never drawn)."""
+    u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=logits.dtype)
+    gumbel = -torch.log(-torch.log(u.clamp_min(torch.finfo(u.dtype).tiny)))
+    return torch.argmax(logits + gumbel, dim=-1)
 
 
 def encoder_sequences(method: str, d: int, num_chains: int, templates: int = 1) -> int:

@@ -10,8 +10,8 @@ from typing import Callable, Optional, Union
 import torch
 from torch import Tensor, nn
 
-from .config import default_model
-from .errors import InfillError
+from ..errors import InfillError
+from . import default_model
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Hashable, Iterable, Optional, TypeVar
 
-from .samplers import Trace
+from ..samplers import Trace
 
 T = TypeVar("T")
 

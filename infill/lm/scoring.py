@@ -12,8 +12,8 @@ from typing import NamedTuple, Optional, Sequence
 import torch
 from torch import Tensor, nn
 
-from .errors import InfillError
-from .blanks import BLANK
+from ..errors import InfillError
+from ..text.blanks import BLANK
 from .models import max_length, prediction_head
 
 MODES = ("pll", "word-l2r")

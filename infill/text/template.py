@@ -49,8 +49,8 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
+from ..errors import InfillError
 from .blanks import BLANK, Blank, quote, scan
-from .errors import InfillError
 from .vocabulary import lowercases, word_start_a
 
 SENTENCE_START = re.compile(r"(?:^|[.!?][\"'’”)\]]*\s)\s*[\"'“‘(\[]*$")
@@ -233,8 +233,13 @@ def fill_pieces(template: Template, tokenizer, pieces: Sequence[Sequence[int]]) 
     return template._spliced([_fill_text(tokenizer, list(p)) for p in pieces])
 
 
+def blank_pieces(template: Template, token_ids: Tensor) -> list[list[int]]:
+    """The token ids of each blank's fill in a whole sequence ``token_ids (L,)`` laid out as ``template.input_ids``."""
+    blank_ids = token_ids[template.blank_positions].tolist()
+    return [blank_ids[start:start + n] for start, n in template.spans]
+
+
 def fill(template: Template, tokenizer, token_ids: Tensor) -> tuple[str, list[str]]:
     """The filled text and each blank's fill (as spliced) for a whole sequence ``token_ids (L,)`` laid out as
     ``template.input_ids``."""
-    blank_ids = token_ids[template.blank_positions].tolist()
-    return fill_pieces(template, tokenizer, [blank_ids[start:start + n] for start, n in template.spans])
+    return fill_pieces(template, tokenizer, blank_pieces(template, token_ids))

@@ -1,13 +1,15 @@
 """The Python API: ``Infiller(model).sample(template)`` fills the blanks of a template by MCMC.
 
-A run goes through three stages, as the Hugging Face fill-mask pipeline does:
+A run goes through three stages, as the Hugging Face fill-mask pipeline does, whatever its blanks:
 
 1. :func:`prepare` (the tokenizer only, no model): parse the templates, build the categories a blank may
    take, make and check the sampler, once; the CLI calls it before it loads the model;
-2. :meth:`Infiller.run_batch`: chain starts and the sampler's chains, or the masked LM's own draws, for
-   templates of one shape as one batch -> a :class:`~infill.samplers.Trace` of category indices;
-3. :func:`infill.postprocess.postprocess`: candidates, one deduplication on tensors, energies only where
-   missing, ``top``, marginals, text.
+2. :meth:`Infiller.run_batch`, templates of one shape as one batch, the kernel chosen by the blanks: for token
+   blanks chain starts and the sampler's chains, or the masked LM's own draws, -> a
+   :class:`~infill.samplers.Trace` of category indices; for word blanks the span sampler -> a
+   :class:`~infill.spans.SpanTrace`;
+3. :func:`infill.pipeline.postprocess.postprocess`: candidates (for token blanks one deduplication on tensors,
+   energies only where missing), ``top``, marginals, text.
 
 Compute is counted as sequences through the encoder (``encoder_sequences``): every masked copy of every
 forward pass, and each copy again for a backward pass (see :class:`~infill.energies.masked_lm.MaskedLMEnergy`).
@@ -26,21 +28,20 @@ from typing import Callable, Iterator, Optional, Sequence, Union
 import torch
 from torch import Tensor, nn
 
-from . import mlm_draws, models, scoring
-from .blanks import quote
-from .config import REWRITE_SAMPLER, RunConfig, default_model, positive_integer
-from .constraints import (Include, calibrate_closeness, check_change, constrained_energy, include_pieces,
-                          include_term, source_categories)
-from .energies.conditionals import CACHE_MIB, ConditionalCache
-from .energies.masked_lm import MaskedLMEnergy
-from .errors import InfillError
+from ..constraints import (Include, calibrate_closeness, check_change, constrained_energy, include_pieces,
+                           include_term, source_categories)
+from ..energies.conditionals import CACHE_MIB, ConditionalCache
+from ..energies.masked_lm import MaskedLMEnergy
+from ..errors import InfillError
+from ..lm import default_model, mlm_draws, models, scoring
+from ..samplers import Sampler, run_annealed
+from ..spans import MAX_PIECES, sample_spans
+from ..text.blanks import quote
+from ..text.template import Template, parse
+from ..text.vocabulary import sampleable_token_ids, spelled, word_piece_ids
+from .config import REWRITE_SAMPLER, RunConfig, positive_integer
 from .postprocess import Batch, postprocess
 from .results import InfillResult
-from .samplers import Sampler, run_annealed
-from .span_results import SpanBatch, span_result
-from .spans import MAX_PIECES, sample_spans
-from .template import Template, parse
-from .vocabulary import sampleable_token_ids, spelled, word_piece_ids
 
 MAX_SEQUENCES = 512  # chains x blank tokens per batched sampler run
 RESCORE_PER_BLANK = 0.1
@@ -113,7 +114,7 @@ class Infiller:
     ``model`` is a hub id or local path (default ``$INFILL_MODEL`` or ``bert-base-uncased``), or a loaded
     masked-LM module together with its ``tokenizer`` (a tokenizer given with a name is used as the model's).
     ``dtype`` is ``None`` (float32), ``"bfloat16"``, ``"float16"``, ``"auto"`` or a torch dtype: the precision of
-    the chains on token blanks (:func:`infill.models.chain_dtype`; ``"auto"``: bfloat16 where the device has it
+    the chains on token blanks (:func:`infill.lm.models.chain_dtype`; ``"auto"``: bfloat16 where the device has it
     natively). The reported fillings are chosen and scored in float32, as are word blanks, ``score`` and
     ``rank``: a model given in float32 keeps a copy in the chains' dtype beside it. ``chunk_size`` caps the
     masked copies per forward/backward pass of the energy's gradient (``None``: all chains x blanks in one
@@ -147,17 +148,17 @@ class Infiller:
 
     def category_ids(self, allow_subwords: bool = False, forbid: Sequence[str] = (),
                      allow_punctuation: bool = False) -> Tensor:
-        """Token ids a blank may take; see :func:`infill.vocabulary.sampleable_token_ids`."""
+        """Token ids a blank may take; see :func:`infill.text.vocabulary.sampleable_token_ids`."""
         return sampleable_token_ids(self.tokenizer, allow_subwords, tuple(forbid), allow_punctuation)
 
     def score(self, texts: Sequence[str], mode: str = "pll") -> list:
         """The PLL of whole sentences (or PLL-word-l2r, ``mode="word-l2r"``) with per-token scores; see
-        :func:`infill.scoring.score`."""
+        :func:`infill.lm.scoring.score`."""
         return scoring.score(self.model, self.tokenizer, texts, mode, **self._copies())
 
     def rank(self, template: str, options: Sequence[str], mode: str = "pll") -> list:
         """The given fills of a one-blank template, best first by the filled sentence's score; see
-        :func:`infill.scoring.rank`."""
+        :func:`infill.lm.scoring.rank`."""
         return scoring.rank(self.model, self.tokenizer, template, options, mode, **self._copies())
 
     def _copies(self) -> dict:
@@ -167,15 +168,17 @@ class Infiller:
         """:func:`prepare` with this model's tokenizer."""
         return prepare(templates, config, self.tokenizer, self.max_length)
 
-    def sample(self, template: str, sampler: str = RunConfig.method, num_samples: int = RunConfig.num_samples,
-               steps: int = RunConfig.steps, top: Optional[int] = None, seed: Optional[int] = None, *,
+    def sample(self, template: str, sampler: str = RunConfig.method, num_samples: Optional[int] = None,
+               steps: Optional[int] = None, top: Optional[int] = None, seed: Optional[int] = None, *,
                terms: Sequence[tuple] = (), progress: bool = False, on_step: Optional[OnStep] = None,
                **options) -> InfillResult:
         """Fill ``template`` with ``num_samples`` chains of ``steps`` steps of ``sampler`` (or draws of a
-        baseline method: ``independent``, ``left-to-right``, ``argmax``); every other setting of
-        :class:`~infill.config.RunConfig` (``init``, ``temperature``, ``anneal_from``, ``decode``,
-        ``allow_subwords``, ``forbid``, ``include``...) and the sampler's hyperparameters (``step_size=...``)
-        are keywords.
+        baseline method: ``independent``, ``left-to-right``, ``random-order``, ``confident-first``, ``argmax``;
+        by default ``auto``, which picks by the number of blanks and spends ``budget`` encoder sequences:
+        :data:`~infill.pipeline.config.AUTO`); every other setting of
+        :class:`~infill.pipeline.config.RunConfig` (``init``, ``temperature``, ``anneal_from``, ``decode``,
+        ``budget``, ``allow_subwords``, ``forbid``, ``include``...) and the sampler's hyperparameters
+        (``step_size=...``) are keywords.
 
         Chains start from ``init`` (draws from the masked LM, or uniform tokens) and target
         ``exp(U / temperature)``, optionally annealed from ``anneal_from`` during the first half of the
@@ -183,8 +186,9 @@ class Infiller:
         the user's ``terms``: ``(weight, term)`` pairs, a term a callable on one-hot ``x (B, d, K)`` or an
         :class:`infill.constraints.SequenceClassifier` (see ``docs/constraints.md``). Without ``top`` each
         chain's final state is a sample; ``top=k`` keeps the ``k`` distinct fillings of highest ``U`` among
-        the states visited after burn-in (``decode="visited"``) or among the final states (``decode="final"``,
-        the papers' protocol). A sample's ``energy`` is its PLL; with terms, ``terms`` holds each term's value.
+        the states visited after burn-in (``decode="visited"``), among the final states (``decode="final"``,
+        the papers' protocol), or among every state the run scored, kept for quality and diversity
+        (``decode="diverse"``). A sample's ``energy`` is its PLL; with terms, ``terms`` holds each term's value.
         Every draw comes from a ``torch.Generator`` seeded with ``seed`` (a random seed when None, reported in
         the diagnostics). ``progress`` shows a tqdm bar on stderr after 2 s; ``on_step(done, total)`` is called
         after every step.
@@ -193,7 +197,7 @@ class Infiller:
                                 on_step=on_step, **options)[0]
 
     def sample_many(self, templates: Sequence[str], sampler: str = RunConfig.method,
-                    num_samples: int = RunConfig.num_samples, steps: int = RunConfig.steps,
+                    num_samples: Optional[int] = None, steps: Optional[int] = None,
                     top: Optional[int] = None, seed: Optional[int] = None, *, terms: Sequence[tuple] = (),
                     progress: bool = False, on_step: Optional[OnStep] = None, max_sequences: int = MAX_SEQUENCES,
                     **options) -> list[InfillResult]:
@@ -204,7 +208,7 @@ class Infiller:
                         terms=terms)
 
     def rewrite(self, text: str, change: float = 0.5, sampler: str = REWRITE_SAMPLER,
-                num_samples: int = RunConfig.num_samples, steps: int = RunConfig.steps, top: Optional[int] = None,
+                num_samples: Optional[int] = None, steps: Optional[int] = None, top: Optional[int] = None,
                 seed: Optional[int] = None, *, terms: Sequence[tuple] = (), progress: bool = False,
                 on_step: Optional[OnStep] = None, **options) -> InfillResult:
         """Diverse variants of a whole sentence: every word the model spells as one token is a blank, the
@@ -253,10 +257,7 @@ class Infiller:
         seed = secrets.randbits(32) if config.seed is None else config.seed
         generator = torch.Generator(self.device).manual_seed(seed)
         alone = prepared.include is not None or bool(terms) or rewrite is not None
-        fixed = [i for i, t in enumerate(prepared.templates) if t.fixed]
-        batches = [[fixed[i] for i in batch] for batch in _batches(
-            [prepared.templates[i] for i in fixed], config, 0 if alone else max_sequences)]
-        batches += [[i] for i, t in enumerate(prepared.templates) if not t.fixed]
+        batches = _batches(prepared.templates, config, 0 if alone else max_sequences)
         total = sum(_steps(prepared, prepared.templates[indices[0]]) for indices in batches)
         done: dict[int, InfillResult] = {}
         ready, taken = 0, iter(range(1, total + 1))
@@ -270,12 +271,8 @@ class Infiller:
                     on_step(next(taken), total)
 
             for indices in batches:
-                if prepared.templates[indices[0]].fixed:
-                    batch = self.run_batch(prepared, indices, generator, stepped, terms, rewrite)
-                    done.update(zip(indices, postprocess(batch, self.tokenizer, self.model_name, seed, bar)))
-                else:
-                    spans = self.run_spans(prepared, indices[0], generator, stepped)
-                    done[indices[0]] = span_result(spans, self.tokenizer, self.model_name, seed)
+                batch = self.run_batch(prepared, indices, generator, stepped, terms, rewrite)
+                done.update(zip(indices, postprocess(batch, self.tokenizer, self.model_name, seed, bar)))
                 while ready in done:
                     yield ready, done.pop(ready)
                     ready += 1
@@ -283,10 +280,13 @@ class Infiller:
     def run_batch(self, prepared: Prepared, indices: list[int], generator: torch.Generator,
                   callback: Optional[Callable] = None, terms: Sequence[tuple] = (),
                   rewrite: Optional[tuple[Tensor, float]] = None) -> Batch:
-        """Stage 2 for the templates ``indices`` of one shape: chain starts and chains, or the masked LM's
-        draws for a baseline; ``callback(t, state, info)`` after every step."""
+        """Stage 2 for the templates ``indices`` of one shape; ``callback(t, state, info)`` after every step. The
+        kernel follows the blanks: token blanks run the batched chains (or the masked LM's draws for a
+        baseline), a template with word blanks the span sampler."""
         start = time.perf_counter()
         group = [prepared.templates[i] for i in indices]
+        if not group[0].fixed:
+            return self._run_spans(prepared, group[0], generator, callback, start)
         config = prepared.config.for_blanks(group[0].num_blanks)
         sampler = prepared.sampler if config is prepared.config else config.make_sampler()
         def energy(model: nn.Module) -> MaskedLMEnergy:
@@ -302,7 +302,7 @@ class Infiller:
         n = config.num_samples * len(group)
         if sampler is None:
             x = mlm_draws.draw(pll, config.method, n, generator, config.token_temperature)
-            return Batch(group, config, None, pll, target, None, x, start, float32, x)
+            return Batch(group, config, None, start, None, pll, target, x, float32, x)
         if rewrite is not None:
             source, change = rewrite[0].to(self.device), rewrite[1]  # the chains go on from the calibration's
             target, x = calibrate_closeness(target, source, change, sampler, chains=n,
@@ -323,17 +323,17 @@ class Infiller:
         trace = run_annealed(sampler, target, x, config.annealing_schedule(), generator, callback, stop)
         if config.budget is not None and len(trace.samples) < config.steps:
             config = dataclasses.replace(config, steps=len(trace.samples))
-        return Batch(group, config, sampler, pll, target, trace, trace.final_state.x, start, float32, x)
+        return Batch(group, config, trace, start, sampler, pll, target, trace.final_state.x, float32, x)
 
-    def run_spans(self, prepared: Prepared, index: int, generator: torch.Generator,
-                  callback: Optional[Callable] = None) -> SpanBatch:
-        """Stage 2 for a template with word blanks: the span sampler's chains (:func:`infill.spans.sample_spans`:
+    def _run_spans(self, prepared: Prepared, template: Template, generator: torch.Generator,
+                   callback: Optional[Callable], start: float) -> Batch:
+        """The span sampler's chains for a template with word blanks (:func:`infill.spans.sample_spans`:
         reversible-jump MH, or ``span_method="per-length"``: chains pinned at every combination of lengths)."""
-        start, config = time.perf_counter(), prepared.config.for_words()
-        trace = sample_spans(self.model, self.tokenizer, prepared.templates[index], prepared.pieces,
-                             config.num_samples, config.steps, generator, config.span_temperature, config.init,
-                             config.span_method, on_step=callback, include=prepared.span_include or ())
-        return SpanBatch(prepared.templates[index], config, trace, config.span_method, start)
+        config = prepared.config.for_words()
+        trace = sample_spans(self.model, self.tokenizer, template, prepared.pieces, config.num_samples, config.steps,
+                             generator, config.span_temperature, config.init, config.span_method, on_step=callback,
+                             include=prepared.span_include or ())
+        return Batch([template], config, trace, start)
 
 
 def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
@@ -367,13 +367,15 @@ def _steps(prepared: Prepared, template: Template) -> int:
 
 
 def _batches(templates: Sequence[Template], config: RunConfig, max_sequences: int) -> list[list[int]]:
-    """Indices of templates grouped by (length, blank tokens), each group cut so a run has at most
-    ``max_sequences`` chains x blank tokens (at least one template per run)."""
+    """Indices of templates, those of token blanks grouped by (length, blank tokens), each group cut so a run
+    has at most ``max_sequences`` chains x blank tokens (at least one template per run); then each template
+    with word blanks alone."""
     groups: dict[tuple[int, int], list[int]] = {}
     for i, t in enumerate(templates):
-        groups.setdefault((t.length, t.num_blanks), []).append(i)
+        if t.fixed:
+            groups.setdefault((t.length, t.num_blanks), []).append(i)
     batches = []
     for (_, d), members in groups.items():
         size = max(1, max_sequences // (config.for_blanks(d).num_samples * d))  # max_sequences 0: one per run
         batches += [members[j:j + size] for j in range(0, len(members), size)]
-    return batches
+    return batches + [[i] for i, t in enumerate(templates) if not t.fixed]

@@ -1,34 +1,44 @@
-"""Stage 3 of a run: from a batch's chains to each template's :class:`~infill.results.InfillResult`.
+"""Stage 3 of a run, for every kind of blank: from the sample stage's :class:`Batch` to each template's
+:class:`~infill.pipeline.results.InfillResult`. One builder turns a template's chosen fillings (token ids per
+blank) into samples with their text, diagnostics and marginals; how the fillings are chosen follows the kernel
+that ran.
 
-The candidates of a template are its chains' final states, or with ``top`` and ``decode="visited"``
-every state visited after burn-in, or with ``decode="diverse"`` every state the run scored: those, the chains'
-starts and the proposals a kernel scored (a rejected proposal was scored too), the kept ones chosen by
-:func:`spread` among the :data:`DIVERSE_POOL` x ``top`` best. They are deduplicated once, on tensors; the PLL is computed only for
-distinct candidates whose energy the run did not compute (plain ``gibbs`` never does), at most
-:data:`RESCORE_COPIES` masked copies per pass, and with ``top`` on the PLL alone only for those that may be
-among the best: the terms the cache of conditionals holds bound a candidate's PLL from above (the others
-are at most 0), so one bounded below the ``top``-th PLL found is left unscored (NaN in the trace). ``top``
-keeps the best distinct ones (ties to the smaller category indices, so the choice never depends on the
-chains' order). Only the reported states are turned into text.
+Token blanks (the batched kernel): the candidates are the chains' final states, or with ``top`` and
+``decode="visited"`` every state visited after burn-in, or with ``decode="diverse"`` every state the run
+scored: those, the chains' starts and the proposals a kernel scored (a rejected proposal was scored too), the
+kept ones chosen by :func:`spread` among the :data:`DIVERSE_POOL` x ``top`` best. They are deduplicated once,
+on tensors; the PLL is computed only for distinct candidates whose energy the run did not compute (plain
+``gibbs`` never does), at most :data:`RESCORE_COPIES` masked copies per pass, and with ``top`` on the PLL alone
+only for those that may be among the best: the terms the cache of conditionals holds bound a candidate's PLL
+from above (the others are at most 0), so one bounded below the ``top``-th PLL found is left unscored (NaN in
+the trace). ``top`` keeps the best distinct ones (ties to the smaller category indices, so the choice never
+depends on the chains' order). Only the reported states are turned into text.
+
+Word blanks (the span sampler, :mod:`infill.spans`): the candidates are the chains' final states, or with
+``top`` every state visited (the final ones with ``decode="final"``); their energies are the span energy's
+(named in the diagnostics: the filled sentence's score, which compares fillings of different lengths),
+computed during the run.
 """
 from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Iterator, Optional, Union
 
 import torch
 from torch import Tensor
 
-from . import mlm_draws
+from ..constraints import WeightedSum
+from ..energies.base import evaluate, one_hot
+from ..energies.masked_lm import MaskedLMEnergy
+from ..lm import mlm_draws
+from ..samplers import Sampler, Trace
+from ..spans import SpanTrace
+from ..text.template import Template, blank_pieces, detokenize, fill_pieces
 from .config import RunConfig
-from .constraints import WeightedSum
-from .energies.base import evaluate, one_hot
-from .energies.masked_lm import MaskedLMEnergy
 from .results import Diagnostics, InfillResult, Sample
-from .samplers import Sampler, Trace
-from .template import Template, detokenize, fill
 
 RESCORE_COPIES = 512  # masked copies per forward pass when re-scoring candidates
 MARGINAL_FILLS = 10  # fills listed per blank in the marginals
@@ -45,32 +55,63 @@ DIVERSE_MARGIN = 1.0
 
 @dataclass(frozen=True)
 class Batch:
-    """What stage 2 produced for ``templates`` of one shape: the run's PLL ``energy`` over all of them, the
-    ``target`` the chains sampled (the PLL, or a :class:`~infill.constraints.WeightedSum` with it, for one
-    template), the ``trace`` of the sampler's chains (None for a baseline) and the final states or draws
-    ``x (G * n, d)``, template ``g`` owning the ``g``-th block of ``config.num_samples`` chains; ``start``
-    is when the run began. ``float32`` is the PLL on the float32 model where the chains ran in a lower
-    precision: the reported fillings are chosen and their energies computed by it. ``starts`` are the chains'
-    first states (the draws themselves for a baseline)."""
+    """What the sample stage produced for ``templates`` of one shape, ``start`` being when the run began.
+
+    Token blanks (the batched kernel): the run's PLL ``energy`` over all templates, the ``target`` the chains
+    sampled (the PLL, or a :class:`~infill.constraints.WeightedSum` with it, for one template), the ``trace`` of
+    the sampler's chains (None for a baseline) and the final states or draws ``x (G * n, d)``, template ``g``
+    owning the ``g``-th block of ``config.num_samples`` chains. ``float32`` is the PLL on the float32 model where
+    the chains ran in a lower precision: the reported fillings are chosen and their energies computed by it.
+    ``starts`` are the chains' first states (the draws themselves for a baseline).
+
+    Word blanks (the span sampler): one template, ``trace`` a :class:`~infill.spans.SpanTrace`, no token fields."""
 
     templates: list[Template]
     config: RunConfig
-    sampler: Optional[Sampler]
-    energy: MaskedLMEnergy
-    target: Union[MaskedLMEnergy, WeightedSum]
-    trace: Optional[Trace]
-    x: Tensor
+    trace: Union[Trace, SpanTrace, None]
     start: float
+    sampler: Optional[Sampler] = None
+    energy: Optional[MaskedLMEnergy] = None
+    target: Union[MaskedLMEnergy, WeightedSum, None] = None
+    x: Optional[Tensor] = None
     float32: Optional[MaskedLMEnergy] = None
     starts: Optional[Tensor] = None
 
 
+@dataclass(frozen=True)
+class Choice:
+    """One template's reported fillings, each ``(pieces, ids, content, energy, chain, terms)``: the token ids of
+    each blank's fill, of the whole sequence and of its content (no ``[CLS]``/``[SEP]``); its ``marginals``,
+    the ``trace`` the result keeps, and the counts the diagnostics report."""
+
+    fillings: list[tuple]
+    marginals: list[list[dict]]
+    trace: Optional[Trace]
+    candidates: int
+    encoder_sequences: int
+    cache_hits: int = 0
+
+
 def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -> list[InfillResult]:
-    """The result of each template of ``batch``; ``bar`` (tqdm-like: ``total``, ``update``) counts re-scoring passes."""
+    """The result of each template of ``batch``, of either kind of blanks; ``bar`` (tqdm-like: ``total``,
+    ``update``) counts re-scoring passes."""
+    choices = _span_choices if isinstance(batch.trace, SpanTrace) else _token_choices
+    results = []
+    for template, choice in zip(batch.templates, choices(batch, tokenizer, bar)):
+        samples = []
+        for pieces, ids, content, energy, chain, terms in choice.fillings:
+            text, fills = fill_pieces(template, tokenizer, pieces)
+            samples.append(Sample(text, fills, tokenizer.convert_ids_to_tokens(content), ids, energy, chain, terms))
+        results.append(InfillResult(template.text, samples, _diagnostics(batch, choice, model_name, seed),
+                                    choice.trace, choice.marginals))
+    return results
+
+
+def _token_choices(batch: Batch, tokenizer, bar) -> Iterator[Choice]:
+    """Each template of a batch of token blanks: candidates, one deduplication, ``top`` (module docstring)."""
     config, chains = batch.config, batch.config.num_samples
     shared = batch.energy.sequences / len(batch.templates)  # the run's encoder sequences, shared evenly
     shared_hits = batch.energy.cache_hits / len(batch.templates)
-    results = []
     for g, template in enumerate(batch.templates):
         block = slice(g * chains, (g + 1) * chains)
         trace = None if batch.trace is None else batch.trace.select(block)
@@ -117,22 +158,44 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
             plls = _values(exact, reported).tolist()
             if terms is not None:
                 terms["pll"] = plls
-        samples = []
-        for k, (r, ids) in enumerate(zip(order.tolist(), energy.token_ids(reported).cpu())):
-            text, fills = fill(template, tokenizer, ids)
-            tokens = tokenizer.convert_ids_to_tokens(ids[template.content].tolist())
-            samples.append(Sample(text, fills, tokens, ids.tolist(), plls[k], r % chains,
-                                  None if terms is None else {name: v[k] for name, v in terms.items()}))
+        fillings = [(blank_pieces(template, ids), ids.tolist(), ids[template.content].tolist(), plls[k], r % chains,
+                     None if terms is None else {name: v[k] for name, v in terms.items()})
+                    for k, (r, ids) in enumerate(zip(order.tolist(), energy.token_ids(reported).cpu()))]
         if from_visited:
             visited = rows[:trace.samples[trace.burn_in:].shape[0] * chains]
         else:
             visited = (batch.x[block][None] if trace is None else trace.samples[trace.burn_in:]).flatten(0, 1).cpu()
-        diagnostics = _diagnostics(batch, trace, model_name, seed, candidates,
-                                   round(shared + sum(e.sequences for e in counted) - before),
-                                   round(shared_hits + sum(e.cache_hits for e in counted) - hits_before))
-        results.append(InfillResult(template.text, samples, diagnostics, trace,
-                                    marginals(template, tokenizer, energy, visited)))
-    return results
+        yield Choice(fillings, marginals(template, tokenizer, energy, visited), trace, candidates,
+                     round(shared + sum(e.sequences for e in counted) - before),
+                     round(shared_hits + sum(e.cache_hits for e in counted) - hits_before))
+
+
+def _span_choices(batch: Batch, tokenizer, bar) -> Iterator[Choice]:
+    """The one template of a batch of word blanks: the chains' final states, or with ``top`` the best distinct
+    states visited (or final, ``decode="final"``) by the span energy the run computed; marginals over the
+    fills (as spliced) of every state visited."""
+    (template,), config, trace = batch.templates, batch.config, batch.trace
+    steps, chains = trace.energies.shape
+    if config.top is None:
+        chosen = [(trace.energies[-1, b].item(), trace.pieces(steps - 1, b), b, steps - 1) for b in range(chains)]
+    else:
+        chosen = trace.top(config.top, final=config.decode == "final")
+    special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+    fillings = []
+    for energy, pieces, chain, step in chosen:
+        ids = template.sequence(pieces).tolist()
+        terms = None
+        if trace.include is not None:  # the energy stays the span energy; the include term is reported beside
+            include = trace.include[step, chain].item()
+            energy -= trace.include_weight * include
+            terms = {"span": energy, "include": include}
+        fillings.append((pieces, ids, [i for i in ids if i not in special], energy, chain, terms))
+    visited = [fill_pieces(template, tokenizer, trace.pieces(t, b))[1] for t in range(steps) for b in range(chains)]
+    counts = [Counter(fills[k] for fills in visited) for k in range(len(template.blanks))]
+    marginals = [[{"fill": fill, "frequency": round(n / len(visited), 4)} for fill, n in c.most_common(MARGINAL_FILLS)]
+                 for c in counts]
+    candidates = len(torch.unique(trace.tokens.flatten(0, 1).flatten(1), dim=0))
+    yield Choice(fillings, marginals, None, candidates, trace.encoder_sequences)
 
 
 def _candidates(x: Tensor, trace: Optional[Trace], config: RunConfig,
@@ -222,18 +285,25 @@ def marginals(template: Template, tokenizer, energy: MaskedLMEnergy, states: Ten
     return out
 
 
-def _diagnostics(batch: Batch, trace: Optional[Trace], model_name: str, seed: int, candidates: int,
-                 encoder_sequences: int, cache_hits: int) -> Diagnostics:
-    config, d = batch.config, batch.templates[0].num_blanks
-    return Diagnostics(
-        sampler=config.method, hyperparameters={} if batch.sampler is None else batch.sampler.hyperparameters(),
-        model=model_name, steps=0 if trace is None else config.steps, num_samples=config.num_samples, seed=seed,
-        init="-" if trace is None else config.init, temperature=config.token_temperature, decode=config.decode,
-        acceptance_rate=None if trace is None else trace.acceptance_rate,
-        mean_hops=None if trace is None else trace.mean_hops,
-        tuned=None if trace is None or trace.final_state.tuning is None else trace.final_state.tuning.to_dict(),
-        burn_in=0 if trace is None else config.steps - trace.samples.shape[0] + trace.burn_in,
-        evaluations=0 if trace is None else trace.evaluations,
-        forwards=mlm_draws.FORWARDS[config.method if trace is None else config.init](d),
-        encoder_sequences=encoder_sequences, cache_hits=cache_hits, candidates=candidates, budget=config.budget,
-        seconds=time.perf_counter() - batch.start, batched_templates=len(batch.templates))
+def _diagnostics(batch: Batch, choice: Choice, model_name: str, seed: int) -> Diagnostics:
+    config, trace = batch.config, batch.trace
+    if isinstance(trace, SpanTrace):
+        run = dict(sampler=config.span_method, hyperparameters={}, steps=config.steps, init=config.init,
+                   temperature=config.span_temperature, acceptance_rate=trace.accepted.float().mean().item(),
+                   mean_hops=None, tuned=None, burn_in=0, evaluations=len(trace.energies), forwards=0,
+                   energy=trace.energy_name)
+    else:
+        trace = choice.trace
+        run = dict(
+            sampler=config.method, hyperparameters={} if batch.sampler is None else batch.sampler.hyperparameters(),
+            steps=0 if trace is None else config.steps, init="-" if trace is None else config.init,
+            temperature=config.token_temperature, acceptance_rate=None if trace is None else trace.acceptance_rate,
+            mean_hops=None if trace is None else trace.mean_hops,
+            tuned=None if trace is None or trace.final_state.tuning is None else trace.final_state.tuning.to_dict(),
+            burn_in=0 if trace is None else config.steps - trace.samples.shape[0] + trace.burn_in,
+            evaluations=0 if trace is None else trace.evaluations,
+            forwards=mlm_draws.FORWARDS[config.method if trace is None else config.init](batch.templates[0].num_blanks))
+    return Diagnostics(**run, model=model_name, num_samples=config.num_samples, seed=seed, decode=config.decode,
+                       encoder_sequences=choice.encoder_sequences, cache_hits=choice.cache_hits,
+                       candidates=choice.candidates, budget=config.budget, seconds=time.perf_counter() - batch.start,
+                       batched_templates=len(batch.templates))

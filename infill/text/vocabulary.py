@@ -28,7 +28,7 @@ from typing import Iterable
 import torch
 from torch import Tensor
 
-from .errors import InfillError
+from ..errors import InfillError
 
 _RESERVED = re.compile(r"^\[.*\]$|^<.*>$")  # [unused12], [CLS], <s>, <mask>, <0x41>, ...
 

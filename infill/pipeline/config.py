@@ -1,0 +1,323 @@
+"""One validated run configuration, shared by the API, the CLI, JSONL template lines and eval protocols.
+
+``RunConfig.create(**options)`` checks every value and raises :class:`InfillError` with one line naming the
+option and the type it expects; unknown keys are taken as the method's hyperparameters and checked against
+its defaults' types. Nothing here imports torch, so the CLI can validate before loading a model.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Optional
+
+from ..errors import InfillError
+from ..text.blanks import UNITS
+
+BASELINES = ("independent", "left-to-right", "argmax", "confident-first", "random-order")
+"""Methods that draw from the masked LM directly, without MCMC: usable wherever a sampler name is."""
+INITS = ("uniform", "independent", "left-to-right", "confident-first", "random-order")
+"""Chain starts: uniform tokens, or draws from the masked LM (see :mod:`infill.lm.mlm_draws`)."""
+SPAN_METHODS = ("rjmcmc", "per-length")
+"""How word blanks are filled (:mod:`infill.spans`): reversible-jump MH that changes lengths, or chains pinned
+at every combination of the blanks' lengths, the best chosen by the same energy."""
+REWRITE_SAMPLER = "gibbs-mh"
+"""Rewrite mode's default sampler: the one that reached a given PLL at a given change fraction with the
+fewest encoder sequences in ``scripts/constraints.py`` (``eval/constraints-minilm/``; 50 sentences x change
+0.2 and 0.5, 10 chains, equal sequences): per variant as likely as the source that changed at least the
+asked share of its words minus 0.1, 560 sequences at change 0.2 and 832 at 0.5, against 874 and 11,209 for
+``gwg``, 1,803 and 12,277 for ``dmala``, 889 and 3,484 for ``dlmc``."""
+DECODES = ("visited", "final", "diverse")
+"""Where ``top`` takes its fillings from: every state visited after burn-in, the chains' final states, or
+every state the run scored (the chains' starts, the visited states and the proposals a kernel scored)
+chosen for quality and diversity (:func:`infill.pipeline.postprocess.spread`)."""
+AUTO = "auto"
+"""The method that picks by the number of blank tokens ``d``: chains where they beat the masked LM's best
+one-pass order re-ranked by PLL at equal encoder sequences, that order where they do not
+(``eval/default-minilm``); its compute is ``budget`` (default :data:`AUTO_BUDGET_PER_BLANK` x ``d``)."""
+AUTO_CHAIN_BLANKS = 4
+"""``auto`` runs chains on templates of up to this many blank tokens, and draws in one pass above it."""
+AUTO_CHAINS = {"method": "gibbs", "num_samples": 50, "init": "confident-first", "steps": 100}
+"""``auto``'s chains: random-scan Gibbs from confident-first draws, stepping until the budget is spent; its
+default chains and most steps (``num_samples`` and ``steps`` override them)."""
+SAMPLES, STEPS = 25, 12
+"""The default chains (or draws) and steps of a named method."""
+AUTO_ORDER = "confident-first"
+"""``auto``'s one-pass order above :data:`AUTO_CHAIN_BLANKS` blanks: the draws re-ranked by PLL."""
+AUTO_BUDGET_PER_BLANK = 100
+"""``auto``'s default budget: encoder sequences per blank token."""
+
+
+def positive_integer(name: str, value: Any, minimum: int = 1) -> int:
+    """``value`` if it is an integer of at least ``minimum``, else one line naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise InfillError(f"{name} must be {kind}, got {value!r}")
+    return value
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InfillError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise InfillError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def check_hyperparameters(method: str, options: dict, defaults: dict) -> dict:
+    """``options`` checked against ``defaults`` (name -> default value) of ``method``: known names, and
+    values of the defaults' type (integers for integer options, finite numbers for float ones). A name
+    that is no sampler's option at all is an unknown key."""
+    checked = {}
+    for key, value in options.items():
+        if key not in defaults:
+            from ..samplers import SAMPLERS, sampler_options
+
+            if not any(key in sampler_options(name) for name in SAMPLERS):
+                raise InfillError(f"unknown key {key!r}")
+            known = ", ".join(sorted(defaults)) or "none"
+            raise InfillError(f"{method!r} has no option {key!r} (its options: {known})")
+        default = defaults[key]
+        name = f"{method} option {key}"
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise InfillError(f"{name} must be true or false, got {value!r}")
+        elif isinstance(default, int):
+            value = positive_integer(name, value, minimum=0)
+        elif isinstance(default, float):
+            value = _number(name, value)
+        elif isinstance(default, str) and not isinstance(value, str):
+            raise InfillError(f"{name} must be a string, got {value!r}")
+        checked[key] = value
+    return checked
+
+
+MIN_TEMPERATURE = 1e-30
+"""Below this, a model's float32 logits divided by the temperature overflow (``1e-39`` gave garbage)."""
+SPAN_TEMPERATURE = 0.5
+"""The default temperature of templates with word blanks (``[MASK*?]``): at 1 the span sampler's top 5 were
+below left-to-right draws re-ranked at equal encoder sequences on most tasks; at 0.5 above them
+(``eval/spans-minilm``)."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How to fill a template. ``method`` is a sampler name (``infill samplers``) or a baseline
+    (:data:`BASELINES`); ``num_samples`` chains (or draws) of ``steps`` steps from ``init``; the target is
+    ``exp(U / temperature)`` (by default 1, and :data:`SPAN_TEMPERATURE` for templates with word blanks;
+    baselines temper the masked LM's softmax), after an optional annealing from
+    ``anneal_from`` during the first half of the steps (see :meth:`annealing_schedule`); ``top=k`` keeps the
+    ``k`` distinct fillings of highest energy, taken as ``decode`` says; ``options`` are the sampler's
+    hyperparameters. The fields are the one list of run settings: the CLI's flags and the keys of JSON
+    lines and protocols are read from them (:func:`settings`). A configuration is hashable."""
+
+    method: str = field(default=AUTO, metadata={
+        "help": f"{AUTO} (chains up to {AUTO_CHAIN_BLANKS} blank tokens, {AUTO_ORDER} draws above; it sets its own "
+                "chains and steps), a sampler (see `infill samplers`) or a baseline: independent, left-to-right, "
+                "argmax, confident-first, random-order",
+        "flag": "--sampler", "key": "sampler", "metavar": "NAME"})
+    num_samples: Optional[int] = field(default=None, metadata={
+        "help": f"chains (or draws) per template (default {SAMPLES}; {AUTO}: {AUTO_CHAINS['num_samples']} chains on "
+                f"token blanks, or with --top the draws its budget buys)", "short": "-n", "type": int, "metavar": "N"})
+    steps: Optional[int] = field(default=None, metadata={
+        "help": f"MCMC steps per chain (default {STEPS}; {AUTO}: until its budget is spent, at most "
+                f"{AUTO_CHAINS['steps']})", "type": int, "metavar": "N"})
+    top: Optional[int] = field(default=None, metadata={"help": "keep the K distinct fillings of highest energy",
+                                                       "type": int, "metavar": "K"})
+    seed: Optional[int] = field(default=None, metadata={"help": "random seed (same seed, same samples)",
+                                                        "type": int, "metavar": "N"})
+    init: str = field(default="left-to-right", metadata={
+        "help": "chain start: uniform, independent (all-masked MLM draws), left-to-right, confident-first (most "
+                "peaked blank first) or random-order"})
+    temperature: Optional[float] = field(default=None, metadata={
+        "help": f"target exp(energy / T); T < 1 favours likely fillings (default 1, and {SPAN_TEMPERATURE:g} for "
+                "templates with word blanks)", "type": float, "metavar": "T"})
+    anneal_from: Optional[float] = field(default=None, metadata={
+        "help": "anneal from temperature T0 down to --temperature over the first half of the steps",
+        "type": float, "metavar": "T0"})
+    decode: Optional[str] = field(default=None, metadata={
+        "help": f"where --top takes fillings from: visited (every state after burn-in), final (the chains' final "
+                f"states) or diverse (every state the run scored, kept for quality and diversity); default "
+                f"visited ({AUTO}: diverse for its chains)", "metavar": "HOW"})
+    allow_subwords: bool = field(default=False, metadata={
+        "help": "let token blanks take word-continuation pieces (##ing)"})
+    allow_punctuation: bool = field(default=False, metadata={
+        "help": "let blanks take punctuation and quote marks (by default a blank takes words: tokens with a "
+                "letter or digit)"})
+    blank_unit: str = field(default="token", metadata={
+        "help": "what [MASK] and [MASK*n] count: token (exactly n tokens) or word (n words of any pieces); "
+                "[MASK*m-n] and [MASK*?] are always words", "metavar": "UNIT"})
+    forbid: tuple[str, ...] = field(default=(), metadata={
+        "help": "words the blanks may not take, comma-separated (repeatable; a lone , forbids the comma)",
+        "metavar": "WORDS"})
+    span_method: str = field(default="rjmcmc", metadata={
+        "help": "how word blanks are filled: rjmcmc (lengths change during the run) or per-length (chains at "
+                "every length, the best kept)", "metavar": "NAME"})
+    include: tuple[str, ...] = field(default=(), metadata={
+        "help": "a word that must appear in the filled blanks (repeatable)", "metavar": "WORD"})
+    budget: Optional[int] = field(default=None, metadata={
+        "help": "encoder sequences to spend per template: the number of draws of a one-pass method; chains stop "
+                "when it is spent (or after --steps); auto's default: "
+                f"{AUTO_BUDGET_PER_BLANK} per blank token", "type": int, "metavar": "N"})
+    options: dict = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, **values) -> "RunConfig":
+        """A checked configuration: known keys are run settings, the rest the method's hyperparameters
+        (``sampler`` is accepted for ``method``)."""
+        if "sampler" in values:
+            values["method"] = values.pop("sampler")
+        names = {f.name for f in fields(cls)} - {"options"}
+        options = dict(values.pop("options", None) or {})
+        options.update({k: values.pop(k) for k in list(values) if k not in names})
+        return cls(**values, options=options)
+
+    def __post_init__(self):
+        for name, default in (("num_samples", SAMPLES), ("steps", STEPS)):  # auto's are set by the blanks
+            if getattr(self, name) is None and self.method != AUTO:
+                object.__setattr__(self, name, default)
+            if getattr(self, name) is not None:
+                positive_integer(name, getattr(self, name))
+        if self.decode is None and self.method != AUTO:  # auto's is set by the blanks
+            object.__setattr__(self, "decode", "visited")
+        if self.method == AUTO and self.anneal_from is not None:
+            raise InfillError(f"{AUTO} picks its own run, which is not annealed: drop --anneal-from or name a sampler")
+        if self.top is not None and positive_integer("top", self.top) > (self.num_samples or self.top) and \
+                self.decode == "final":
+            raise InfillError(f"top ({self.top}) cannot exceed num_samples ({self.num_samples}) with final-state "
+                              "decoding")
+        if self.seed is not None:
+            positive_integer("seed", self.seed, minimum=0)
+            if self.seed >= 2**63:
+                raise InfillError(f"seed must be below 2**63, got {self.seed}")
+        _choice("init", self.init, INITS)
+        if self.decode is not None:
+            _choice("decode", self.decode, DECODES)
+        if self.budget is not None:
+            positive_integer("budget", self.budget)
+            if self.anneal_from is not None:
+                raise InfillError("a budget stops the chains when it is spent, so it cannot be annealed: drop "
+                                  "--anneal-from or --budget")
+        if self.temperature is not None and _number("temperature", self.temperature) <= 0:
+            raise InfillError(f"temperature must be positive, got {self.temperature!r}")
+        if self.temperature is not None and self.temperature < MIN_TEMPERATURE:
+            raise InfillError(f"temperature must be at least {MIN_TEMPERATURE:g}, got {self.temperature!r}: "
+                              "below that the model's logits divided by it overflow")
+        if self.anneal_from is not None and _number("anneal_from", self.anneal_from) <= self.token_temperature:
+            raise InfillError(f"anneal_from ({self.anneal_from}) must be above the temperature "
+                              f"({self.token_temperature:g})")
+        if self.anneal_from is not None and (self.is_baseline or self.steps < 4):
+            raise InfillError("anneal_from needs an MCMC sampler and at least 4 steps")
+        for name in ("allow_subwords", "allow_punctuation"):
+            if not isinstance(getattr(self, name), bool):
+                raise InfillError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        _choice("blank_unit", self.blank_unit, UNITS)
+        _choice("span_method", self.span_method, SPAN_METHODS)
+        for name in ("forbid", "include"):
+            words = getattr(self, name)
+            if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) and w.strip() for w in words):
+                raise InfillError(f"{name} must be a list of words, got {words!r}")
+            object.__setattr__(self, name, tuple(words))
+        for key, value in self.options.items():  # checked before the sampler registry (torch) is imported
+            if isinstance(value, float):
+                _number(f"{self.method} option {key}", value)
+        from ..samplers import SAMPLERS, sampler_options
+
+        if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *BASELINES, AUTO):
+            raise InfillError(f"unknown sampler {self.method!r}; choose from {AUTO}, "
+                              f"{', '.join(sorted(SAMPLERS))} or a baseline: {', '.join(BASELINES)}")
+        defaults = {} if self.is_baseline or self.method == AUTO else sampler_options(self.method)
+        object.__setattr__(self, "options", check_hyperparameters(self.method, self.options, defaults))
+
+    def __hash__(self) -> int:
+        return hash(tuple(_hashable(getattr(self, f.name)) for f in fields(self)))
+
+    @property
+    def token_temperature(self) -> float:
+        """The temperature of templates with token blanks only: ``temperature``, by default 1."""
+        return 1.0 if self.temperature is None else self.temperature
+
+    @property
+    def span_temperature(self) -> float:
+        """The temperature of templates with word blanks: ``temperature``, by default :data:`SPAN_TEMPERATURE`."""
+        return SPAN_TEMPERATURE if self.temperature is None else self.temperature
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.method in BASELINES
+
+    def make_sampler(self):
+        """The configured sampler (None for a baseline, and for ``auto`` until :meth:`for_blanks` resolves it)."""
+        from ..samplers import make_sampler
+
+        return None if self.is_baseline or self.method == AUTO else make_sampler(self.method, **self.options)
+
+    def for_blanks(self, d: int) -> "RunConfig":
+        """The run for templates of ``d`` blank tokens: ``auto`` resolved (:data:`AUTO_CHAIN_BLANKS`), and a
+        one-pass method's draws set by the budget: each costs its passes after the shared first one and ``d``
+        masked copies to re-score it, the shared pass one sequence (at least ``top`` draws)."""
+        config = self
+        if self.method == AUTO:
+            chains = d <= AUTO_CHAIN_BLANKS
+            config = replace(self, method=AUTO_CHAINS["method"] if chains else AUTO_ORDER, init=AUTO_CHAINS["init"],
+                             num_samples=self.num_samples or AUTO_CHAINS["num_samples"],
+                             steps=self.steps or AUTO_CHAINS["steps"], budget=self.budget or AUTO_BUDGET_PER_BLANK * d,
+                             decode=self.decode or ("diverse" if chains else "visited"))
+            if not chains and self.top is None:  # every draw is a sample: as many as asked
+                return replace(config, budget=None)
+        if config.is_baseline and config.budget is not None:
+            from ..lm.mlm_draws import FORWARDS
+
+            cost = max(1, FORWARDS[config.method](d) - 1 + d)
+            config = replace(config, num_samples=max(config.top or 1, (config.budget - 1) // cost))
+        return config
+
+    def for_words(self) -> "RunConfig":
+        """The run for templates with word blanks (the span sampler): ``auto`` takes the named methods' chains
+        and steps."""
+        if self.method != AUTO:
+            return self
+        return replace(self, num_samples=self.num_samples or SAMPLES, steps=self.steps or STEPS,
+                       decode=self.decode or "visited")
+
+    def signature(self) -> dict:
+        """The settings that reproduce a run (everything but ``top``), for diagnostics and reports."""
+        return {"method": self.method, "num_samples": self.num_samples, "steps": self.steps, "init": self.init,
+                "temperature": self.token_temperature, "anneal_from": self.anneal_from, "decode": self.decode,
+                "seed": self.seed, "options": self.options,
+                **({"include": list(self.include)} if self.include else {}),
+                **({"budget": self.budget} if self.budget is not None else {}),
+                **({"blank_unit": self.blank_unit, "span_temperature": self.span_temperature}
+                   if self.blank_unit != "token" else {})}
+
+    def annealing_schedule(self) -> list[tuple[float, int]]:
+        """``(temperature, steps)`` stages of the run: without ``anneal_from`` one stage; with it, the first
+        half of the steps in up to 4 equal stages at temperatures spaced geometrically from ``anneal_from``
+        toward ``temperature`` (each stage a fresh run from the last one's final state, so no cached
+        energy is stale), then the rest at ``temperature``. Only the last stage's states are candidates."""
+        if self.anneal_from is None:
+            return [(self.token_temperature, self.steps)]
+        stages = min(4, self.steps // 2)
+        ratio = (self.token_temperature / self.anneal_from) ** (1 / stages)
+        length = self.steps // 2 // stages
+        return [(self.anneal_from * ratio**k, length) for k in range(stages)] + \
+            [(self.token_temperature, self.steps - stages * length)]
+
+
+def _hashable(value: Any) -> Any:
+    """``value`` with its lists and dicts made tuples, for hashing."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
+def settings() -> list:
+    """The run settings as dataclass fields, each with ``metadata``: ``help``, the CLI ``flag`` (default
+    ``--name-with-dashes``), ``short``, and argparse ``type``/``metavar``; ``key`` is the name in JSON lines
+    and protocols (default the field's name)."""
+    return [f for f in fields(RunConfig) if f.name != "options"]

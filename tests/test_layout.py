@@ -1,0 +1,59 @@
+"""The package's layout by stage (docs/internals.md): a handful of modules at the top, imports only from an
+earlier stage, and the documented import paths still import."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "infill"
+STAGES = ("errors", "optional", "metrics", "text", "lm", "energies", "samplers", "constraints", "spans", "pipeline",
+          "evaluation", "summarize", "serve", "cli")
+FACADES = ("__init__", "__main__", "config")  # the entry points, importing from any stage
+BACK = {("serve", "cli")}  # the page's rewrite reports the BLEU that `infill rewrite --json` computes
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imports(path: Path) -> set[str]:
+    """The infill modules ``path`` imports, lazily or not."""
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    package = parts[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = ".".join(package[:len(package) - node.level + 1] + [node.module or ""]).strip(".") \
+                if node.level else node.module
+            names = [f"{base}.{a.name}" for a in node.names] if not node.module else [base]
+            found.update(n for n in names if n.startswith("infill."))
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("infill."))
+    return found
+
+
+def test_at_most_six_modules_at_the_top():
+    assert len(list(PACKAGE.glob("*.py"))) <= 6
+
+
+def test_imports_run_only_from_an_earlier_stage():
+    back = []
+    for path in PACKAGE.rglob("*.py"):
+        unit = _unit(".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts))
+        if unit in FACADES:
+            continue
+        for module in _imports(path):
+            used = _unit(module)
+            if used != unit and (unit, used) not in BACK and STAGES.index(used) > STAGES.index(unit):
+                back.append(f"{path.relative_to(PACKAGE.parent)} imports {module}")
+    assert not back, "\n".join(back)
+
+
+def test_the_documented_import_paths_import():
+    import infill
+    from infill import Infiller, InfillResult, metrics  # noqa: F401
+    from infill.config import RunConfig
+    from infill.pipeline.config import RunConfig as Config
+
+    assert RunConfig is Config and infill.Infiller is Infiller
