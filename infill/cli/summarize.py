@@ -28,7 +28,7 @@ from ..errors import InfillError
 DEFAULT_METHOD = "greedy"
 DEFAULT_SAMPLER = "mana"  # chain settings of eval-summarization and of --method SAMPLER
 DEFAULT_WORDS = 150
-MAX_SAMPLER_SENTENCES = 500  # a sampler step costs O(chains * N^3): ~1 s per step at N = 2,000
+MAX_SAMPLER_SENTENCES = 500  # a sampler step costs O(chains * N^3)
 
 
 def positive_int(text: str) -> int:

@@ -22,10 +22,7 @@ SPAN_METHODS = ("rjmcmc", "per-length")
 at every combination of the blanks' lengths, the best chosen by the same energy."""
 REWRITE_SAMPLER = "gibbs-mh"
 """Rewrite mode's default sampler: the one that reached a given PLL at a given change fraction with the
-fewest encoder sequences in ``scripts/constraints.py`` (``eval/constraints-minilm/``; 50 sentences x change
-0.2 and 0.5, 10 chains, equal sequences): per variant as likely as the source that changed at least the
-asked share of its words minus 0.1, 560 sequences at change 0.2 and 832 at 0.5, against 874 and 11,209 for
-``gwg``, 1,803 and 12,277 for ``dmala``, 889 and 3,484 for ``dlmc``."""
+fewest encoder sequences in ``scripts/constraints.py`` (figures: ``eval/constraints-minilm/``)."""
 DECODES = ("visited", "final", "diverse")
 """Where ``top`` takes its fillings from: every state visited after burn-in, the chains' final states, or
 every state the run scored (the chains' starts, the visited states and the proposals a kernel scored)

@@ -83,7 +83,7 @@ def spelled(tokenizer, words: Iterable[str]) -> list[list[int]]:
 
 
 def _encode(tokenizer, texts: list[str]) -> list[list[int]]:
-    """Token ids of ``texts`` without special tokens; by the Rust tokenizer directly where there is one (3x faster)."""
+    """Token ids of ``texts`` without special tokens; by the Rust tokenizer directly where there is one."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
         return tokenizer(texts, add_special_tokens=False)["input_ids"]
