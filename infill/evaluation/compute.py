@@ -49,12 +49,11 @@ def matched(run: Callable[[int], R], sequences: Callable[[R], int], budget: int,
             minimum: int = 1, tries: int = 8) -> tuple[R, dict]:
     """``run(n)`` for the ``n`` draws of the one-pass ``method`` (a key of ``infill.lm.mlm_draws.FORWARDS``) on
     ``d`` blanks that spend ``budget`` encoder sequences (:func:`equal_sequences`), and the match as a record:
-    ``{"draws": n, "budget": budget, "budget_runs": runs}``. A distinct draw costs its passes less the first,
-    which every draw shares, plus its ``d`` re-scoring copies."""
-    from ..lm.mlm_draws import FORWARDS  # here, not at the top: the report reads this module without torch
+    ``{"draws": n, "budget": budget, "budget_runs": runs}``; a draw costs
+    :func:`infill.lm.mlm_draws.draw_cost`."""
+    from ..lm.mlm_draws import draw_cost  # here, not at the top: the report reads this module without torch
 
-    draws, result, runs = equal_sequences(run, sequences, budget, max(1, FORWARDS[method](d) - 1 + d), minimum,
-                                          tries)
+    draws, result, runs = equal_sequences(run, sequences, budget, draw_cost(method, d), minimum, tries)
     return result, {"draws": draws, "budget": budget, "budget_runs": runs}
 
 

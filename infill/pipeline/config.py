@@ -254,8 +254,8 @@ class RunConfig:
 
     def for_blanks(self, d: int) -> "RunConfig":
         """The run for templates of ``d`` blank tokens: ``auto`` resolved (:data:`AUTO_CHAIN_BLANKS`), and a
-        one-pass method's draws set by the budget: each costs its passes after the shared first one and ``d``
-        masked copies to re-score it, the shared pass one sequence (at least ``top`` draws)."""
+        one-pass method's draws set by the budget (:func:`infill.lm.mlm_draws.draw_cost` each, the shared first
+        pass one sequence; at least ``top`` draws)."""
         config = self
         if self.method == AUTO:
             chains = d <= AUTO_CHAIN_BLANKS
@@ -266,10 +266,10 @@ class RunConfig:
             if not chains and self.top is None:  # every draw is a sample: as many as asked
                 return replace(config, budget=None)
         if config.is_baseline and config.budget is not None:
-            from ..lm.mlm_draws import FORWARDS
+            from ..lm.mlm_draws import draw_cost
 
-            cost = max(1, FORWARDS[config.method](d) - 1 + d)
-            config = replace(config, num_samples=max(config.top or 1, (config.budget - 1) // cost))
+            draws = (config.budget - 1) // draw_cost(config.method, d)
+            config = replace(config, num_samples=max(config.top or 1, draws))
         return config
 
     def for_words(self) -> "RunConfig":

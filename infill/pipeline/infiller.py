@@ -363,7 +363,7 @@ def _steps(prepared: Prepared, template: Template) -> int:
     if not template.fixed:
         return prepared.config.for_words().steps
     config = prepared.config.for_blanks(template.num_blanks)
-    return 0 if config.make_sampler() is None else config.steps
+    return 0 if config.is_baseline else config.steps
 
 
 def _batches(templates: Sequence[Template], config: RunConfig, max_sequences: int) -> list[list[int]]:
