@@ -50,10 +50,10 @@ def test_chains_stop_when_the_budget_is_spent(infiller, sampler):
     for budget, result in runs.items():
         d = result.diagnostics
         assert d.budget == budget and 1 <= d.steps < 200 and len(result.trace.samples) == d.steps
-        assert d.encoder_sequences <= 1.5 * budget
+        assert d.encoder_sequences <= budget
     assert runs[240].diagnostics.steps > runs[60].diagnostics.steps
     unbudgeted = infiller.sample(TWO, sampler, num_samples=8, steps=runs[60].diagnostics.steps, top=3, seed=0)
-    assert [s.fills for s in unbudgeted.samples] == [s.fills for s in runs[60].samples]  # the same chains, cut
+    assert torch.equal(unbudgeted.trace.samples, runs[60].trace.samples)  # the same chains, cut
 
 
 def test_auto_runs_chains_or_draws(infiller):

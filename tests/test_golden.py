@@ -1,10 +1,12 @@
-"""Golden test: 20 templates x 3 seeds through the public API give the recorded fillings and energies.
+"""Golden test: 30 cases x 3 seeds through the public API give the recorded fillings and energies.
 
-Recorded BEFORE the refactor of issue 29 (modules moved into subpackages, the fixed-blank and span-blank
-pipelines unified), from the tree of commit 54d2c27, so that the refactor can show it changed nothing a
-user sees. ``tests/golden/fillings.json`` holds, per case and seed, every returned sample's ``text`` and
+The first 20 cases were recorded BEFORE the refactor of issue 29 (modules moved into subpackages, the
+fixed-blank and span-blank pipelines unified), from the tree of commit 54d2c27, so that the refactor can show
+it changed nothing a user sees; issue 38 added the default's cases (``auto``: one to eight blanks, include
+words, a budget, a batch) and made a batch give each template what a single call gives (re-recorded then:
+every single-call case unchanged, the batched one now equal to its single calls). ``tests/golden/fillings.json`` holds, per case and seed, every returned sample's ``text`` and
 ``fills`` (compared exactly), its ``energy`` and ``terms`` (within 1e-4 absolute), and the run's
-``diagnostics.encoder_sequences`` and ``batched_templates`` (exactly).
+``diagnostics.encoder_sequences`` (exactly).
 
 Every case names all its settings (sampler, num_samples, steps, init, top, decode, temperature, the
 blank and vocabulary settings, the sampler's hyperparameters), so a later change of a library default
@@ -44,6 +46,9 @@ GWG = {"sampler": "gwg", "path_length": 1.0, "balancing": "sqrt", "adapt_steps":
 DMALA = {"sampler": "dmala", "step_size": 0.1, "preconditioner": None, "adapt_steps": None, "target_accept": 0.574}
 BLOCK_MH = {"sampler": "block-mh", "block_size": 2, "order": "left-to-right"}
 MLM_INDEPENDENCE = {"sampler": "mlm-independence", "independence": 0.5, "order": "confident-first"}
+# The default (issue 38): auto chooses its run, chains, steps, decoding and budget by the blanks and the terms.
+AUTO = {**TOKEN, "sampler": "auto", "num_samples": None, "steps": None, "init": "left-to-right", "top": 5,
+        "decode": None, "budget": None}
 
 # id -> (call, input, settings). call: "sample" (input a template), "sample_many" (a list of templates),
 # "rewrite" (a sentence; ``init`` is the source there, so rewrite cases name none).
@@ -75,19 +80,19 @@ CASES: dict[str, tuple[str, object, dict]] = {
                                "decode": "visited"}),
     # --- word blanks (spans)
     "span-rjmcmc-any": ("sample", "mom would be [MASK*?] to see him .",
-                        {**SPAN, **GIBBS, "span_method": "rjmcmc", "init": "left-to-right", "top": 5,
+                        {**SPAN, "sampler": "auto", "span_method": "rjmcmc", "init": "left-to-right", "top": 5,
                          "decode": "visited"}),
     "span-rjmcmc-range-all-chains": ("sample", "The weakness of the [MASK*1-3] was obvious .",
-                                     {**SPAN, **GIBBS, "span_method": "rjmcmc", "init": "left-to-right",
+                                     {**SPAN, "sampler": "auto", "span_method": "rjmcmc", "init": "left-to-right",
                                       "top": None, "decode": "visited"}),
     "span-per-length": ("sample", "two thoughts came [MASK*1-2] , one by one .",
-                        {**SPAN, **GIBBS, "span_method": "per-length", "init": "left-to-right", "top": 5,
+                        {**SPAN, "sampler": "auto", "span_method": "per-length", "init": "left-to-right", "top": 5,
                          "decode": "visited"}),
     "span-word-unit": ("sample", "Mendes gave Janney a book of [MASK] by Munch .",
-                       {**SPAN, **GIBBS, "blank_unit": "word", "span_method": "rjmcmc", "init": "left-to-right",
+                       {**SPAN, "sampler": "auto", "blank_unit": "word", "span_method": "rjmcmc", "init": "left-to-right",
                         "top": 5, "decode": "visited"}),
     "span-two-blanks-final": ("sample", "i want to [MASK*1-2] up that [MASK*?] .",
-                              {**SPAN, **GIBBS, "span_method": "rjmcmc", "init": "independent", "top": 3,
+                              {**SPAN, "sampler": "auto", "span_method": "rjmcmc", "init": "independent", "top": 3,
                                "decode": "final"}),
     # --- include
     "include-fixed-gibbs-mh": ("sample", "she walked into the [MASK] and sat down next to the [MASK] .",
@@ -97,17 +102,35 @@ CASES: dict[str, tuple[str, object, dict]] = {
                           {**TOKEN, **GWG, "include": ["old"], "init": "left-to-right", "top": 5,
                            "decode": "visited"}),
     "include-span": ("sample", "harley laid me on the [MASK*1-3] .",
-                     {**SPAN, **GIBBS, "include": ["wooden"], "span_method": "rjmcmc", "init": "left-to-right",
+                     {**SPAN, "sampler": "auto", "include": ["wooden"], "span_method": "rjmcmc", "init": "left-to-right",
                       "top": 5, "decode": "visited"}),
     # --- rewrite
     "rewrite-gibbs-mh": ("rewrite", "Their scenes show vulnerability .",
                          {**TOKEN, **GIBBS_MH, "change": 0.5, "top": 5, "decode": "visited"}),
     "rewrite-gibbs-final": ("rewrite", "i want to talk to them .",
                             {**TOKEN, **GIBBS, "change": 0.5, "top": 3, "decode": "final"}),
-    # --- two templates of one shape, batched as one run
+    # --- two templates of one shape in one call: each as a single call gives it
     "batched-sample-many": ("sample_many", ["the others wanted to [MASK] him and [MASK] him free .",
                                             "the cats wanted to [MASK] him and [MASK] him home ."],
                             {**TOKEN, **GIBBS, "init": "left-to-right", "top": 5, "decode": "visited"}),
+    # --- the default, auto (issue 38)
+    "auto-1blank-exact": ("sample", "The studio reluctantly agreed and showed the [MASK] to a young audience .", AUTO),
+    "auto-2blanks": ("sample", "i pinched her and [MASK] laughed as she pressed [MASK] face into my collarbone .", AUTO),
+    "auto-4blanks": ("sample", "i got dressed [MASK] , trying [MASK] make the time [MASK] longer before id [MASK] to "
+                     "leave .", AUTO),
+    "auto-6blanks": ("sample", "[MASK] [MASK] [MASK] [MASK] hostilities , [MASK] squadron [MASK] disbanded in march "
+                     "1946 .", AUTO),
+    "auto-8blanks": ("sample", "[MASK] film [MASK] [MASK] [MASK] [MASK] [MASK] , [MASK] with the [MASK] caveat .", AUTO),
+    "auto-include-2blanks": ("sample", "she walked into the [MASK] and sat down next to the [MASK] .",
+                             {**AUTO, "include": ["window"]}),
+    "auto-include-6blanks": ("sample", "[MASK] [MASK] [MASK] [MASK] hostilities , [MASK] squadron [MASK] disbanded "
+                             "in march 1946 .", {**AUTO, "include": ["war"]}),
+    "auto-budget-3blanks": ("sample", "The ship was [MASK] at 16 [MASK] in [MASK] .", {**AUTO, "budget": 160}),
+    "onepass-budget": ("sample", "[MASK] film [MASK] [MASK] [MASK] [MASK] [MASK] , [MASK] with the [MASK] "
+                            "caveat .", {**AUTO, "sampler": "confident-first", "budget": 300}),
+    "auto-batch-3": ("sample_many", ["the others wanted to [MASK] him and [MASK] him free .",
+                                     "[MASK] [MASK] [MASK] [MASK] hostilities , [MASK] squadron [MASK] disbanded in "
+                                     "march 1946 .", "I [MASK] it ."], AUTO),
 }
 CASE_IDS = [f"{name}/seed{seed}" for name in CASES for seed in SEEDS]
 
@@ -125,7 +148,6 @@ def run_case(infiller, case_id: str) -> list[dict]:
         results = [infiller.rewrite(given, **settings)]
     return [{"template": r.template,
              "encoder_sequences": r.diagnostics.encoder_sequences,
-             "batched_templates": r.diagnostics.batched_templates,
              "samples": [{"text": s.text, "fills": list(s.fills), "energy": float(s.energy),
                           "terms": None if s.terms is None else {k: float(v) for k, v in s.terms.items()}}
                          for s in r.samples]}
@@ -144,7 +166,7 @@ def differences(got: list[dict], want: list[dict]) -> list[str]:
     if len(got) != len(want):
         return [f"{len(got)} results, recorded {len(want)}"]
     for r, (g, w) in enumerate(zip(got, want)):
-        for key in ("template", "encoder_sequences", "batched_templates"):
+        for key in ("template", "encoder_sequences"):
             if g[key] != w[key]:
                 out.append(f"result {r} {key}: {g[key]!r}, recorded {w[key]!r}")
         if len(g["samples"]) != len(w["samples"]):

@@ -30,7 +30,7 @@ def test_result_structure(infiller):
         assert s.tokens[0] == "the" and s.tokens[2:5] == ["sat", "on", "the"] and len(s.tokens) == 8
         assert not any(tok.startswith("##") for tok in s.tokens) and math.isfinite(s.energy)
     d = result.diagnostics
-    assert (d.sampler, d.steps, d.num_samples, d.seed, d.evaluations, d.batched_templates) == ("dmala", 3, 4, 0, 4, 1)
+    assert (d.sampler, d.steps, d.num_samples, d.seed, d.evaluations) == ("dmala", 3, 4, 0, 4)
     assert (d.init, d.temperature, d.forwards, d.candidates) == ("uniform", 1.0, 0, 4)
     assert d.seconds > 0 and "step_size" in d.hyperparameters
     assert result.trace.samples.shape == (3, 4, 3)
@@ -104,17 +104,16 @@ def test_stacked_energy_matches_per_template(infiller):
     assert torch.equal(stacked.token_ids(x), torch.cat([singles[0].token_ids(x[:3]), singles[1].token_ids(x[3:])]))
 
 
-def test_sample_many_batches_by_shape(infiller):
-    templates = ["the [MASK] sat on the [MASK] .", "I [MASK] it.", "a [MASK] ran to my [MASK] !"]
-    results = infiller.sample_many(templates, num_samples=3, steps=2, seed=0, sampler="gibbs")
-    assert [r.template for r in results] == templates
-    assert [r.diagnostics.batched_templates for r in results] == [2, 1, 2]
-    assert results[2].texts[0].startswith("a ") and results[2].texts[0].endswith("!")
-    alone = infiller.sample("I [MASK] it.", num_samples=3, steps=2, seed=0, sampler="gibbs")
-    single = infiller.sample_many(["I [MASK] it."], num_samples=3, steps=2, seed=0, sampler="gibbs")
-    assert single[0].texts == alone.texts
-    cut = infiller.sample_many(templates, num_samples=3, steps=2, seed=0, sampler="gibbs", max_sequences=6)
-    assert [r.diagnostics.batched_templates for r in cut] == [1, 1, 1]
+def test_a_batch_gives_each_template_what_a_single_call_gives(infiller):
+    templates = ["the [MASK] sat on the [MASK] .", "I [MASK] it.", "a [MASK] ran to my [MASK] !", "I [MASK] it."]
+    for settings in ({"sampler": "gibbs", "num_samples": 3, "steps": 2}, {"top": 3}, {"top": 3, "include": ["cat"]},
+                     {"sampler": "confident-first", "top": 2, "budget": 40}):
+        batch = infiller.sample_many(templates, seed=0, **settings)
+        assert [r.template for r in batch] == templates
+        for template, result in zip(templates, batch):
+            alone = infiller.sample(template, seed=0, **settings)
+            assert result.texts == alone.texts and [s.energy for s in result.samples] == [s.energy for s in alone.samples]
+            assert result.diagnostics.encoder_sequences == alone.diagnostics.encoder_sequences
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -278,7 +277,7 @@ def test_encoder_sequences_count_every_masked_copy(infiller):
     assert gibbs.diagnostics.cache_hits >= distinct - 4  # a visited state's last Gibbs conditional is a PLL term
     pair = infiller.sample_many(["the [MASK] sat on the [MASK] .", "a [MASK] ran to my [MASK] !"],
                                 sampler="independent", num_samples=4, seed=0)
-    assert [asked(r) for r in pair] == [1 + 4 * 2] * 2  # a batch's count is shared
+    assert [asked(r) for r in pair] == [1 + 4 * 2] * 2  # each template's own run
 
 
 def test_marginals_are_fill_frequencies_over_visited_states(infiller):
@@ -305,14 +304,15 @@ def test_stream_yields_in_input_order_as_batches_finish(infiller):
     assert [i for i, _ in streamed] == [0, 1, 2]
     assert [r.texts for _, r in streamed] == [r.texts for r in infiller.run(templates, config)]
     steps = []
-    infiller.sample("I [MASK] it.", num_samples=2, steps=3, seed=0, on_step=lambda done, total: steps.append((done, total)))
+    infiller.sample("I [MASK] it.", "gibbs", num_samples=2, steps=3, seed=0,
+                    on_step=lambda done, total: steps.append((done, total)))
     assert steps == [(1, 3), (2, 3), (3, 3)]
 
     def cancel(done, total):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        infiller.sample("I [MASK] it.", num_samples=2, steps=3, on_step=cancel)
+        infiller.sample("I [MASK] it.", "gibbs", num_samples=2, steps=3, on_step=cancel)
 
 
 def test_annealing_runs_stages_and_keeps_only_the_last(infiller):
@@ -329,14 +329,15 @@ def test_annealing_runs_stages_and_keeps_only_the_last(infiller):
         infiller.sample(TEMPLATE, "gibbs", steps=12, temperature=0.5, anneal_from=0.5)
 
 
-def test_tuned_step_size_survives_the_split_into_templates(infiller):
+def test_tuned_step_size_is_each_templates_own(infiller):
     results = infiller.sample_many(["the [MASK] sat on the [MASK] .", "a [MASK] ran to my [MASK] !"], sampler="dmala",
                                    num_samples=3, steps=6, seed=0, init="uniform")
     for result in results:
         tuned, tuning = result.diagnostics.tuned, result.trace.final_state.tuning
         assert tuned is not None and tuned["value"] == tuning.value and tuned["burn_in"] == result.diagnostics.burn_in
         assert tuned["value"] != result.diagnostics.hyperparameters["step_size"]  # it did adapt
-    assert results[0].diagnostics.tuned == results[1].diagnostics.tuned  # one run, one step size
+        alone = infiller.sample(result.template, sampler="dmala", num_samples=3, steps=6, seed=0, init="uniform")
+        assert result.diagnostics.tuned == alone.diagnostics.tuned  # each template its own run
 
 
 def test_tempered_toy_energy_has_no_conditionals():

@@ -244,7 +244,8 @@ def test_jobs_report_progress_and_a_trace(url):
 
 
 def test_cancel_a_running_job(url):
-    _, created = request(url + "/api/jobs", {"template": "the [MASK] sat .", "steps": 100000, "num_samples": 2})
+    _, created = request(url + "/api/jobs", {"template": "the [MASK] sat .", "sampler": "gibbs", "steps": 100000,
+                                                  "num_samples": 2})
     job_url = f"{url}/api/jobs/{created['id']}"
     while request(job_url)[1]["progress"][0] < 1:
         time.sleep(0.02)
@@ -257,7 +258,8 @@ def test_cancel_a_running_job(url):
 def test_time_limit_full_queue_and_internal_errors(infiller, monkeypatch):
     app = create_app(infiller, queue_size=1, time_limit=0.5)
     with running(app) as base:
-        status, got = request(base + "/api/sample", {"template": "a [MASK] .", "steps": 100000, "num_samples": 2})
+        status, got = request(base + "/api/sample", {"template": "a [MASK] .", "sampler": "gibbs", "steps": 100000,
+                                                        "num_samples": 2})
         assert status == 503 and "time limit of 0.5 s" in got["error"]
         gate = threading.Event()
         app.state.queue.time_limit = 30

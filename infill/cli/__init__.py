@@ -44,6 +44,7 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
     """The parser with ``command``'s full subparser (its module imported); the others are listed with
     their help from ``COMMANDS`` (the modules' ``add_parser`` need not repeat it)."""
     parser = _Parser(prog="infill", description="Text infilling by gradient-based MCMC over discrete tokens.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, spec in COMMANDS.items():
         if name == command:
@@ -51,6 +52,16 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
         else:
             sub.add_parser(name, help=spec.help)
     return parser
+
+
+def _version() -> str:
+    """The installed distribution's version (``infill-mcmc``), or ``unknown`` for a tree that is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("infill-mcmc")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def main(argv: Optional[list[str]] = None) -> int:

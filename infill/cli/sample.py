@@ -9,7 +9,6 @@ line's. Every line is checked (:class:`infill.pipeline.config.RunConfig`) before
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 
@@ -167,26 +166,17 @@ def run(args) -> int:
 
     tokenizer = models.load_tokenizer(args.model)
     limit = models.max_length(tokenizer, models.load_config(args.model))
-    groups: dict[RunConfig, list[int]] = {}
     prepared = []
-    for i, ((where, template, _), config) in enumerate(zip(jobs, configs)):  # every line checked first
+    for (where, template, _), config in zip(jobs, configs):  # every line checked first
         try:
             prepared.append(prepare([template], config, tokenizer, limit))
         except InfillError as exc:
             raise InfillError(f"{where}{exc}") from None
-        groups.setdefault(config, []).append(i)
     infiller = Infiller(args.model, device=args.device, dtype=args.dtype, tokenizer=tokenizer,
                         chunk_size=args.chunk_size)
     progress = not args.quiet and sys.stderr.isatty()
-    done, ready = {}, 0
-    for members in groups.values():  # results printed in input order as soon as they and those before are done
-        first = prepared[members[0]]
-        group = dataclasses.replace(first, templates=tuple(prepared[i].templates[0] for i in members))
-        for k, result in infiller.stream(group, progress=progress):
-            done[members[k]] = result
-            while ready in done:
-                print_result(done.pop(ready), args.json)
-                ready += 1
+    for line in prepared:  # each line a run of its own: what a call with that line alone prints
+        print_result(infiller.run(line, progress=progress)[0], args.json)
     return 0
 
 

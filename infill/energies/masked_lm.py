@@ -7,6 +7,7 @@ import torch
 from torch import Tensor, nn
 
 from ..lm.models import prediction_head
+from .budget import Meter
 from .conditionals import CACHE_MIB, ConditionalCache, rows_of
 
 PASS_SEQUENCES = {"cpu": 64, "cuda": 512}
@@ -42,11 +43,13 @@ class MaskedLMEnergy:
     ``sequences`` counts the sequences that went through the encoder since the energy was built: every
     masked copy of a forward pass, and each copy again for its backward pass (the unit in which runs
     report their compute: ``encoder_sequences``); ``cache_hits`` the masked copies asked for that did not
-    go through it.
+    go through it. Each pass is first charged to ``meter`` (:class:`~.budget.Meter`, shared by the energies of
+    a run; by default one of no limit), which refuses a pass past its limit before it runs.
     """
 
     def __init__(self, model: nn.Module, input_ids: Tensor, blank_positions: Tensor, category_ids: Tensor,
-                 mask_token_id: int, chunk_size: Optional[int] = None, cache: Optional[ConditionalCache] = None):
+                 mask_token_id: int, chunk_size: Optional[int] = None, cache: Optional[ConditionalCache] = None,
+                 meter: Optional[Meter] = None):
         self.model = model.eval().requires_grad_(False)
         device = model.get_input_embeddings().weight.device
         self.input_ids = torch.atleast_2d(input_ids).to(device)
@@ -56,6 +59,7 @@ class MaskedLMEnergy:
         self.num_categories = len(category_ids)
         self.chunk_size = chunk_size
         self.cache = ConditionalCache(CACHE_MIB << 20) if cache is None else cache
+        self.meter = Meter() if meter is None else meter
         self.pass_sequences = min(PASS_SEQUENCES.get(device.type, PASS_SEQUENCES["cuda"]), chunk_size or 1 << 62)
         self._template_keys = list(range(len(self.input_ids)))  # template g's part of a cache key
         self._head = prediction_head(model)
@@ -64,10 +68,10 @@ class MaskedLMEnergy:
         self._normalisers: dict = {}  # a cache entry's log-normaliser, once computed by :meth:`bound`
 
     def template(self, g: int) -> "MaskedLMEnergy":
-        """The energy of stacked template ``g`` alone: same model, categories, chunking and cache, its own
+        """The energy of stacked template ``g`` alone: same model, categories, chunking, cache and meter, its own
         counts."""
         energy = MaskedLMEnergy(self.model, self.input_ids[g], self.blank_positions[g], self.category_ids,
-                                self.mask_token_id, self.chunk_size, self.cache)
+                                self.mask_token_id, self.chunk_size, self.cache, self.meter)
         energy._template_keys = [self._template_keys[g]]
         return energy
 
@@ -92,10 +96,12 @@ class MaskedLMEnergy:
         ids, positions = self._templates(x_idx.shape[0])
         return ids.scatter(1, positions, self.category_ids[x_idx])
 
-    def _logits_at(self, slots: Tensor, **inputs: Tensor) -> Tensor:
+    def _logits_at(self, slots: Tensor, ahead: int = 0, **inputs: Tensor) -> Tensor:
         """Logits ``(N, S, K)`` over the categories at ``slots (N, S)`` of the ``N`` sequences given as
-        ``input_ids`` or ``inputs_embeds``; the head runs only at those slots where the family's is known."""
+        ``input_ids`` or ``inputs_embeds``; the head runs only at those slots where the family's is known.
+        ``ahead``: the sequences of a backward pass that must follow, charged with it."""
         rows = torch.arange(len(slots), device=slots.device)[:, None]
+        self.meter.spend(len(slots), ahead)
         self.sequences += len(slots)
         if self._head is None:
             return self.model(**inputs).logits[rows, slots][..., self.category_ids]
@@ -125,8 +131,9 @@ class MaskedLMEnergy:
         chains = b if self.chunk_size is None else max(1, self.chunk_size // d)
         return torch.arange(b, device=x.device).split(chains)
 
-    def _pll(self, x: Tensor, t: Tensor) -> Tensor:
-        """The energy of chains ``x (B, d, K)`` filling templates ``t (B,)``."""
+    def _pll(self, x: Tensor, t: Tensor, backward: bool = False) -> Tensor:
+        """The energy of chains ``x (B, d, K)`` filling templates ``t (B,)`` (``backward``: a backward pass over
+        its copies follows)."""
         ids, positions = self.input_ids[t], self.blank_positions[t]
         embeddings = self.model.get_input_embeddings().weight
         b, d, _ = x.shape
@@ -135,7 +142,8 @@ class MaskedLMEnergy:
         filled[rows, positions] = x.to(embeddings.dtype) @ embeddings[self.category_ids]
         copies = filled.unsqueeze(1).expand(b, d, ids.shape[1], -1).clone()  # (B, d, L, H)
         copies[rows, torch.arange(d, device=x.device), positions] = embeddings[self.mask_token_id]
-        logits = self._logits_at(positions.reshape(-1, 1), inputs_embeds=copies.flatten(0, 1)).reshape(b, d, -1)
+        logits = self._logits_at(positions.reshape(-1, 1), b * d if backward else 0,
+                                 inputs_embeds=copies.flatten(0, 1)).reshape(b, d, -1)
         if _is_one_hot(x):
             self._keep(x.detach().argmax(-1), t, logits.detach())
         return (torch.log_softmax(logits.float(), dim=-1) * x).sum((1, 2))
@@ -176,9 +184,11 @@ class MaskedLMEnergy:
         for chunk in self._chunks(x):
             with torch.enable_grad():
                 x_chunk = x[chunk].detach().requires_grad_(True)
-                value = self._pll(x_chunk, t[chunk])
+                value = self._pll(x_chunk, t[chunk], backward=True)
                 (grad,) = torch.autograd.grad(value.sum(), x_chunk)
-            self.sequences += x_chunk.shape[0] * x_chunk.shape[1]  # the backward pass over the copies
+            backward = x_chunk.shape[0] * x_chunk.shape[1]  # the backward pass over the copies
+            self.meter.spend(backward)
+            self.sequences += backward
             values.append(value.detach())
             grads.append(grad)
         return torch.cat(values), torch.cat(grads)

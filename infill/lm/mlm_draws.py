@@ -27,6 +27,8 @@ FORWARDS = {"uniform": lambda d: 0, "independent": lambda d: 1, "argmax": lambda
 others over the chains."""
 ORDERS = ("left-to-right", "random-order", "confident-first")
 """The methods that fill the blanks one at a time."""
+CHUNK = 256
+"""Draws made at once: a pass's logits at every blank, ``(CHUNK, d, K)``, stay within memory."""
 
 Logits = Callable[[Tensor, Tensor, Tensor], Tensor]
 
@@ -52,11 +54,12 @@ def draw_cost(method: str, d: int) -> int:
 
 def all_masked_logits(energy, num_chains: int) -> Tensor:
     """The logits ``(num_chains, d, K)`` with every blank masked: one sequence per stacked template, each
-    template's logits repeated over its block of chains."""
+    template's logits repeated (a view where there is one template) over its block of chains."""
     templates, d = len(energy.input_ids), energy.num_blanks
-    device = energy.category_ids.device
-    x = torch.zeros(templates, d, dtype=torch.long, device=device)
+    x = torch.zeros(templates, d, dtype=torch.long, device=energy.category_ids.device)
     logits = energy.blank_logits(x, torch.ones_like(x, dtype=torch.bool))
+    if templates == 1:
+        return logits.expand(num_chains, -1, -1)
     return logits.repeat_interleave(num_chains // templates, dim=0)
 
 
@@ -94,7 +97,10 @@ def fill(logits: Logits, z: Tensor, blanks: Tensor, confident: bool, generator: 
 
 def draw(energy, method: str, num_chains: int, generator: Optional[torch.Generator],
          temperature: float = 1.0) -> Tensor:
-    """Category indices ``(num_chains, d)`` drawn by ``method`` (a key of :data:`FORWARDS`)."""
+    """Category indices ``(num_chains, d)`` drawn by ``method`` (a key of :data:`FORWARDS`); on one template in
+    chunks of at most :data:`CHUNK` draws (memory stays bounded however many; the chunks draw in turn from
+    ``generator``). ``argmax`` on one blank of one template gives the ``num_chains`` most likely tokens, best
+    first (one pass: the exact top of the PLL, whose one term is that conditional)."""
     d, k = energy.num_blanks, energy.num_categories
     device = energy.category_ids.device
     if method == "uniform":
@@ -103,14 +109,25 @@ def draw(energy, method: str, num_chains: int, generator: Optional[torch.Generat
         raise ValueError(f"unknown draw method {method!r}")
     first = all_masked_logits(energy, num_chains)
     if method == "argmax":
+        if d == 1 and len(energy.input_ids) == 1:
+            return first[0, 0].topk(min(num_chains, k)).indices[:, None]
         return first.argmax(-1)
+    if len(energy.input_ids) > 1:  # stacked templates: one piece, each block of chains its template's
+        return _draw(energy, method, first, generator, temperature)
+    return torch.cat([_draw(energy, method, part, generator, temperature) for part in first.split(CHUNK)])
+
+
+def _draw(energy, method: str, first: Tensor, generator: Optional[torch.Generator], temperature: float) -> Tensor:
+    """One chunk of :func:`draw`, ``first (n, d, K)`` the all-masked logits."""
+    n, d, k = first.shape
+    device = first.device
     if method == "independent":
         return sample_categorical(first / temperature, generator)
-    blanks = torch.arange(d, device=device).expand(num_chains, d)
+    blanks = torch.arange(d, device=device).expand(n, d)
     if method == "random-order":
-        blanks = torch.rand(num_chains, d, generator=generator, device=device).argsort(-1)
+        blanks = torch.rand(n, d, generator=generator, device=device).argsort(-1)
     confident = method == "confident-first"
     if not confident:
         first = first.gather(1, blanks[:, :1, None].expand(-1, -1, k))
-    x = torch.zeros(num_chains, d, dtype=torch.long, device=device)
+    x = torch.zeros(n, d, dtype=torch.long, device=device)
     return fill(energy.blank_logits, x, blanks, confident, generator, temperature, first=first)[0]

@@ -30,6 +30,7 @@ from torch import Tensor, nn
 
 from ..constraints import (Include, calibrate_closeness, check_change, constrained_energy, include_pieces,
                            include_term, source_categories)
+from ..energies.budget import BudgetSpent, Meter
 from ..energies.conditionals import CACHE_MIB, ConditionalCache
 from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError
@@ -39,11 +40,10 @@ from ..spans import MAX_PIECES, sample_spans
 from ..text.blanks import quote
 from ..text.template import Template, parse
 from ..text.vocabulary import sampleable_token_ids, spelled, word_piece_ids
-from .config import REWRITE_SAMPLER, RunConfig, positive_integer
+from .config import AUTO, REWRITE_SAMPLER, RunConfig, positive_integer
 from .postprocess import Batch, postprocess
 from .results import InfillResult
 
-MAX_SEQUENCES = 512  # chains x blank tokens per batched sampler run
 RESCORE_PER_BLANK = 0.1
 """With a budget, chains that compute no energies (plain ``gibbs``) keep back, for choosing the fillings, this
 share per blank token of the ``d`` masked copies of every distinct state they visited (at most all ``d``): the
@@ -82,9 +82,13 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int)
         templates.append(parse(text, tokenizer, max_length, config.blank_unit))
     categories = sampleable_token_ids(tokenizer, config.allow_subwords, config.forbid, config.allow_punctuation)
     sampler = config.make_sampler()
+    constrained = bool(config.include)
+    if constrained and config.is_baseline:
+        raise InfillError(f"{config.method} draws from the masked LM alone and cannot hold include words: use auto "
+                          "or an MCMC sampler")
     for template in (t for t in templates if t.fixed):
         try:
-            checked = sampler or config.for_blanks(template.num_blanks).make_sampler()
+            checked = sampler or config.for_blanks(template.num_blanks, constrained).make_sampler()
             if checked is not None:
                 checked.check_variables(template.num_blanks)
         except InfillError as exc:
@@ -92,9 +96,10 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int)
     pieces, spans, fixed = None, None, [t for t in templates if t.fixed]
     if len(fixed) < len(templates):
         words = [t for t in templates if not t.fixed]
-        if config.is_baseline or config.anneal_from is not None:
-            raise InfillError(f"template {quote(words[0].text)} has word blanks, which the span sampler fills: "
-                              "use an MCMC method and no annealing (or token blanks)")
+        if config.method != AUTO or config.anneal_from is not None or config.decode == "diverse":
+            raise InfillError(f"template {quote(words[0].text)} has word blanks, which the span sampler fills "
+                              "(--span-method): drop --sampler, --anneal-from and --decode diverse (or use token "
+                              "blanks)")
         if config.budget is not None:
             raise InfillError(f"template {quote(words[0].text)} has word blanks, whose span sampler runs --steps "
                               "steps: drop --budget (or use token blanks)")
@@ -199,13 +204,11 @@ class Infiller:
     def sample_many(self, templates: Sequence[str], sampler: str = RunConfig.method,
                     num_samples: Optional[int] = None, steps: Optional[int] = None,
                     top: Optional[int] = None, seed: Optional[int] = None, *, terms: Sequence[tuple] = (),
-                    progress: bool = False, on_step: Optional[OnStep] = None, max_sequences: int = MAX_SEQUENCES,
-                    **options) -> list[InfillResult]:
+                    progress: bool = False, on_step: Optional[OnStep] = None, **options) -> list[InfillResult]:
         """:meth:`sample` for a list of templates, in their order."""
         config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed,
                                   **options)
-        return self.run(templates, config, progress=progress, on_step=on_step, max_sequences=max_sequences,
-                        terms=terms)
+        return self.run(templates, config, progress=progress, on_step=on_step, terms=terms)
 
     def rewrite(self, text: str, change: float = 0.5, sampler: str = REWRITE_SAMPLER,
                 num_samples: Optional[int] = None, steps: Optional[int] = None, top: Optional[int] = None,
@@ -222,6 +225,9 @@ class Infiller:
                                   **options)
         if config.make_sampler() is None:
             raise InfillError(f"rewrite needs an MCMC sampler, not {config.method!r}")
+        if config.budget is not None:
+            raise InfillError("rewrite runs chains of its own to calibrate the closeness, which a budget does not "
+                              "cover: drop --budget")
         prepared = self.prepare([template], config)
         categories = source_categories(prepared.categories, torch.tensor(source))
         runs = self.stream(prepared, progress=progress, on_step=on_step, terms=terms, rewrite=(categories, change))
@@ -236,31 +242,27 @@ class Infiller:
         return dataclasses.replace(result, samples=samples)
 
     def run(self, templates: Union[Sequence[str], Prepared], config: Optional[RunConfig] = None,
-            progress: bool = False, on_step: Optional[OnStep] = None, max_sequences: int = MAX_SEQUENCES,
-            terms: Sequence[tuple] = ()) -> list[InfillResult]:
+            progress: bool = False, on_step: Optional[OnStep] = None, terms: Sequence[tuple] = ()) -> list[InfillResult]:
         """Every result of :meth:`stream`, in the templates' order."""
-        return [result for _, result in self.stream(templates, config, progress, on_step, max_sequences, terms)]
+        return [result for _, result in self.stream(templates, config, progress, on_step, terms)]
 
     def stream(self, templates: Union[Sequence[str], Prepared], config: Optional[RunConfig] = None,
-               progress: bool = False, on_step: Optional[OnStep] = None, max_sequences: int = MAX_SEQUENCES,
-               terms: Sequence[tuple] = (), rewrite: Optional[tuple[Tensor, float]] = None,
-               ) -> Iterator[tuple[int, InfillResult]]:
+               progress: bool = False, on_step: Optional[OnStep] = None, terms: Sequence[tuple] = (),
+               rewrite: Optional[tuple[Tensor, float]] = None) -> Iterator[tuple[int, InfillResult]]:
         """Fill every template as ``config`` says (or run what :meth:`prepare` returned), yielding
-        ``(index, result)`` in the templates' order as soon as each result and all before it are done.
-        Templates with the same token length and number of blank tokens run as one batch of chains (at
-        most ``max_sequences`` chains x blank tokens per run; one template per run under constraints); one
-        generator serves the runs in turn, so a template's samples depend on the templates batched with it
-        (a single template gives exactly :meth:`sample`'s). ``rewrite`` is ``(source, change)`` of
+        ``(index, result)`` in the templates' order. Each template is a run of its own, all its chains one
+        batch, drawing from its own generator seeded with the request's seed: a template gets the same samples
+        whatever it is requested with (exactly :meth:`sample`'s). ``rewrite`` is ``(source, change)`` of
         :meth:`rewrite`."""
         prepared = templates if isinstance(templates, Prepared) else self.prepare(templates, config)
         config = prepared.config
+        if terms and config.is_baseline:
+            raise InfillError(f"{config.method} draws from the masked LM alone and cannot see terms: use auto or an "
+                              "MCMC sampler")
         seed = secrets.randbits(32) if config.seed is None else config.seed
-        generator = torch.Generator(self.device).manual_seed(seed)
-        alone = prepared.include is not None or bool(terms) or rewrite is not None
-        batches = _batches(prepared.templates, config, 0 if alone else max_sequences)
-        total = sum(_steps(prepared, prepared.templates[indices[0]]) for indices in batches)
-        done: dict[int, InfillResult] = {}
-        ready, taken = 0, iter(range(1, total + 1))
+        constrained = prepared.include is not None or bool(terms) or rewrite is not None
+        total = sum(_steps(prepared, t, constrained) for t in prepared.templates)
+        taken = iter(range(1, total + 1))
         from tqdm.auto import tqdm
 
         with tqdm(total=total, disable=not progress, delay=2, file=sys.stderr, unit="step",
@@ -270,39 +272,52 @@ class Infiller:
                 if on_step is not None:
                     on_step(next(taken), total)
 
-            for indices in batches:
-                batch = self.run_batch(prepared, indices, generator, stepped, terms, rewrite)
-                done.update(zip(indices, postprocess(batch, self.tokenizer, self.model_name, seed, bar)))
-                while ready in done:
-                    yield ready, done.pop(ready)
-                    ready += 1
+            for index in range(len(prepared.templates)):
+                generator = torch.Generator(self.device).manual_seed(seed)
+                batch = self.run_batch(prepared, index, generator, stepped, terms, rewrite)
+                try:
+                    result = postprocess(batch, self.tokenizer, self.model_name, seed, bar)
+                except BudgetSpent:
+                    raise InfillError(f"the budget of {batch.config.budget} encoder sequences ran out while choosing "
+                                      f"the fillings of {quote(batch.template.text)}: raise --budget") from None
+                yield index, result
 
-    def run_batch(self, prepared: Prepared, indices: list[int], generator: torch.Generator,
+    def run_batch(self, prepared: Prepared, index: int, generator: torch.Generator,
                   callback: Optional[Callable] = None, terms: Sequence[tuple] = (),
                   rewrite: Optional[tuple[Tensor, float]] = None) -> Batch:
-        """Stage 2 for the templates ``indices`` of one shape; ``callback(t, state, info)`` after every step. The
-        kernel follows the blanks: token blanks run the batched chains (or the masked LM's draws for a
-        baseline), a template with word blanks the span sampler."""
+        """Stage 2 for template ``index``; ``callback(t, state, info)`` after every step. The kernel follows the
+        blanks: token blanks run the batched chains (or the masked LM's draws for a one-pass method), a template
+        with word blanks the span sampler. A budget caps the encoder sequences through a
+        :class:`~infill.energies.budget.Meter` shared by the run's energies: the chains may spend it less what
+        choosing ``top`` fillings takes (:func:`~infill.pipeline.config.least_budget`), and stop early as
+        :data:`RESCORE_PER_BLANK` says; choosing them spends the rest."""
         start = time.perf_counter()
-        group = [prepared.templates[i] for i in indices]
-        if not group[0].fixed:
-            return self._run_spans(prepared, group[0], generator, callback, start)
-        config = prepared.config.for_blanks(group[0].num_blanks)
-        sampler = prepared.sampler if config is prepared.config else config.make_sampler()
+        template = prepared.templates[index]
+        if not template.fixed:
+            return self._run_spans(prepared, template, generator, callback, start)
+        d = template.num_blanks
+        constrained = prepared.include is not None or bool(terms) or rewrite is not None
+        config = prepared.config.for_blanks(d, constrained)
+        sampler = prepared.sampler if prepared.sampler is not None else config.make_sampler()
+        meter = Meter()
+
         def energy(model: nn.Module) -> MaskedLMEnergy:
-            return MaskedLMEnergy(model, torch.stack([t.input_ids for t in group]),
-                                  torch.stack([t.blank_positions for t in group]), prepared.categories,
-                                  self.tokenizer.mask_token_id, self.chunk_size, ConditionalCache(self.cache_mib << 20))
+            return MaskedLMEnergy(model, template.input_ids, template.blank_positions, prepared.categories,
+                                  self.tokenizer.mask_token_id, self.chunk_size, ConditionalCache(self.cache_mib << 20),
+                                  meter)
 
         pll = energy(self.chain_model)
         float32 = None if self.chain_model is self.model else energy(self.model)  # chosen and scored in float32
         target = pll
         if prepared.include is not None or terms:
             target = constrained_energy(pll, terms, prepared.include)
-        n = config.num_samples * len(group)
+        n = config.num_samples
+        if config.budget is not None:
+            meter.limit = config.budget - d * (config.top or n)  # what choosing the fillings may take
         if sampler is None:
             x = mlm_draws.draw(pll, config.method, n, generator, config.token_temperature)
-            return Batch(group, config, None, start, None, pll, target, x, float32, x)
+            meter.limit = config.budget
+            return Batch(template, config, None, start, None, pll, target, x, float32, x)
         if rewrite is not None:
             source, change = rewrite[0].to(self.device), rewrite[1]  # the chains go on from the calibration's
             target, x = calibrate_closeness(target, source, change, sampler, chains=n,
@@ -311,19 +326,28 @@ class Infiller:
             x = mlm_draws.draw(pll, config.init, n, generator, config.anneal_from or config.token_temperature)
         stop = None
         if config.budget is not None:
-            d, seen = group[0].num_blanks, set(map(tuple, x.tolist()))
+            seen = set(map(tuple, x.tolist()))
 
             def stop(state) -> bool:  # the budget less what choosing the fillings will take
                 if state.energy.isnan().any():  # the states visited are still to score
                     seen.update(map(tuple, state.x.tolist()))
                     keep = len(seen) * d * min(1.0, RESCORE_PER_BLANK * d)
                 else:
-                    keep = d * (config.top or 1) * len(group)
-                return pll.sequences + keep >= config.budget * len(group)
-        trace = run_annealed(sampler, target, x, config.annealing_schedule(), generator, callback, stop)
+                    keep = d * (config.top or 1)
+                return meter.spent + keep >= config.budget
+        try:
+            trace = run_annealed(sampler, target, x, config.annealing_schedule(), generator, callback, stop)
+        except BudgetSpent:  # the starts took what the chains could spend: they are the candidates
+            if config.init not in mlm_draws.ORDERS + ("independent",):
+                raise InfillError(f"a budget of {config.budget} encoder sequences buys no step of {config.method} "
+                                  f"from {config.init} starts on {d} blank tokens: raise --budget") from None
+            config = dataclasses.replace(config, method=config.init)
+            meter.limit = config.budget
+            return Batch(template, config, None, start, None, pll, target, x, float32, x)
+        meter.limit = config.budget
         if config.budget is not None and len(trace.samples) < config.steps:
             config = dataclasses.replace(config, steps=len(trace.samples))
-        return Batch(group, config, trace, start, sampler, pll, target, trace.final_state.x, float32, x)
+        return Batch(template, config, trace, start, sampler, pll, target, trace.final_state.x, float32, x)
 
     def _run_spans(self, prepared: Prepared, template: Template, generator: torch.Generator,
                    callback: Optional[Callable], start: float) -> Batch:
@@ -333,7 +357,7 @@ class Infiller:
         trace = sample_spans(self.model, self.tokenizer, template, prepared.pieces, config.num_samples, config.steps,
                              generator, config.span_temperature, config.init, config.span_method, on_step=callback,
                              include=prepared.span_include or ())
-        return Batch([template], config, trace, start)
+        return Batch(template, config, trace, start)
 
 
 def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
@@ -358,24 +382,9 @@ def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
     return "".join(pieces) + text[at:], words, source
 
 
-def _steps(prepared: Prepared, template: Template) -> int:
-    """The most steps the run of ``template``'s batch takes (0 without chains)."""
+def _steps(prepared: Prepared, template: Template, constrained: bool) -> int:
+    """The most steps the run of ``template`` takes (0 without chains)."""
     if not template.fixed:
         return prepared.config.for_words().steps
-    config = prepared.config.for_blanks(template.num_blanks)
+    config = prepared.config.for_blanks(template.num_blanks, constrained)
     return 0 if config.is_baseline else config.steps
-
-
-def _batches(templates: Sequence[Template], config: RunConfig, max_sequences: int) -> list[list[int]]:
-    """Indices of templates, those of token blanks grouped by (length, blank tokens), each group cut so a run
-    has at most ``max_sequences`` chains x blank tokens (at least one template per run); then each template
-    with word blanks alone."""
-    groups: dict[tuple[int, int], list[int]] = {}
-    for i, t in enumerate(templates):
-        if t.fixed:
-            groups.setdefault((t.length, t.num_blanks), []).append(i)
-    batches = []
-    for (_, d), members in groups.items():
-        size = max(1, max_sequences // (config.for_blanks(d).num_samples * d))  # max_sequences 0: one per run
-        batches += [members[j:j + size] for j in range(0, len(members), size)]
-    return batches + [[i] for i, t in enumerate(templates) if not t.fixed]

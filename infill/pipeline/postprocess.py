@@ -25,17 +25,20 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterator, Optional, Union
+from typing import Optional, Union
 
 import torch
 from torch import Tensor
 
-from ..constraints import WeightedSum
+from ..constraints import Include, WeightedSum
 from ..energies.base import evaluate, one_hot
+from ..energies.budget import BudgetSpent
 from ..energies.masked_lm import MaskedLMEnergy
+from ..errors import InfillError
 from ..lm import mlm_draws
 from ..samplers import Sampler, Trace
 from ..spans import SpanTrace
+from ..text.blanks import quote
 from ..text.template import Template, blank_pieces, detokenize, fill_pieces
 from .config import RunConfig
 from .results import Diagnostics, InfillResult, Sample
@@ -55,18 +58,17 @@ DIVERSE_MARGIN = 1.0
 
 @dataclass(frozen=True)
 class Batch:
-    """What the sample stage produced for ``templates`` of one shape, ``start`` being when the run began.
+    """What the sample stage produced for ``template``, ``start`` being when the run began.
 
-    Token blanks (the batched kernel): the run's PLL ``energy`` over all templates, the ``target`` the chains
-    sampled (the PLL, or a :class:`~infill.constraints.WeightedSum` with it, for one template), the ``trace`` of
-    the sampler's chains (None for a baseline) and the final states or draws ``x (G * n, d)``, template ``g``
-    owning the ``g``-th block of ``config.num_samples`` chains. ``float32`` is the PLL on the float32 model where
-    the chains ran in a lower precision: the reported fillings are chosen and their energies computed by it.
-    ``starts`` are the chains' first states (the draws themselves for a baseline).
+    Token blanks (the batched kernel): the run's PLL ``energy``, the ``target`` the chains sampled (the PLL, or
+    a :class:`~infill.constraints.WeightedSum` with it), the ``trace`` of the sampler's chains (None for a
+    one-pass method) and the final states or draws ``x (n, d)``. ``float32`` is the PLL on the float32 model
+    where the chains ran in a lower precision: the reported fillings are chosen and their energies computed by
+    it. ``starts`` are the chains' first states (the draws themselves for a one-pass method).
 
-    Word blanks (the span sampler): one template, ``trace`` a :class:`~infill.spans.SpanTrace`, no token fields."""
+    Word blanks (the span sampler): ``trace`` a :class:`~infill.spans.SpanTrace`, no token fields."""
 
-    templates: list[Template]
+    template: Template
     config: RunConfig
     trace: Union[Trace, SpanTrace, None]
     start: float
@@ -92,89 +94,94 @@ class Choice:
     cache_hits: int = 0
 
 
-def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -> list[InfillResult]:
-    """The result of each template of ``batch``, of either kind of blanks; ``bar`` (tqdm-like: ``total``,
+def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -> InfillResult:
+    """The result of the template of ``batch``, of either kind of blanks; ``bar`` (tqdm-like: ``total``,
     ``update``) counts re-scoring passes."""
-    choices = _span_choices if isinstance(batch.trace, SpanTrace) else _token_choices
-    results = []
-    for template, choice in zip(batch.templates, choices(batch, tokenizer, bar)):
-        samples = []
-        for pieces, ids, content, energy, chain, terms in choice.fillings:
-            text, fills = fill_pieces(template, tokenizer, pieces)
-            samples.append(Sample(text, fills, tokenizer.convert_ids_to_tokens(content), ids, energy, chain, terms))
-        results.append(InfillResult(template.text, samples, _diagnostics(batch, choice, model_name, seed),
-                                    choice.trace, choice.marginals))
-    return results
+    template = batch.template
+    choice = (_span_choices if isinstance(batch.trace, SpanTrace) else _token_choices)(batch, tokenizer, bar)
+    samples = []
+    for pieces, ids, content, energy, chain, terms in choice.fillings:
+        text, fills = fill_pieces(template, tokenizer, pieces)
+        samples.append(Sample(text, fills, tokenizer.convert_ids_to_tokens(content), ids, energy, chain, terms))
+    return InfillResult(template.text, samples, _diagnostics(batch, choice, model_name, seed), choice.trace,
+                        choice.marginals)
 
 
-def _token_choices(batch: Batch, tokenizer, bar) -> Iterator[Choice]:
-    """Each template of a batch of token blanks: candidates, one deduplication, ``top`` (module docstring)."""
-    config, chains = batch.config, batch.config.num_samples
-    shared = batch.energy.sequences / len(batch.templates)  # the run's encoder sequences, shared evenly
-    shared_hits = batch.energy.cache_hits / len(batch.templates)
-    for g, template in enumerate(batch.templates):
-        block = slice(g * chains, (g + 1) * chains)
-        trace = None if batch.trace is None else batch.trace.select(block)
-        energy = batch.energy if len(batch.templates) == 1 else batch.energy.template(g)
-        target = batch.target if len(batch.templates) == 1 else energy  # constrained runs hold one template
-        exact = batch.float32 if batch.float32 is None or len(batch.templates) == 1 else batch.float32.template(g)
-        counted = [energy] if exact is None else [energy, exact]
-        before, hits_before = sum(e.sequences for e in counted), sum(e.cache_hits for e in counted)
-        states, values = _candidates(batch.x[block], trace, config, None if batch.starts is None else
-                                     batch.starts[block])
-        rows, values = states.flatten(0, 1), values.flatten()  # row r is chain r % chains; values of the target
-        if config.top is None:
-            order, candidates = torch.arange(len(rows)), len(rows)
-            _fill_missing(target, rows, values, bar, energy.category_ids.device)
+def _token_choices(batch: Batch, tokenizer, bar) -> Choice:
+    """The template of a run of token blanks: candidates, one deduplication, ``top`` (module docstring). With
+    include words, a filling that lacks one is never reported."""
+    template, config, chains = batch.template, batch.config, batch.config.num_samples
+    energy, target, exact, trace = batch.energy, batch.target, batch.float32, batch.trace
+    include = target.entries.get(Include.name) if isinstance(target, WeightedSum) else None
+    states, values = _candidates(batch.x, trace, config, batch.starts)
+    rows, values = states.flatten(0, 1), values.flatten()  # row r is chain r % chains; values of the target
+    if config.top is None:
+        order, candidates = torch.arange(len(rows)), len(rows)
+        held = None if include is None else _holds(include, rows)  # a state that lacks a word is never
+        order = order if held is None else order[held]  # reported, so never scored
+        _fill_missing(target, rows, values, bar, energy.category_ids.device, held)
+    else:
+        unique, inverse = torch.unique(rows, dim=0, return_inverse=True)
+        first = torch.full((len(unique),), len(rows)).scatter_reduce(0, inverse, torch.arange(len(rows)), "amin")
+        unique_values = values[first]
+        pool = config.top * (DIVERSE_POOL if config.decode == "diverse" else 1)
+        held = None if include is None else _holds(include, unique)
+        if target is energy:
+            _fill_top(energy, unique, unique_values, pool * (1 if exact is None else FINALISTS), bar)
         else:
-            unique, inverse = torch.unique(rows, dim=0, return_inverse=True)
-            first = torch.full((len(unique),), len(rows)).scatter_reduce(0, inverse, torch.arange(len(rows)), "amin")
-            unique_values = values[first]
-            pool = config.top * (DIVERSE_POOL if config.decode == "diverse" else 1)
-            if target is energy:
-                _fill_top(energy, unique, unique_values, pool * (1 if exact is None else FINALISTS), bar)
-            else:
-                _fill_missing(target, unique, unique_values, bar, energy.category_ids.device)
-            values = unique_values[inverse]
-            best = torch.sort(-unique_values, stable=True).indices  # unique rows are sorted: ties go to the
-            ranked = unique_values[best]  # smaller indices
-            if exact is not None:
-                best = best[:FINALISTS * pool]
-                if target is energy:
-                    ranked, by = torch.sort(_values(exact, unique[best]), descending=True, stable=True)
-                    best = best[by]
-            if config.decode == "diverse":
-                best = best[:pool][spread(unique[best[:pool]], ranked[:pool], config.top)]
-            order, candidates = first[best[:config.top]], len(unique)
-        from_visited = trace is not None and config.top is not None and config.decode != "final"
-        if from_visited:  # the visited states lead the candidates: their values go into the trace
-            tempered = values[:trace.energies[trace.burn_in:].numel()] / config.token_temperature
-            trace.energies[trace.burn_in:] = tempered.view(-1, chains).to(trace.energies.device)
-        reported = rows[order].to(energy.category_ids.device)
-        terms = None if target is energy else {name: v.tolist() for name, v in target.terms(
-            one_hot(reported, energy.num_categories)).items()}
-        plls = values[order].tolist() if terms is None else terms["pll"]
+            _fill_missing(target, unique, unique_values, bar, energy.category_ids.device, held)
+        values = unique_values[inverse]
+        best = torch.sort(-unique_values, stable=True).indices  # unique rows are sorted: ties go to the
+        best = best[~unique_values[best].isnan()]  # smaller indices; a state left unscored (the budget, or an
+        if held is not None:  # include word it lacks) is out
+            best = best[held[best]]
+        ranked = unique_values[best]
         if exact is not None:
-            plls = _values(exact, reported).tolist()
-            if terms is not None:
-                terms["pll"] = plls
-        fillings = [(blank_pieces(template, ids), ids.tolist(), ids[template.content].tolist(), plls[k], r % chains,
-                     None if terms is None else {name: v[k] for name, v in terms.items()})
-                    for k, (r, ids) in enumerate(zip(order.tolist(), energy.token_ids(reported).cpu()))]
-        if from_visited:
-            visited = rows[:trace.samples[trace.burn_in:].shape[0] * chains]
-        else:
-            visited = (batch.x[block][None] if trace is None else trace.samples[trace.burn_in:]).flatten(0, 1).cpu()
-        yield Choice(fillings, marginals(template, tokenizer, energy, visited), trace, candidates,
-                     round(shared + sum(e.sequences for e in counted) - before),
-                     round(shared_hits + sum(e.cache_hits for e in counted) - hits_before))
+            best = best[:FINALISTS * pool]
+            if target is energy:
+                ranked, by = torch.sort(_values(exact, unique[best]), descending=True, stable=True)
+                best = best[by]
+        if config.decode == "diverse" and len(best):
+            best = best[:pool][spread(unique[best[:pool]], ranked[:pool], config.top)]
+        order, candidates = first[best[:config.top]], len(unique)
+    if include is not None and not len(order):
+        spent = "steps" if config.budget is None else f"budget of {config.budget} encoder sequences"
+        raise InfillError(f"no filling the run found holds every include word of {quote(template.text)}: raise its "
+                          f"{spent}")
+    from_visited = trace is not None and config.top is not None and config.decode != "final"
+    if from_visited:  # the visited states lead the candidates: their values go into the trace
+        tempered = values[:trace.energies[trace.burn_in:].numel()] / config.token_temperature
+        trace.energies[trace.burn_in:] = tempered.view(-1, chains).to(trace.energies.device)
+    reported = rows[order].to(energy.category_ids.device)
+    terms = None if target is energy else {name: v.tolist() for name, v in target.terms(
+        one_hot(reported, energy.num_categories)).items()}
+    plls = values[order].tolist() if terms is None else terms["pll"]
+    if exact is not None:
+        plls = _values(exact, reported).tolist()
+        if terms is not None:
+            terms["pll"] = plls
+    fillings = [(blank_pieces(template, ids), ids.tolist(), ids[template.content].tolist(), plls[k], r % chains,
+                 None if terms is None else {name: v[k] for name, v in terms.items()})
+                for k, (r, ids) in enumerate(zip(order.tolist(), energy.token_ids(reported).cpu()))]
+    if from_visited:
+        visited = rows[:trace.samples[trace.burn_in:].shape[0] * chains]
+    else:
+        visited = (batch.x[None] if trace is None else trace.samples[trace.burn_in:]).flatten(0, 1).cpu()
+    counted = [energy] if exact is None else [energy, exact]
+    return Choice(fillings, marginals(template, tokenizer, energy, visited), trace, candidates,
+                  sum(e.sequences for e in counted), sum(e.cache_hits for e in counted))
 
 
-def _span_choices(batch: Batch, tokenizer, bar) -> Iterator[Choice]:
-    """The one template of a batch of word blanks: the chains' final states, or with ``top`` the best distinct
+def _holds(include: Include, rows: Tensor) -> Tensor:
+    """Which of the states ``rows (N, d)`` hold every word of ``include`` (a bool mask ``(N,)``)."""
+    return (include.members[rows].amax(1) > 0).all(-1)
+
+
+def _span_choices(batch: Batch, tokenizer, bar) -> Choice:
+    """The template of a run of word blanks: the chains' final states, or with ``top`` the best distinct
     states visited (or final, ``decode="final"``) by the span energy the run computed; marginals over the
     fills (as spliced) of every state visited."""
-    (template,), config, trace = batch.templates, batch.config, batch.trace
+    template, config, trace = batch.template, batch.config, batch.trace
     steps, chains = trace.energies.shape
     if config.top is None:
         chosen = [(trace.energies[-1, b].item(), trace.pieces(steps - 1, b), b, steps - 1) for b in range(chains)]
@@ -195,7 +202,7 @@ def _span_choices(batch: Batch, tokenizer, bar) -> Iterator[Choice]:
     marginals = [[{"fill": fill, "frequency": round(n / len(visited), 4)} for fill, n in c.most_common(MARGINAL_FILLS)]
                  for c in counts]
     candidates = len(torch.unique(trace.tokens.flatten(0, 1).flatten(1), dim=0))
-    yield Choice(fillings, marginals, None, candidates, trace.encoder_sequences)
+    return Choice(fillings, marginals, None, candidates, trace.encoder_sequences)
 
 
 def _candidates(x: Tensor, trace: Optional[Trace], config: RunConfig,
@@ -230,10 +237,11 @@ def spread(rows: Tensor, values: Tensor, k: int, margin: float = DIVERSE_MARGIN)
     return torch.tensor(kept, dtype=torch.long)
 
 
-def _fill_missing(energy, rows: Tensor, values: Tensor, bar, device: torch.device) -> None:
-    """Compute in place the NaN ``values`` of ``rows (N, d)`` (distinct states), in passes of at most
-    :data:`RESCORE_COPIES` masked copies."""
-    missing = values.isnan().nonzero().flatten()
+def _fill_missing(energy, rows: Tensor, values: Tensor, bar, device: torch.device,
+                  wanted: Optional[Tensor] = None) -> None:
+    """Compute in place the NaN ``values`` of ``rows (N, d)`` (distinct states; only where ``wanted (N,)`` if
+    given), in passes of at most :data:`RESCORE_COPIES` masked copies, while the budget lasts."""
+    missing = (values.isnan() if wanted is None else values.isnan() & wanted).nonzero().flatten()
     if not len(missing):
         return
     parts = missing.split(max(1, RESCORE_COPIES // rows.shape[1]))
@@ -241,16 +249,20 @@ def _fill_missing(energy, rows: Tensor, values: Tensor, bar, device: torch.devic
         bar.total += len(parts)
     for part in parts:
         if isinstance(energy, MaskedLMEnergy):
-            values[part] = _values(energy, rows[part])
+            scored = _score(lambda r: _values(energy, r), rows, values, part)
         else:
-            values[part] = evaluate(energy, one_hot(rows[part].to(device), energy.num_categories)).cpu()
+            scored = _score(lambda r: evaluate(energy, one_hot(r.to(device), energy.num_categories)).cpu(), rows,
+                            values, part)
         if bar is not None:
             bar.update()
+        if not scored:
+            return
 
 
 def _fill_top(energy: MaskedLMEnergy, rows: Tensor, values: Tensor, k: int, bar) -> None:
     """Compute in place the NaN ``values`` of the distinct states ``rows (N, d)`` that may be among the ``k``
-    best, highest bound first, until every other one is bounded below the ``k``-th value computed."""
+    best, highest bound first, until every other one is bounded below the ``k``-th value computed, or the
+    budget is spent."""
     device = energy.category_ids.device
     while True:
         missing = values.isnan().nonzero().flatten()
@@ -263,9 +275,24 @@ def _fill_top(energy: MaskedLMEnergy, rows: Tensor, values: Tensor, k: int, bar)
         part = missing[open_][bound[open_].argsort(descending=True, stable=True)][:energy.pass_sequences]
         if bar is not None:
             bar.total += 1
-        values[part] = _values(energy, rows[part])
+        scored = _score(lambda r: _values(energy, r), rows, values, part)
         if bar is not None:
             bar.update()
+        if not scored:
+            return
+
+
+def _score(values_of, rows: Tensor, values: Tensor, part: Tensor) -> bool:
+    """``values[part] = values_of(rows[part])``, the part halved (its first half kept) where the energy's meter
+    refuses it; False where not even one state fits in the budget."""
+    while True:
+        try:
+            values[part] = values_of(rows[part])
+            return True
+        except BudgetSpent:
+            if len(part) == 1:
+                return False
+            part = part[:len(part) // 2]
 
 
 def _values(energy: MaskedLMEnergy, rows: Tensor) -> Tensor:
@@ -302,8 +329,7 @@ def _diagnostics(batch: Batch, choice: Choice, model_name: str, seed: int) -> Di
             tuned=None if trace is None or trace.final_state.tuning is None else trace.final_state.tuning.to_dict(),
             burn_in=0 if trace is None else config.steps - trace.samples.shape[0] + trace.burn_in,
             evaluations=0 if trace is None else trace.evaluations,
-            forwards=mlm_draws.FORWARDS[config.method if trace is None else config.init](batch.templates[0].num_blanks))
+            forwards=mlm_draws.FORWARDS[config.method if trace is None else config.init](batch.template.num_blanks))
     return Diagnostics(**run, model=model_name, num_samples=config.num_samples, seed=seed, decode=config.decode,
                        encoder_sequences=choice.encoder_sequences, cache_hits=choice.cache_hits,
-                       candidates=choice.candidates, budget=config.budget, seconds=time.perf_counter() - batch.start,
-                       batched_templates=len(batch.templates))
+                       candidates=choice.candidates, budget=config.budget, seconds=time.perf_counter() - batch.start)

@@ -50,12 +50,11 @@ class Diagnostics:
     energy evaluations per chain and ``forwards`` the masked-LM forward passes over the chains spent on
     starts or baseline draws; ``encoder_sequences`` is the run's compute in sequences through the encoder
     (every masked copy of a forward pass, each backward pass counted again; starts, chains and re-scoring
-    included; a batch's count shared evenly by its templates), ``cache_hits`` the masked copies the run asked
+    included), ``cache_hits`` the masked copies the run asked
     for that did not go through it (read from the cache of conditionals, or the same sequence of a pass), ``budget``
     the encoder sequences the run was given (None: its steps or draws as configured); ``candidates`` is the
     number of distinct fillings ``top`` chose from;
-    ``seconds`` is the wall time of the run, shared with the templates batched with it
-    (``batched_templates``); ``energy`` names the energy of the samples (``pll``: over the blank tokens;
+    ``seconds`` is the wall time of the run; ``energy`` names the energy of the samples (``pll``: over the blank tokens;
     word blanks: the span energy of :mod:`infill.spans`, e.g. ``word-l2r``, whole sentence)."""
 
     sampler: str
@@ -76,7 +75,6 @@ class Diagnostics:
     encoder_sequences: int
     candidates: int
     seconds: float
-    batched_templates: int
     energy: str = "pll"
     cache_hits: int = 0
     budget: Optional[int] = None

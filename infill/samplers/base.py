@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from ..energies.base import Energy
+from ..energies.budget import BudgetSpent
 from ..errors import InfillError
 from ..lm.mlm_draws import sample_categorical  # noqa: F401 (the samplers' draw)
 
@@ -192,15 +193,22 @@ class Sampler:
         callback: Optional[Callable[[int, State, StepInfo], None]] = None,
         stop: Optional[Callable[[State], bool]] = None,
     ) -> Trace:
-        """Run ``steps`` steps from ``x0 (B, d)``, or fewer where ``stop(state)`` says so after a step (e.g. a
-        budget spent); ``callback(t, state, info)`` after each (e.g. progress)."""
+        """Run ``steps`` steps from ``x0 (B, d)``, or fewer where ``stop(state)`` says so after a step, or where
+        the energy's meter refuses a step's pass (:class:`~infill.energies.budget.BudgetSpent`: the run ends at
+        the state before that step, and the exception goes on if no step was taken); ``callback(t, state,
+        info)`` after each (e.g. progress)."""
         if steps <= 0:
             raise InfillError(f"steps must be positive, got {steps}")
         state = self.init(energy, x0, steps)
         evaluations = self.init_evaluations(energy, state.x.shape[1], state.num_categories)
         samples, energies, accepted, hops, proposals, proposal_energies = [], [], [], [], [], []
         for t in range(steps):
-            state, info = self.step(energy, state, generator)
+            try:
+                state, info = self.step(energy, state, generator)
+            except BudgetSpent:
+                if not samples:
+                    raise
+                break
             samples.append(state.x)
             energies.append(state.energy)
             accepted.append(info.accepted)

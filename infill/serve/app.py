@@ -17,7 +17,6 @@ Bad input is HTTP 400 with ``{"error": one line}`` (checked by :mod:`infill.serv
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 import time

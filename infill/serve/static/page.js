@@ -65,7 +65,7 @@ function showExample(example) {
   $("template").value = example.template;
   $("include").value = (example.include ?? []).join(", ");
   $("blank_unit").value = example.blank_unit ?? "token";
-  if (example.sampler) $("method").value = example.sampler;
+  $("method").value = example.sampler ?? "auto";  // word blanks take no named sampler
 }
 
 function showMode(mode) {
