@@ -8,8 +8,8 @@ A candidate SPEC is ``sampler:CHAINSxSTEPS:init`` (e.g. ``gibbs:8x40:confident-f
 optional ``+key=value`` settings (``auto+decode=diverse``, ``gibbs:50x100:confident-first+budget=100d``: 100
 encoder sequences per blank token), run at temperature 1
 through ``infill.Infiller(...).sample(..., top=5)``; its compute is the result's ``encoder_sequences``. Each
-one-pass order (``sampler=<order>``, the distinct draws re-ranked by PLL) runs with the number of draws that
-:func:`infill.evaluation.compute.matched` finds for the encoder sequences of the row it is matched to.
+one-pass order (``sampler=<order>``, the distinct draws re-ranked by PLL) runs on the encoder sequences of the
+row it is matched to as its budget (:func:`infill.evaluation.compute.matched`: it draws until they are spent).
 
 - ``tune``: on the tuning half, every candidate of ``--grid`` at its own settings, and the one-pass orders
   (``--tune-orders``) matched once per (template, seed) to the sequences of the grid's first (the default).
@@ -125,18 +125,17 @@ def measure(infiller, task: dict, seed: int, **kwargs) -> tuple[dict, object]:
     fills = [list(s.fills) for s in result.samples]
     record = {"energies": [float(s.energy) for s in result.samples], "fills": fills,
               "texts": [fill(task["template"], f) for f in fills], "encoder_sequences": d.encoder_sequences,
-              "seconds": seconds, "candidates": d.candidates, "acceptance_rate": d.acceptance_rate,
+              "seconds": seconds, "candidates": d.candidates, "acceptance_rate": d.acceptance_rate, "draws": d.num_samples,
               "cache_hits": d.cache_hits}
     return record, result
 
 
-def run_order(infiller, task: dict, seed: int, order: str, budget: int, tries: int = 8) -> dict:
-    """``order``'s draws, as many as spend ``budget`` encoder sequences (within half a draw's cost, or the
-    closest of ``tries`` runs)."""
+def run_order(infiller, task: dict, seed: int, order: str, budget: int) -> dict:
+    """``order``'s draws on ``budget`` encoder sequences: it draws until they are spent."""
     from infill.evaluation.compute import matched
 
-    record, match = matched(lambda n: measure(infiller, task, seed, sampler=order, num_samples=n)[0],
-                            lambda r: r["encoder_sequences"], budget, order, len(task["removed"]), TOP, tries)
+    record, match = matched(lambda b: measure(infiller, task, seed, sampler=order, budget=b)[0], budget, order,
+                            len(task["removed"]), TOP)
     return {**record, **match, "ratio": record["encoder_sequences"] / budget}
 
 
@@ -148,21 +147,21 @@ def groups_for(phase: str, args) -> list[dict]:
         for seed in args.seeds:  # seed-major: a stopped run has every template at the first seed
             for task in interleave(spread(load_half("tune"), args.templates, args.ids)):
                 groups.append({"task": task, "seed": seed, "scale": 1.0, "candidates": grid,
-                               "orders": args.tune_orders.split(","), "reference": grid[0], "tries": args.tries})
+                               "orders": args.tune_orders.split(","), "reference": grid[0]})
     else:
         tasks = spread(load_half("check"), args.templates, args.ids)
         for seed in args.seeds:
             for task in interleave(tasks):
                 spec = args.ours[task["regime"]]
                 groups.append({"task": task, "seed": seed, "scale": 1.0, "candidates": [spec], "orders": [] if args.no_orders else list(ORDERS),
-                               "reference": spec, "tries": args.tries})
+                               "reference": spec})
         frontier = spread(tasks, args.frontier, args.frontier_ids)
         for task in frontier:
             spec = args.ours[task["regime"]]
             for scale in args.scales[task["regime"]]:
                 if scale != 1.0:
                     groups.append({"task": task, "seed": args.seeds[0], "scale": scale, "candidates": [spec],
-                                   "orders": list(ORDERS), "reference": spec, "tries": args.tries})
+                                   "orders": list(ORDERS), "reference": spec})
     return groups
 
 
@@ -193,11 +192,11 @@ def run_group(infiller, group: dict, phase: str, runs_dir: Path) -> None:
         path = where / f"{slug(name)}.json"
         if path.exists():
             continue
-        record = run_order(infiller, task, seed, order, budgets[group["reference"]], group["tries"])
+        record = run_order(infiller, task, seed, order, budgets[group["reference"]])
         path.write_text(json.dumps({**base, "row": name, "kind": "order", "order": order, "reference": reference,
                                     **record}))
         log(f"{phase} {task['id']} s{seed} {name}: {record['draws']} draws {record['encoder_sequences']} seqs "
-            f"({record['ratio']:.2f}x, {record['budget_runs']} runs) {record['seconds']:.1f}s")
+            f"({record['ratio']:.2f}x) {record['seconds']:.1f}s")
 
 
 def log(message: str) -> None:
@@ -431,7 +430,7 @@ def report(out: Path, argv: list[str]) -> None:
     (out / "report.json").write_text(json.dumps(data, indent=1))
     lines = ["# The default of `infill sample` at equal encoder sequences (issue 33, items 6-7)", "",
              f"Model: `{MODEL_NOTE}`; every run temperature 1, `top=5`; one-pass orders re-ranked by PLL with "
-             "their draws searched by `equal_sequences` to the matched row's encoder sequences. Written by "
+             "the matched row's encoder sequences as their budget (they draw until it is spent). Written by "
              "`scripts/equal_compute.py report` from the runs under `runs/`.", "",
              "## Tuning half (one-pass orders matched to the default's sequences)", "", *tables(tune, "Tune"),
              "## Check half (orders matched to the chosen candidate's sequences)", "", *tables(check, "Check"),
@@ -479,8 +478,6 @@ def main() -> int:
     parser.add_argument("--tune-orders", default="left-to-right,confident-first,random-order")
     parser.add_argument("--no-orders", action="store_true", help="check: run --ours only (another row beside the "
                         "orders already run for the same templates and seeds)")
-    parser.add_argument("--tries", type=int, default=8, help="runs the search of an order's draws may take "
-                        "(equal_sequences; the closest is kept)")
     parser.add_argument("--ours", action="append", default=[],
                         help="check: REGIME=SPEC, the candidate to check (default: the tuning half's pick)")
     parser.add_argument("--frontier", default="2-4=4,6-10=2", help="check: templates per regime on the frontier")

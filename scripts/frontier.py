@@ -77,7 +77,7 @@ def run_row(infiller: Infiller, task, config: RunConfig, samples: bool = True) -
     d = result.diagnostics
     record = {"top_energies": [s.energy for s in result.samples], "seconds": seconds, "all_seconds": [seconds],
               "encoder_sequences": d.encoder_sequences, "acceptance_rate": d.acceptance_rate,
-              "mean_hops": d.mean_hops, "tuned": d.tuned}
+              "mean_hops": d.mean_hops, "tuned": d.tuned, "draws": d.num_samples}
     if samples:
         (final,) = infiller.run([task.template], replace(config, top=None))
         record.update(texts=[task.fill(s.fills) for s in final.samples], energies=[s.energy for s in final.samples])
@@ -85,9 +85,9 @@ def run_row(infiller: Infiller, task, config: RunConfig, samples: bool = True) -
 
 
 def run_equal(infiller: Infiller, task, config: RunConfig, budget: int) -> dict:
-    """The baseline ``config`` on ``task`` with as many draws as use ``budget`` encoder sequences."""
-    run, match = matched(lambda n: run_row(infiller, task, replace(config, num_samples=n), False),
-                         lambda run: run["encoder_sequences"], budget, config.method, len(task.masked), TOP)
+    """The baseline ``config`` on ``task`` given ``budget`` encoder sequences: it draws until they are spent."""
+    run, match = matched(lambda b: run_row(infiller, task, replace(config, budget=b), False), budget,
+                         config.method, len(task.masked), TOP)
     return {**run, **match}
 
 
@@ -222,7 +222,7 @@ def main() -> int:
             per_template[name].append(run_row(infiller, task, config))
         for name, config in equal.items():
             per_template[name].append(run_equal(infiller, task, config, per_template[ours][-1]["encoder_sequences"]))
-        timed = {**rows, **{name: replace(c, num_samples=per_template[name][-1]["draws"]) for name, c in equal.items()}}
+        timed = {**rows, **{name: replace(c, budget=per_template[name][-1]["budget"]) for name, c in equal.items()}}
         for _ in range(args.repeats - 1):  # the rows again, in turn (the runs are seeded: the same work)
             for name, config in timed.items():
                 per_template[name][-1]["all_seconds"].append(timed_run(infiller, task, config)[1])

@@ -36,10 +36,10 @@ def test_auto_resolves_by_the_number_of_blanks():
 def test_a_one_pass_method_spends_its_budget(infiller):
     small = infiller.sample(SIX, "left-to-right", top=3, seed=0, budget=120)
     large = infiller.sample(SIX, "left-to-right", top=3, seed=0, budget=480)
-    for result, budget in ((small, 120), (large, 480)):
+    for result, budget in ((small, 120), (large, 480)):  # drawing until what is left buys no draw
         d = result.diagnostics
-        assert d.budget == budget and d.num_samples == (budget - 1) // 11
-        assert d.encoder_sequences <= budget
+        assert d.budget == budget and d.num_samples >= (budget - 1) // 11
+        assert budget - 11 < d.encoder_sequences <= budget
     assert large.diagnostics.encoder_sequences > 2 * small.diagnostics.encoder_sequences
 
 

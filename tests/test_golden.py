@@ -4,7 +4,9 @@ The first 20 cases were recorded BEFORE the refactor of issue 29 (modules moved 
 fixed-blank and span-blank pipelines unified), from the tree of commit 54d2c27, so that the refactor can show
 it changed nothing a user sees; issue 38 added the default's cases (``auto``: one to eight blanks, include
 words, a budget, a batch) and made a batch give each template what a single call gives (re-recorded then:
-every single-call case unchanged, the batched one now equal to its single calls). ``tests/golden/fillings.json`` holds, per case and seed, every returned sample's ``text`` and
+every single-call case unchanged, the batched one now equal to its single calls); issue 39 made a one-pass
+method with a budget draw until the budget is spent (re-recorded then: only the cases of one-pass draws with a
+budget changed, spending more of it). ``tests/golden/fillings.json`` holds, per case and seed, every returned sample's ``text`` and
 ``fills`` (compared exactly), its ``energy`` and ``terms`` (within 1e-4 absolute), and the run's
 ``diagnostics.encoder_sequences`` (exactly).
 

@@ -110,6 +110,11 @@ def test_draws_past_one_chunk_stay_bounded_and_reproducible(infiller, monkeypatc
     assert first.texts == infiller.sample(SIX, "left-to-right", num_samples=40, seed=3).texts
 
 
+def test_draws_stop_when_a_round_brings_no_new_filling(infiller):
+    result = infiller.sample(TWO, "argmax", top=3, budget=10**5, seed=0)  # every draw the same filling
+    assert len(result.samples) == 1 and result.diagnostics.encoder_sequences <= 3
+
+
 def test_one_blank_is_answered_exactly_from_one_pass(infiller):
     template = "the [MASK] sat on the mat ."
     result = infiller.sample(template, top=5, seed=0)

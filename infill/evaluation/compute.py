@@ -1,60 +1,31 @@
 """Comparisons at equal compute: a baseline given as many encoder sequences as another run used.
 
-Compute is counted in sequences passed through the encoder (``Diagnostics.encoder_sequences``): a
-left-to-right draw costs one sequence per blank token, an independent draw one, and re-ranking by PLL
-one masked copy per blank token of every distinct draw. The re-scoring counts distinct draws only, so a
-run's cost is not linear in its number of draws: :func:`equal_sequences` finds the number by running.
-:func:`matched` is the one runner every equal-compute driver (``infill eval``, scripts/) goes through.
+Compute is counted in sequences passed through the encoder (``Diagnostics.encoder_sequences``), as a perfect
+cache would charge it: a sequence that a pass, another draw or the PLL re-scoring already computed is not
+paid again. A one-pass method given a budget draws until the budget is spent (``infill.pipeline``: rounds of
+as many draws as the rest surely buys, each distinct draw scored as it comes), so one run at the reference's
+sequences is the baseline at equal compute. :func:`matched` is the one runner every equal-compute driver
+(``infill eval``, scripts/) goes through.
 """
 from __future__ import annotations
 
 import statistics
 from typing import Callable, NamedTuple, Optional, Sequence, TypeVar
 
-from ..errors import InfillError
-
 R = TypeVar("R")
 
 SUFFIX = "@equal-sequences"
-"""Names a row whose number of draws is set per template to match the default run's encoder sequences."""
+"""Names a row whose budget is set per template to the default run's encoder sequences."""
 
 
-def equal_sequences(run: Callable[[int], R], sequences: Callable[[R], int], budget: int, draw_cost: int,
-                    minimum: int = 1, tries: int = 8) -> tuple[int, R, int]:
-    """``(n, run(n), runs)``: the number of draws ``n >= minimum`` whose run passes ``budget`` encoder
-    sequences within half of ``draw_cost`` (what one more distinct draw costs), the run itself, and how many runs
-    the search took. ``run`` must be deterministic (seeded). The search starts at ``budget // draw_cost``
-    and steps by the measured mean cost per draw from the closest run so far (by one draw where that lands
-    on a measured ``n``); after ``tries`` runs, or when ``minimum`` draws exceed the budget, the closest."""
-    if budget < 1 or draw_cost < 1:
-        raise InfillError(f"a budget and a draw's cost in encoder sequences must be positive, got {budget}, "
-                          f"{draw_cost}")
-    measured: dict[int, tuple[int, R]] = {}
-    n = max(minimum, budget // draw_cost)
-    while n >= minimum and len(measured) < tries:
-        result = run(n)
-        cost = sequences(result)
-        measured[n] = cost, result
-        if 2 * abs(budget - cost) <= draw_cost or (n == minimum and cost > budget):
-            break
-        closest, (best, _) = min(measured.items(), key=lambda item: abs(budget - item[1][0]))
-        n = max(minimum, closest + round((budget - best) * closest / best))
-        while n in measured:
-            n += 1 if budget > best else -1
-    closest = min(measured, key=lambda k: abs(budget - measured[k][0]))
-    return closest, measured[closest][1], len(measured)
-
-
-def matched(run: Callable[[int], R], sequences: Callable[[R], int], budget: int, method: str, d: int,
-            minimum: int = 1, tries: int = 8) -> tuple[R, dict]:
-    """``run(n)`` for the ``n`` draws of the one-pass ``method`` (a key of ``infill.lm.mlm_draws.FORWARDS``) on
-    ``d`` blanks that spend ``budget`` encoder sequences (:func:`equal_sequences`), and the match as a record:
-    ``{"draws": n, "budget": budget, "budget_runs": runs}``; a draw costs
-    :func:`infill.lm.mlm_draws.draw_cost`."""
+def matched(run: Callable[[int], R], budget: int, method: str, d: int, top: int = 1) -> tuple[R, dict]:
+    """``run(b)`` for the one-pass ``method`` on ``d`` blank tokens given ``b`` encoder sequences: ``budget``, or
+    the least that buys ``top`` draws where ``budget`` is smaller (the baseline is never given less than it
+    needs; :func:`infill.pipeline.config.least_budget`), and the match as a record ``{"budget": b}``."""
     from ..lm.mlm_draws import draw_cost  # here, not at the top: the report reads this module without torch
 
-    draws, result, runs = equal_sequences(run, sequences, budget, draw_cost(method, d), minimum, tries)
-    return result, {"draws": draws, "budget": budget, "budget_runs": runs}
+    given = max(budget, 1 + top * draw_cost(method, d))
+    return run(given), {"budget": given}
 
 
 class Measure(NamedTuple):

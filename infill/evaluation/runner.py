@@ -3,9 +3,8 @@
 The sampling itself is injected: ``sample_fn(template, config)`` (a :class:`~infill.pipeline.config.RunConfig`)
 returns a ``Sampling``. ``infiller_sample_fn`` adapts ``infill.Infiller``; tests pass a fake.
 
-A row with a budget (``Protocol.budgets``) runs after the row it matches: per sentence, its number of draws
-is searched (:func:`~.compute.matched`) so that it passes as many encoder sequences as that row's
-unit did; the run that does is the one timed and kept.
+A row with a budget (``Protocol.budgets``) runs after the row it matches: per sentence, it is given as its
+budget the encoder sequences that row's unit spent (:func:`~.compute.matched`) and draws until they are spent.
 
 Filled sentences are rebuilt from the fills in the corpus' whitespace tokenization (``Task.fill``), not
 taken from the Infiller's detokenized text, whose clean-up drops the spaces before punctuation: so
@@ -71,18 +70,16 @@ def run_unit(task: Task, row: str, protocol: Protocol, sample_fn: SampleFn, budg
     config = protocol.run_config(row, seed)
     unit = {"config": config_signature(config, protocol.budgets.get(row))}
 
-    def timed(draws: int) -> tuple[Sampling, float]:
+    def timed(budget: Optional[int]) -> tuple[Sampling, float]:
         start = time.perf_counter()
-        return sample_fn(task.template, replace(config, num_samples=draws)), time.perf_counter() - start
+        return sample_fn(task.template, replace(config, budget=budget)), time.perf_counter() - start
 
     if budget is None:
-        result, seconds = timed(config.num_samples)
+        result, seconds = timed(config.budget)
     else:
-        (result, seconds), match = matched(
-            timed, lambda run: run[0].diagnostics["encoder_sequences"], budget,
-            config.method if config.is_baseline else config.init, len(task.masked),
-            minimum=config.top if config.top is not None and config.decode == "final" else 1)
-        unit.update(match)
+        (result, seconds), match = matched(timed, budget, config.method if config.is_baseline else config.init,
+                                           len(task.masked), config.top or 1)
+        unit.update({**match, "draws": len(result.draws)})
     fillings = best_distinct(task, result.draws, protocol.top)
     unit.update({"sentence_id": task.sentence_id, "corpus": task.corpus, "sampler": row, "seed": seed,
                  "original": task.text, "template": task.template, "masked": list(task.masked),

@@ -111,7 +111,7 @@ def draw(energy, method: str, num_chains: int, generator: Optional[torch.Generat
     if method == "argmax":
         if d == 1 and len(energy.input_ids) == 1:
             return first[0, 0].topk(min(num_chains, k)).indices[:, None]
-        return first.argmax(-1)
+        return first.argmax(-1) if len(energy.input_ids) > 1 else first[:1].argmax(-1).expand(num_chains, d)
     if len(energy.input_ids) > 1:  # stacked templates: one piece, each block of chains its template's
         return _draw(energy, method, first, generator, temperature)
     return torch.cat([_draw(energy, method, part, generator, temperature) for part in first.split(CHUNK)])

@@ -159,8 +159,8 @@ class RunConfig:
     include: tuple[str, ...] = field(default=(), metadata={
         "help": "a word that must appear in the filled blanks (repeatable)", "metavar": "WORD"})
     budget: Optional[int] = field(default=None, metadata={
-        "help": "encoder sequences to spend per template: the number of draws of a one-pass method; chains stop "
-                "when it is spent (or after --steps); auto's default: "
+        "help": "the most encoder sequences a template may spend, choosing the fillings included: a one-pass "
+                "method draws until it is spent; chains stop when it is spent (or after --steps); auto's default: "
                 f"{AUTO_BUDGET_PER_BLANK} per blank token", "type": int, "metavar": "N"})
     options: dict = field(default_factory=dict)
 
@@ -257,8 +257,9 @@ class RunConfig:
 
     def for_blanks(self, d: int, constrained: bool = False) -> "RunConfig":
         """The run for templates of ``d`` blank tokens, ``constrained`` where the energy has terms beside the PLL
-        (include words, closeness, a classifier, a user's term): ``auto`` resolved, and a one-pass method's draws
-        set by the budget (:func:`infill.lm.mlm_draws.draw_cost` each, the shared first pass one sequence).
+        (include words, closeness, a classifier, a user's term): ``auto`` resolved, and a one-pass method's first
+        round of draws set by the budget (what it surely buys: :func:`infill.lm.mlm_draws.draw_cost` each, the
+        shared first pass one sequence; the pipeline draws more while the budget lasts).
 
         ``auto``: with one blank token (and no terms) the PLL is the masked LM's one conditional, so one pass is
         exact: ``argmax``'s ``top`` most likely tokens, or without ``top`` independent draws; with terms, chains

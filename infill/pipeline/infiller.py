@@ -40,7 +40,7 @@ from ..spans import MAX_PIECES, sample_spans
 from ..text.blanks import quote
 from ..text.template import Template, parse
 from ..text.vocabulary import sampleable_token_ids, spelled, word_piece_ids
-from .config import AUTO, REWRITE_SAMPLER, RunConfig, positive_integer
+from .config import AUTO, MAX_DRAWS, REWRITE_SAMPLER, RunConfig, positive_integer
 from .postprocess import Batch, postprocess
 from .results import InfillResult
 
@@ -314,10 +314,14 @@ class Infiller:
         n = config.num_samples
         if config.budget is not None:
             meter.limit = config.budget - d * (config.top or n)  # what choosing the fillings may take
-        if sampler is None:
+        if sampler is None and config.budget is None:
             x = mlm_draws.draw(pll, config.method, n, generator, config.token_temperature)
-            meter.limit = config.budget
             return Batch(template, config, None, start, None, pll, target, x, float32, x)
+        if sampler is None:
+            meter.limit = config.budget
+            x, values = _draws_to_budget(pll, config, d, generator)
+            config = dataclasses.replace(config, num_samples=len(x))
+            return Batch(template, config, None, start, None, pll, target, x, float32, x, values)
         if rewrite is not None:
             source, change = rewrite[0].to(self.device), rewrite[1]  # the chains go on from the calibration's
             target, x = calibrate_closeness(target, source, change, sampler, chains=n,
@@ -380,6 +384,28 @@ def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
     if not source:
         raise InfillError(f"no word of {quote(text)} is one token for this model: nothing to rewrite")
     return "".join(pieces) + text[at:], words, source
+
+
+def _draws_to_budget(energy: MaskedLMEnergy, config: RunConfig, d: int,
+                     generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """Draws ``(N, d)`` of ``config``'s one-pass method until its budget is spent, with their PLLs ``(N,)``: each
+    distinct draw is scored as it comes, so a sequence a pass or an earlier draw computed is not paid twice (the
+    cache), and the next round takes as many draws as what is left surely buys (:func:`mlm_draws.draw_cost`
+    each; the first round ``config.num_samples``). The draws stop when the rest buys none, a round brings no new
+    filling, or :data:`~infill.pipeline.config.MAX_DRAWS` are drawn."""
+    cost = mlm_draws.draw_cost(config.method, d)
+    draws, scores, n = [], {}, config.num_samples
+    while n >= 1 and sum(map(len, draws)) + n <= MAX_DRAWS:
+        x = mlm_draws.draw(energy, config.method, n, generator, config.token_temperature)
+        new = torch.unique(x, dim=0)
+        new = new[[tuple(row) not in scores for row in new.tolist()]]
+        draws.append(x)
+        if not len(new):
+            break
+        scores.update(zip(map(tuple, new.tolist()), energy.of_indices(new).tolist()))
+        n = (energy.meter.limit - energy.meter.spent - 1) // cost  # the first pass again, if the cache let it go
+    x = torch.cat(draws)
+    return x, torch.tensor([scores[tuple(row)] for row in x.tolist()])
 
 
 def _steps(prepared: Prepared, template: Template, constrained: bool) -> int:

@@ -64,7 +64,8 @@ class Batch:
     a :class:`~infill.constraints.WeightedSum` with it), the ``trace`` of the sampler's chains (None for a
     one-pass method) and the final states or draws ``x (n, d)``. ``float32`` is the PLL on the float32 model
     where the chains ran in a lower precision: the reported fillings are chosen and their energies computed by
-    it. ``starts`` are the chains' first states (the draws themselves for a one-pass method).
+    it. ``starts`` are the chains' first states (the draws themselves for a one-pass method); ``energies`` the
+    PLLs of a one-pass method's draws where the run computed them.
 
     Word blanks (the span sampler): ``trace`` a :class:`~infill.spans.SpanTrace`, no token fields."""
 
@@ -78,6 +79,7 @@ class Batch:
     x: Optional[Tensor] = None
     float32: Optional[MaskedLMEnergy] = None
     starts: Optional[Tensor] = None
+    energies: Optional[Tensor] = None
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,7 @@ def _token_choices(batch: Batch, tokenizer, bar) -> Choice:
     template, config, chains = batch.template, batch.config, batch.config.num_samples
     energy, target, exact, trace = batch.energy, batch.target, batch.float32, batch.trace
     include = target.entries.get(Include.name) if isinstance(target, WeightedSum) else None
-    states, values = _candidates(batch.x, trace, config, batch.starts)
+    states, values = _candidates(batch.x, trace, config, batch.starts, batch.energies)
     rows, values = states.flatten(0, 1), values.flatten()  # row r is chain r % chains; values of the target
     if config.top is None:
         order, candidates = torch.arange(len(rows)), len(rows)
@@ -205,12 +207,12 @@ def _span_choices(batch: Batch, tokenizer, bar) -> Choice:
     return Choice(fillings, marginals, None, candidates, trace.encoder_sequences)
 
 
-def _candidates(x: Tensor, trace: Optional[Trace], config: RunConfig,
-                starts: Optional[Tensor]) -> tuple[Tensor, Tensor]:
+def _candidates(x: Tensor, trace: Optional[Trace], config: RunConfig, starts: Optional[Tensor],
+                energies: Optional[Tensor]) -> tuple[Tensor, Tensor]:
     """The states ``(S, chains, d)`` ``top`` may choose from, with their energies ``(S, chains)`` at
     temperature 1 (NaN where the run did not compute them); the visited states first."""
     if trace is None:
-        return x[None].cpu(), torch.full((1, len(x)), math.nan)
+        return x[None].cpu(), torch.full((1, len(x)), math.nan) if energies is None else energies[None].cpu()
     if config.top is None or config.decode == "final":
         states, values = trace.final_state.x[None], trace.final_state.energy[None]
     else:
