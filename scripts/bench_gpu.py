@@ -1,8 +1,9 @@
 """The default path against a bare forward, batching, the cache and bfloat16, as ratios in one run (issue 39).
 
     python scripts/bench_gpu.py --proxy                       # CPU proxy: 2-layer 128-wide random BERT
-    python scripts/bench_gpu.py --templates 6 --batch 12      # the dev MLM on the CPU
+    python scripts/bench_gpu.py                               # the dev MLM on the CPU
     python scripts/bench_gpu.py --device cuda --model PATH    # on a GPU (a float16 checkpoint is widened)
+    python scripts/bench_gpu.py --proxy --profile 25          # where one default call's time goes
 
 Templates come from ``corpora/calibration/check.jsonl`` (regimes "2-4" and "6-10", taken in turn). One
 process; the two sides of every ratio run one after the other, template by template (A, B, A, B...), and each
