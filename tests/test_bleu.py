@@ -10,7 +10,7 @@ import pytest
 import sacrebleu
 
 from infill import metrics
-from infill.cli import rewrite
+from infill.constraints.rewrite import source_bleu
 from infill.errors import InfillError
 from infill.evaluation import evaluate
 from infill.evaluation.report import write_report
@@ -86,7 +86,7 @@ def test_a_missing_sacrebleu_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "sacrebleu.metrics", None)
     with pytest.raises(InfillError, match=r"sacrebleu is not installed; .*infill-mcmc\[eval\]"):
         metrics.self_bleu(["a b", "a c"], bleu="sacrebleu")
-    assert rewrite.source_bleu(["a b"], "a c") == ([None], None)
+    assert source_bleu(["a b"], "a c") == ([None], None)
 
 
 def _recorded() -> tuple[dict[str, list[str]], dict]:

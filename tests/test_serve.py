@@ -18,8 +18,8 @@ from conftest import tiny_bert  # noqa: E402
 
 from infill import Infiller  # noqa: E402
 from infill.cli import main  # noqa: E402
+from infill.constraints.rewrite import source_bleu  # noqa: E402
 from infill.pipeline.config import STEPS  # noqa: E402
-from infill.cli.rewrite import source_bleu  # noqa: E402
 from infill.serve import create_app  # noqa: E402
 from infill.serve.app import shown_name  # noqa: E402
 from infill.serve.queue import QueueFull, RunQueue, Stopped  # noqa: E402

@@ -54,21 +54,10 @@ def run(args) -> int:
     return 0
 
 
-def source_bleu(variants: list[str], source: str) -> tuple[list, str | None]:
-    """Each variant's sacrebleu sentence BLEU (percent) against ``source``, and sacrebleu's signature; Nones
-    without the eval extra."""
-    try:
-        from .. import metrics
-
-        metrics.check_bleu("sacrebleu")
-    except (ImportError, InfillError):
-        return [None] * len(variants), None
-    return ([100 * metrics.sentence_bleu(variant, source) for variant in variants],
-            metrics.sacrebleu_signature(1, effective_order=True))
-
-
 def print_json(result, source: str) -> None:
     """``infill sample --json``'s lines, with the BLEU of each variant against ``source`` (see above)."""
+    from ..constraints.rewrite import source_bleu
+
     scores, signature = source_bleu(result.texts, source)
     for sample, score in zip(result.samples, scores):
         print(json.dumps({"template": result.template, **sample.to_dict(), "source_bleu": score},

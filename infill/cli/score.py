@@ -8,6 +8,7 @@ import json
 import sys
 
 from ..errors import InfillError
+from ..pipeline.config import positive_integer
 
 BATCH = 64  # sentences tokenized and printed together
 
@@ -66,8 +67,7 @@ def _tokens(result) -> list[dict]:
 def run(args) -> int:
     from ..lm.scoring import splice
 
-    if args.chunk_size < 1:
-        raise InfillError(f"--chunk-size must be a positive integer, got {args.chunk_size}")
+    positive_integer("--chunk-size", args.chunk_size)
     if args.command == "rank":
         options = [o.strip() for item in args.options for o in item.split(",")]
         splice(args.template, options)  # checked before the model loads

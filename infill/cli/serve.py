@@ -7,6 +7,7 @@ import socket
 import sys
 
 from ..errors import InfillError
+from ..pipeline.config import positive_integer
 
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
@@ -52,9 +53,8 @@ def run(args) -> int:
     import starlette  # noqa: F401  (the [serve] extra, checked before the model loads)
     import uvicorn
 
-    for name, value in (("--queue-size", args.queue_size), ("--max-body", args.max_body)):
-        if value < 1:
-            raise InfillError(f"{name} must be a positive integer, got {value}")
+    positive_integer("--queue-size", args.queue_size)
+    positive_integer("--max-body", args.max_body)
     if not args.time_limit > 0:
         raise InfillError(f"--time-limit must be positive, got {args.time_limit}")
     check_address(args.host, args.port)

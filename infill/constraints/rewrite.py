@@ -17,6 +17,8 @@ in two stages:
    ``f (1 - f)``).
 
 ``lambda`` is then frozen: a run on the returned sum is an exact MH chain for it.
+
+:func:`source_bleu` scores each variant against the source, as ``infill rewrite --json`` and the page report it.
 """
 from __future__ import annotations
 
@@ -40,6 +42,19 @@ def check_change(change: float) -> float:
     if isinstance(change, bool) or not isinstance(change, (int, float)) or not 0 < change < 1:
         raise InfillError(f"change must be a fraction strictly between 0 and 1, got {change!r}")
     return float(change)
+
+
+def source_bleu(variants: list[str], source: str) -> tuple[list, str | None]:
+    """Each variant's sacrebleu sentence BLEU (percent) against ``source``, and sacrebleu's signature; Nones
+    without the eval extra."""
+    try:
+        from .. import metrics
+
+        metrics.check_bleu("sacrebleu")
+    except (ImportError, InfillError):
+        return [None] * len(variants), None
+    return ([100 * metrics.sentence_bleu(variant, source) for variant in variants],
+            metrics.sacrebleu_signature(1, effective_order=True))
 
 
 def source_log_probs(energy: Energy, source: Tensor) -> Tensor:

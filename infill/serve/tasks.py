@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..constraints import check_change
+from ..constraints.rewrite import check_change, source_bleu
 from ..errors import InfillError
 from ..lm.scoring import check_mode, splice
 from ..pipeline.config import REWRITE_SAMPLER, RunConfig
@@ -156,8 +156,6 @@ def rewrite(data: Any) -> Run:
         raise InfillError("give a sentence to rewrite")
 
     def run(infiller, step, extras):
-        from ..cli.rewrite import source_bleu
-
         payload = result_payload(infiller.rewrite(text, change, on_step=step, **options), None, extras)
         scores, signature = source_bleu([sample["text"] for sample in payload["samples"]], text)
         for sample, bleu in zip(payload["samples"], scores):
