@@ -82,6 +82,25 @@ def test_the_cap_holds_without_a_cache(tiny_model_dir):
         assert result.diagnostics.encoder_sequences <= 300
 
 
+@pytest.mark.parametrize("settings", [{}, {"top": 3}, {"top": 3, "decode": "final"}, {"top": 3, "include": ["cat"]},
+                                      {"num_samples": 4, "include": ["cat"]}, {"top": 3, "sampler": "gwg"}])
+def test_the_cap_holds_with_chains_in_bfloat16(tiny_model_dir, settings):
+    """Chains in a lower precision re-score their finalists in float32, on the same meter: the budget covers
+    that too, or the run is refused in one line naming the least that works."""
+    bf16 = Infiller(model=str(tiny_model_dir), dtype="bfloat16")
+    for template, budget in ((TWO, 150), (SIX, 400), (SIX, None)):
+        try:
+            result = bf16.sample(template, budget=budget, seed=0, **settings)
+        except InfillError as exc:
+            least = int(re.search(r"at least (\d+)", str(exc)).group(1))
+            assert "\n" not in str(exc) and budget is not None and least > budget
+            result = bf16.sample(template, budget=least, seed=0, **settings)
+            budget = least
+        diagnostics = result.diagnostics
+        assert result.samples and diagnostics.budget == (budget or diagnostics.budget)
+        assert diagnostics.budget is None or diagnostics.encoder_sequences <= diagnostics.budget
+
+
 def test_a_budget_that_buys_the_starts_but_no_step_returns_the_starts(infiller):
     config = RunConfig.create(method="gibbs", num_samples=4, top=2, init="confident-first").for_blanks(6)
     least = least_budget(config, 6)

@@ -6,8 +6,9 @@ exceeds its budget. Samplers stop where a step raises it (:meth:`infill.samplers
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
 
 class BudgetSpent(Exception):
@@ -27,3 +28,15 @@ class Meter:
         if self.limit is not None and self.spent + sequences + ahead > self.limit:
             raise BudgetSpent(f"{self.spent} of {self.limit} encoder sequences spent; a pass needs {sequences + ahead}")
         self.spent += sequences
+
+    @contextmanager
+    def holding(self, sequences: int) -> Iterator[None]:
+        """Keep ``sequences`` of the limit back from the passes run inside (what a later stage needs)."""
+        if self.limit is None:
+            yield
+            return
+        self.limit -= sequences
+        try:
+            yield
+        finally:
+            self.limit += sequences

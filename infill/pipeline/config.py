@@ -13,8 +13,10 @@ from typing import Any, Optional
 from ..errors import InfillError
 from ..text.blanks import UNITS
 
-BASELINES = ("independent", "left-to-right", "argmax", "confident-first", "random-order")
-"""Methods that draw from the masked LM directly, without MCMC: usable wherever a sampler name is."""
+BASELINES = ("independent", "left-to-right", "argmax", "confident-first", "random-order", "smc")
+"""Methods that draw from the masked LM directly, without chains: usable wherever a sampler name is. ``smc``
+draws particles through the confident-first order, weighted and resampled toward the PLL
+(:mod:`infill.samplers.particles`)."""
 INITS = ("uniform", "independent", "left-to-right", "confident-first", "random-order")
 """Chain starts: uniform tokens, or draws from the masked LM (see :mod:`infill.lm.mlm_draws`)."""
 SPAN_METHODS = ("rjmcmc", "per-length")
@@ -224,12 +226,16 @@ class RunConfig:
         for key, value in self.options.items():  # checked before the sampler registry (torch) is imported
             if isinstance(value, float):
                 _number(f"{self.method} option {key}", value)
-        from ..samplers import SAMPLERS, sampler_options
+        from ..samplers import SAMPLERS, options_of, sampler_options
 
         if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *BASELINES, AUTO):
             raise InfillError(f"unknown sampler {self.method!r}; choose from {AUTO}, "
                               f"{', '.join(sorted(SAMPLERS))} or a baseline: {', '.join(BASELINES)}")
         defaults = {} if self.is_baseline or self.method == AUTO else sampler_options(self.method)
+        if self.method == "smc":
+            from ..samplers.particles import SMC
+
+            defaults = options_of(SMC())
         object.__setattr__(self, "options", check_hyperparameters(self.method, self.options, defaults))
 
     def __hash__(self) -> int:
@@ -280,11 +286,20 @@ class RunConfig:
             if not chains and self.top is None:  # every draw is a sample: as many as asked
                 config = replace(config, budget=self.budget)
         if config.is_baseline and config.budget is not None and not (config.method == "argmax" and d == 1):
-            from ..lm.mlm_draws import draw_cost
-
-            draws = (config.budget - 1) // draw_cost(config.method, d)
+            draws = (config.budget - 1) // config.draw_cost(d)
             config = replace(config, num_samples=max(1, draws))
         return config.checked_budget(d)
+
+    def draw_cost(self, d: int) -> int:
+        """Encoder sequences one more distinct draw (or particle) of a one-pass method costs on ``d`` blank tokens,
+        re-ranked by PLL (:func:`infill.lm.mlm_draws.draw_cost`; ``smc``: :meth:`~infill.samplers.particles.SMC.passes`)."""
+        if self.method == "smc":
+            from ..samplers.particles import SMC
+
+            return SMC(**self.options).passes(d)
+        from ..lm.mlm_draws import draw_cost
+
+        return draw_cost(self.method, d)
 
     def checked_budget(self, d: int) -> "RunConfig":
         """This run of ``d`` blank tokens, refused in one line where its budget is below :func:`least_budget`, or
@@ -341,10 +356,10 @@ def least_budget(config: RunConfig, d: int) -> int:
     without ``top``). A budget that buys drawn starts but no step returns the starts re-ranked; uniform starts
     have nothing to return, so there one step is counted as a gradient sampler's (a value and gradient at the
     start and at the proposal)."""
-    from ..lm.mlm_draws import draw_cost, encoder_sequences
+    from ..lm.mlm_draws import encoder_sequences
 
     if config.is_baseline:
-        return 1 + (config.top or 1) * draw_cost(config.method, d)
+        return 1 + (config.top or 1) * config.draw_cost(d)
     n = config.num_samples
     starts = encoder_sequences(config.init, d, n) if config.init != "uniform" else 4 * n * d
     return starts + d * (config.top or n)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import re
 import secrets
 import sys
@@ -36,12 +37,13 @@ from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError
 from ..lm import default_model, mlm_draws, models, scoring
 from ..samplers import Sampler, run_annealed
+from ..samplers.particles import SMC, smc
 from ..spans import MAX_PIECES, sample_spans
 from ..text.blanks import quote
 from ..text.template import Template, parse
 from ..text.vocabulary import sampleable_token_ids, spelled, word_piece_ids
-from .config import AUTO, MAX_DRAWS, REWRITE_SAMPLER, RunConfig, positive_integer
-from .postprocess import Batch, postprocess
+from .config import AUTO, MAX_DRAWS, REWRITE_SAMPLER, RunConfig, least_budget, positive_integer
+from .postprocess import Batch, float32_cost, postprocess
 from .results import InfillResult
 
 RESCORE_PER_BLANK = 0.1
@@ -289,8 +291,9 @@ class Infiller:
         blanks: token blanks run the batched chains (or the masked LM's draws for a one-pass method), a template
         with word blanks the span sampler. A budget caps the encoder sequences through a
         :class:`~infill.energies.budget.Meter` shared by the run's energies: the chains may spend it less what
-        choosing ``top`` fillings takes (:func:`~infill.pipeline.config.least_budget`), and stop early as
-        :data:`RESCORE_PER_BLANK` says; choosing them spends the rest."""
+        choosing ``top`` fillings takes (:func:`~infill.pipeline.config.least_budget`; with chains in a lower
+        precision, the float32 PLLs too: :func:`~infill.pipeline.postprocess.float32_cost`), and stop early as
+        :data:`RESCORE_PER_BLANK` says; choosing them spends the rest. One-pass draws run on the float32 model."""
         start = time.perf_counter()
         template = prepared.templates[index]
         if not template.fixed:
@@ -306,22 +309,24 @@ class Infiller:
                                   self.tokenizer.mask_token_id, self.chunk_size, ConditionalCache(self.cache_mib << 20),
                                   meter)
 
+        meter.limit = config.budget
+        if sampler is None:  # one-pass draws: the chains' precision does not apply
+            pll = energy(self.model)
+            draw = _particles(pll, config, generator) if config.method == "smc" else _draws(pll, config, generator)
+            x, values = draw(config.num_samples) if config.budget is None else _draws_to_budget(pll, config, d, draw)
+            config = dataclasses.replace(config, num_samples=len(x))
+            return Batch(template, config, None, start, None, pll, pll, x, None, x, values)
         pll = energy(self.chain_model)
         float32 = None if self.chain_model is self.model else energy(self.model)  # chosen and scored in float32
         target = pll
         if prepared.include is not None or terms:
             target = constrained_energy(pll, terms, prepared.include)
         n = config.num_samples
-        if config.budget is not None:
-            meter.limit = config.budget - d * (config.top or n)  # what choosing the fillings may take
-        if sampler is None and config.budget is None:
-            x = mlm_draws.draw(pll, config.method, n, generator, config.token_temperature)
-            return Batch(template, config, None, start, None, pll, target, x, float32, x)
-        if sampler is None:
-            meter.limit = config.budget
-            x, values = _draws_to_budget(pll, config, d, generator)
-            config = dataclasses.replace(config, num_samples=len(x))
-            return Batch(template, config, None, start, None, pll, target, x, float32, x, values)
+        held_back = 0 if float32 is None else float32_cost(config, d, target is not pll)  # choosing takes it
+        if config.budget is not None and config.budget < least_budget(config, d) + held_back:
+            raise InfillError(f"a budget of {config.budget} encoder sequences is too small for {n} {config.method} "
+                              f"chains in {self.chain_model.dtype} on {d} blank tokens, re-scored in float32: at "
+                              f"least {least_budget(config, d) + held_back}")
         if rewrite is not None:
             source, change = rewrite[0].to(self.device), rewrite[1]  # the chains go on from the calibration's
             target, x = calibrate_closeness(target, source, change, sampler, chains=n,
@@ -338,17 +343,16 @@ class Infiller:
                     keep = len(seen) * d * min(1.0, RESCORE_PER_BLANK * d)
                 else:
                     keep = d * (config.top or 1)
-                return meter.spent + keep >= config.budget
+                return meter.spent + keep + held_back >= config.budget
         try:
-            trace = run_annealed(sampler, target, x, config.annealing_schedule(), generator, callback, stop)
+            with meter.holding(d * (config.top or n) + held_back):  # what choosing the fillings may take
+                trace = run_annealed(sampler, target, x, config.annealing_schedule(), generator, callback, stop)
         except BudgetSpent:  # the starts took what the chains could spend: they are the candidates
             if config.init not in mlm_draws.ORDERS + ("independent",):
                 raise InfillError(f"a budget of {config.budget} encoder sequences buys no step of {config.method} "
                                   f"from {config.init} starts on {d} blank tokens: raise --budget") from None
             config = dataclasses.replace(config, method=config.init)
-            meter.limit = config.budget
             return Batch(template, config, None, start, None, pll, target, x, float32, x)
-        meter.limit = config.budget
         if config.budget is not None and len(trace.samples) < config.steps:
             config = dataclasses.replace(config, steps=len(trace.samples))
         return Batch(template, config, trace, start, sampler, pll, target, trace.final_state.x, float32, x)
@@ -386,23 +390,55 @@ def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
     return "".join(pieces) + text[at:], words, source
 
 
-def _draws_to_budget(energy: MaskedLMEnergy, config: RunConfig, d: int,
-                     generator: torch.Generator) -> tuple[Tensor, Tensor]:
+Draw = Callable[[int], tuple[Tensor, Optional[Tensor]]]
+"""``draw(n) -> (x (m, d), energies (m,) or None)``: ``n`` draws (or particles) of a one-pass method."""
+
+
+def _draws(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> Draw:
+    """``config``'s one-pass order (:func:`mlm_draws.draw`), unscored."""
+    return lambda n: (mlm_draws.draw(energy, config.method, n, generator, config.token_temperature), None)
+
+
+def _particles(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> Draw:
+    """One ``smc`` run of ``n`` particles (:func:`~infill.samplers.particles.smc`), scored: with ``top`` every
+    particle and every state its moves visited are candidates; without, its samples (resampled and moved)."""
+    settings = SMC(**config.options)
+
+    def draw(n: int) -> tuple[Tensor, Tensor]:
+        out = smc(energy, settings, 1, n, generator, config.token_temperature)
+        if config.top is None:
+            return out.samples[0], out.sample_energy[0].cpu()
+        return torch.cat([out.x[0], out.visited]), torch.cat([out.energy[0], out.visited_energy]).cpu()
+    return draw
+
+
+def _draws_to_budget(energy: MaskedLMEnergy, config: RunConfig, d: int, draw: Draw) -> tuple[Tensor, Tensor]:
     """Draws ``(N, d)`` of ``config``'s one-pass method until its budget is spent, with their PLLs ``(N,)``: each
-    distinct draw is scored as it comes, so a sequence a pass or an earlier draw computed is not paid twice (the
-    cache), and the next round takes as many draws as what is left surely buys (:func:`mlm_draws.draw_cost`
-    each; the first round ``config.num_samples``). The draws stop when the rest buys none, a round brings no new
-    filling, or :data:`~infill.pipeline.config.MAX_DRAWS` are drawn."""
-    cost = mlm_draws.draw_cost(config.method, d)
+    distinct draw is scored as it comes (where ``draw`` did not), so a sequence a pass or an earlier draw computed
+    is not paid twice (the cache), and the next round takes as many draws as what is left surely buys
+    (:meth:`RunConfig.draw_cost` each; the first round ``config.num_samples``). The draws stop when the rest
+    buys none, a round brings no new filling or cannot be paid, or :data:`~infill.pipeline.config.MAX_DRAWS` are
+    drawn."""
+    cost = config.draw_cost(d)
     draws, scores, n = [], {}, config.num_samples
     while n >= 1 and sum(map(len, draws)) + n <= MAX_DRAWS:
-        x = mlm_draws.draw(energy, config.method, n, generator, config.token_temperature)
-        new = torch.unique(x, dim=0)
-        new = new[[tuple(row) not in scores for row in new.tolist()]]
-        draws.append(x)
-        if not len(new):
+        try:
+            x, values = draw(n)
+        except BudgetSpent:  # the round cost more than it surely would (a cache that kept too little)
+            if not draws:
+                raise InfillError(f"a budget of {config.budget} encoder sequences buys no round of {n} "
+                                  f"{config.method} draws on {d} blank tokens: raise --budget") from None
             break
-        scores.update(zip(map(tuple, new.tolist()), energy.of_indices(new).tolist()))
+        keys = list(map(tuple, x.tolist()))
+        fresh = {key: value for key, value in zip(keys, [math.nan] * len(keys) if values is None else values.tolist())
+                 if key not in scores}
+        draws.append(x)
+        if not fresh:
+            break
+        unscored = [key for key, value in fresh.items() if math.isnan(value)]
+        if unscored:
+            fresh.update(zip(unscored, energy.of_indices(torch.tensor(unscored, device=x.device)).tolist()))
+        scores.update(fresh)
         n = (energy.meter.limit - energy.meter.spent - 1) // cost  # the first pass again, if the cache let it go
     x = torch.cat(draws)
     return x, torch.tensor([scores[tuple(row)] for row in x.tolist()])

@@ -117,32 +117,40 @@ def _token_choices(batch: Batch, tokenizer, bar) -> Choice:
     include = target.entries.get(Include.name) if isinstance(target, WeightedSum) else None
     states, values = _candidates(batch.x, trace, config, batch.starts, batch.energies)
     rows, values = states.flatten(0, 1), values.flatten()  # row r is chain r % chains; values of the target
+    d, meter = template.num_blanks, energy.meter
+    held_back = 0 if exact is None else float32_cost(config, d, target is not energy)
+    exact_values = None  # the float32 PLLs of the finalists, by distinct row
     if config.top is None:
         order, candidates = torch.arange(len(rows)), len(rows)
         held = None if include is None else _holds(include, rows)  # a state that lacks a word is never
         order = order if held is None else order[held]  # reported, so never scored
-        _fill_missing(target, rows, values, bar, energy.category_ids.device, held)
+        scorer = exact if exact is not None and target is energy else target  # the reported PLLs, at once
+        with meter.holding(held_back):
+            _fill_missing(scorer, rows, values, bar, energy.category_ids.device, held)
+        exact_values = values if scorer is exact else None
     else:
         unique, inverse = torch.unique(rows, dim=0, return_inverse=True)
         first = torch.full((len(unique),), len(rows)).scatter_reduce(0, inverse, torch.arange(len(rows)), "amin")
         unique_values = values[first]
         pool = config.top * (DIVERSE_POOL if config.decode == "diverse" else 1)
         held = None if include is None else _holds(include, unique)
-        if target is energy:
-            _fill_top(energy, unique, unique_values, pool * (1 if exact is None else FINALISTS), bar)
-        else:
-            _fill_missing(target, unique, unique_values, bar, energy.category_ids.device, held)
+        with meter.holding(held_back):
+            if target is energy:
+                _fill_top(energy, unique, unique_values, pool * (1 if exact is None else FINALISTS), bar)
+            else:
+                _fill_missing(target, unique, unique_values, bar, energy.category_ids.device, held)
         values = unique_values[inverse]
         best = torch.sort(-unique_values, stable=True).indices  # unique rows are sorted: ties go to the
         best = best[~unique_values[best].isnan()]  # smaller indices; a state left unscored (the budget, or an
         if held is not None:  # include word it lacks) is out
             best = best[held[best]]
         ranked = unique_values[best]
-        if exact is not None:
+        if exact is not None and target is energy:
             best = best[:FINALISTS * pool]
-            if target is energy:
-                ranked, by = torch.sort(_values(exact, unique[best]), descending=True, stable=True)
-                best = best[by]
+            exact_values = torch.full_like(unique_values, math.nan)
+            exact_values[best] = _values(exact, unique[best])
+            ranked, by = torch.sort(exact_values[best], descending=True, stable=True)
+            best = best[by]
         if config.decode == "diverse" and len(best):
             best = best[:pool][spread(unique[best[:pool]], ranked[:pool], config.top)]
         order, candidates = first[best[:config.top]], len(unique)
@@ -158,7 +166,9 @@ def _token_choices(batch: Batch, tokenizer, bar) -> Choice:
     terms = None if target is energy else {name: v.tolist() for name, v in target.terms(
         one_hot(reported, energy.num_categories)).items()}
     plls = values[order].tolist() if terms is None else terms["pll"]
-    if exact is not None:
+    if exact_values is not None:
+        plls = exact_values[order if config.top is None else best[:config.top]].tolist()
+    elif exact is not None:
         plls = _values(exact, reported).tolist()
         if terms is not None:
             terms["pll"] = plls
@@ -172,6 +182,16 @@ def _token_choices(batch: Batch, tokenizer, bar) -> Choice:
     counted = [energy] if exact is None else [energy, exact]
     return Choice(fillings, marginals(template, tokenizer, energy, visited), trace, candidates,
                   sum(e.sequences for e in counted), sum(e.cache_hits for e in counted))
+
+
+def float32_cost(config: RunConfig, d: int, constrained: bool) -> int:
+    """The most encoder sequences the float32 PLLs take, beyond the ``d * (top or num_samples)`` that scoring the
+    fillings takes, where the chains of a run of ``d`` blank tokens ran in a lower precision: with ``top`` on
+    the PLL alone the finalists'; with terms the reported fillings'; none without either (the fillings' PLLs
+    are computed in float32 at once)."""
+    if constrained:
+        return d * (config.top or config.num_samples)
+    return 0 if config.top is None else d * FINALISTS * config.top * (DIVERSE_POOL if config.decode == "diverse" else 1)
 
 
 def _holds(include: Include, rows: Tensor) -> Tensor:
@@ -331,7 +351,8 @@ def _diagnostics(batch: Batch, choice: Choice, model_name: str, seed: int) -> Di
             tuned=None if trace is None or trace.final_state.tuning is None else trace.final_state.tuning.to_dict(),
             burn_in=0 if trace is None else config.steps - trace.samples.shape[0] + trace.burn_in,
             evaluations=0 if trace is None else trace.evaluations,
-            forwards=mlm_draws.FORWARDS[config.method if trace is None else config.init](batch.template.num_blanks))
+            forwards=mlm_draws.FORWARDS["confident-first" if config.method == "smc" else
+                                       config.method if trace is None else config.init](batch.template.num_blanks))
     return Diagnostics(**run, model=model_name, num_samples=config.num_samples, seed=seed, decode=config.decode,
                        encoder_sequences=choice.encoder_sequences, cache_hits=choice.cache_hits,
                        candidates=choice.candidates, budget=config.budget, seconds=time.perf_counter() - batch.start)

@@ -1,0 +1,178 @@
+"""Sequential Monte Carlo through the masked LM's one-pass order (Del Moral, Doucet & Jasra 2006).
+
+``R`` independent runs of ``N`` particles each fill the blanks one step at a time, as the one-pass orders of
+:mod:`infill.lm.mlm_draws` do (``confident-first``: the still-masked blank whose conditional is most peaked;
+``random-order``: a uniformly random order per particle), each token drawn from the masked LM's tempered
+conditional ``q``. Particles carry log-weights toward intermediate targets ``gamma_t`` that end at the
+target ``exp(U / T)`` (``U`` the energy, the PLL) after the last blank:
+
+- ``weight="path"``: ``gamma_t`` is the path's own probability under the masked LM raised to ``tilt``
+  (no extra sequences); ``tilt=1`` leaves the weights equal until the last step (plain draws re-weighted);
+  ``tilt > 1`` favours paths the model finds likely, so resampling keeps them;
+- ``weight="partial"``: ``gamma_t`` is the partial PLL of the blanks filled so far, the others masked (one
+  more masked copy per filled blank and particle, counted as every sequence is).
+
+A run whose effective sample size falls below ``ess`` x ``N`` is resampled (systematic resampling). After
+the last blank every run is weighted by the target; ``moves`` steps of an exact kernel (``move``, e.g.
+``gibbs-mh``) then move its particles, resampled by those weights, leaving the target invariant.
+
+The energy must offer ``blank_logits(x_idx, masked, read)`` (a masked LM:
+:class:`~infill.energies.masked_lm.MaskedLMEnergy`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from ..energies.base import Energy, evaluate, one_hot
+from ..energies.tempered import Tempered
+from ..errors import InfillError
+from ..lm import mlm_draws
+from . import make_sampler
+
+ORDERS = ("confident-first", "random-order")
+WEIGHTS = ("path", "partial")
+
+
+@dataclass(frozen=True)
+class Particles:
+    """What :func:`smc` produced: the particles after the last blank ``x (R, N, d)`` with their energies
+    ``energy (R, N)`` and normalised log-weights ``log_weight (R, N)`` toward the target; every state the
+    moves visited, ``visited (S, d)`` with ``visited_energy (S,)`` (empty without moves); and the
+    ``samples (R, N, d)`` with ``sample_energy (R, N)``: the particles resampled by their weights, then moved."""
+
+    x: Tensor
+    energy: Tensor
+    log_weight: Tensor
+    visited: Tensor
+    visited_energy: Tensor
+    samples: Tensor
+    sample_energy: Tensor
+
+
+def systematic(log_weight: Tensor, generator: Optional[torch.Generator]) -> Tensor:
+    """Ancestor indices ``(R, N)`` by systematic resampling of each row of ``log_weight (R, N)``: one uniform per
+    row, ``N`` evenly spaced points through the cumulative weights."""
+    r, n = log_weight.shape
+    cumulative = torch.softmax(log_weight.double(), -1).cumsum(-1)
+    u = torch.rand(r, 1, generator=generator, device=log_weight.device, dtype=torch.float64)
+    points = (u + torch.arange(n, device=log_weight.device, dtype=torch.float64)) / n
+    return torch.searchsorted(cumulative, points).clamp_max(n - 1)
+
+
+def effective_size(log_weight: Tensor) -> Tensor:
+    """The effective sample size ``(R,)`` of each row of ``log_weight (R, N)``."""
+    return torch.exp(2 * torch.logsumexp(log_weight, -1) - torch.logsumexp(2 * log_weight, -1))
+
+
+@dataclass(frozen=True)
+class SMC:
+    """The settings of :func:`smc` (see the module docstring)."""
+
+    order: str = "confident-first"
+    weight: str = "path"
+    tilt: float = 1.0
+    ess: float = 0.5
+    moves: int = 0
+    move: str = "gibbs-mh"
+
+    def __post_init__(self):
+        if self.order not in ORDERS:
+            raise InfillError(f"smc order must be one of {', '.join(ORDERS)}, got {self.order!r}")
+        if self.weight not in WEIGHTS:
+            raise InfillError(f"smc weight must be one of {', '.join(WEIGHTS)}, got {self.weight!r}")
+        if not (isinstance(self.tilt, (int, float)) and math.isfinite(self.tilt) and self.tilt >= 0):
+            raise InfillError(f"smc tilt must be a number >= 0, got {self.tilt!r}")
+        if not (isinstance(self.ess, (int, float)) and 0 <= self.ess <= 1):
+            raise InfillError(f"smc ess must be in [0, 1], got {self.ess!r}")
+        if isinstance(self.moves, bool) or not isinstance(self.moves, int) or self.moves < 0:
+            raise InfillError(f"smc moves must be an integer >= 0, got {self.moves!r}")
+        make_sampler(self.move)  # an unknown kernel is refused here
+
+    def passes(self, d: int) -> int:
+        """Encoder sequences one particle costs at most on ``d`` blank tokens, less the shared first pass: its
+        later passes, the target's ``d`` masked copies, the partial PLLs and the moves (a ``gibbs-mh`` step:
+        one proposal pass and ``d`` copies)."""
+        partial = d * (d - 1) // 2 if self.weight == "partial" else 0
+        return (d - 1) + d + partial + self.moves * (d + 1)
+
+
+def smc(energy: Energy, settings: SMC, runs: int, particles: int, generator: Optional[torch.Generator],
+        temperature: float = 1.0) -> Particles:
+    """``runs`` independent runs of ``particles`` particles through the blanks of ``energy`` (module docstring)."""
+    first = mlm_draws.all_masked_logits(energy, 1)[0]  # (d, K): every particle's first pass
+    d, k = first.shape
+    device = first.device
+    n = runs * particles
+    rows = torch.arange(n, device=device)
+    z = torch.zeros(n, d, dtype=torch.long, device=device)
+    masked = torch.ones(n, d, dtype=torch.bool, device=device)
+    order = torch.rand(n, d, generator=generator, device=device).argsort(-1) if settings.order == "random-order" \
+        else None
+    log_gamma = torch.zeros(n, device=device)  # the intermediate target of each particle's partial filling
+    log_weight = torch.zeros(runs, particles, device=device)
+    for t in range(d):
+        confident = order is None
+        read = torch.arange(d, device=device).expand(n, d) if confident else order[:, t:t + 1]
+        logits = first.expand(n, d, k) if t == 0 else energy.blank_logits(z, masked, read)
+        if t == 0 and not confident:
+            logits = first[order[:, 0]][:, None]
+        log_p = torch.log_softmax(logits.float() / temperature, -1)
+        col = mlm_draws.most_peaked(log_p, masked) if confident else torch.zeros_like(rows)
+        j = read[rows, col]
+        v = mlm_draws.sample_categorical(logits[rows, col].float() / temperature, generator)
+        log_q = log_p[rows, col, v]
+        z[rows, j], masked[rows, j] = v, False
+        if t == d - 1:
+            new_gamma = _energy(energy, z, k) / temperature
+        elif settings.weight == "path":
+            new_gamma = log_gamma + settings.tilt * log_q
+        else:
+            new_gamma = _partial_pll(energy, z, masked, t + 1) / temperature
+        log_weight = log_weight + (new_gamma - log_gamma - log_q).view(runs, particles)
+        log_gamma = new_gamma
+        if t < d - 1:
+            low = effective_size(log_weight) < settings.ess * particles
+            if low.any():
+                ancestors = systematic(log_weight, generator)
+                ancestors = torch.where(low[:, None], ancestors, torch.arange(particles, device=device))
+                pick = (ancestors + particles * torch.arange(runs, device=device)[:, None]).flatten()
+                z, masked, log_gamma = z[pick], masked[pick], log_gamma[pick]
+                order = None if order is None else order[pick]
+                log_weight = torch.where(low[:, None], torch.zeros_like(log_weight), log_weight)
+    log_weight = log_weight - torch.logsumexp(log_weight, -1, keepdim=True)
+    energies = log_gamma * temperature
+    ancestors = systematic(log_weight, generator)
+    pick = (ancestors + particles * torch.arange(runs, device=device)[:, None]).flatten()
+    samples, sample_energy = z[pick], energies[pick]
+    visited, visited_energy = z[:0], energies[:0]
+    if settings.moves:
+        target = energy if temperature == 1 else Tempered(energy, temperature)
+        trace = make_sampler(settings.move).run(target, samples, settings.moves, generator)
+        visited, visited_energy = trace.samples.flatten(0, 1), trace.energies.flatten() * temperature
+        samples, sample_energy = trace.final_state.x, trace.final_state.energy * temperature
+    return Particles(z.view(runs, particles, d), energies.view(runs, particles), log_weight, visited, visited_energy,
+                     samples.view(runs, particles, d), sample_energy.view(runs, particles))
+
+def _energy(energy: Energy, x: Tensor, k: int) -> Tensor:
+    """The energy ``(N,)`` of category indices ``x (N, d)``."""
+    if hasattr(energy, "of_indices"):
+        return energy.of_indices(x).float()
+    return evaluate(energy, one_hot(x, k)).float()
+
+
+def _partial_pll(energy: Energy, z: Tensor, masked: Tensor, filled: int) -> Tensor:
+    """``sum_{i filled} log p(z_i | the other filled blanks, i and the unfilled blanks masked)`` ``(N,)``:
+    ``filled`` masked copies per row, one pass."""
+    n, d = z.shape
+    at = (~masked).nonzero()[:, 1].view(n, filled)  # each row's filled blanks
+    copies = masked.repeat_interleave(filled, 0)
+    copies[torch.arange(n * filled, device=z.device), at.flatten()] = True
+    logits = energy.blank_logits(z.repeat_interleave(filled, 0), copies, at.flatten()[:, None])[:, 0]
+    log_p = torch.log_softmax(logits.float(), -1).gather(-1, z.gather(1, at).flatten()[:, None])
+    return log_p.view(n, filled).sum(1)
+

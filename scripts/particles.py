@@ -1,0 +1,188 @@
+"""Particles (``smc``) against the best one-pass order at equal compute (issue 40, items 2-4).
+
+    python scripts/particles.py tune  [--shard 0/2] [--grid SPEC;SPEC...] [--templates N] [--seeds 0,1,2]
+    python scripts/particles.py check [--shard 0/2] --ours 2-4=SPEC --ours 6-7=SPEC --ours 8-10=SPEC
+    python scripts/particles.py report
+
+A SPEC is ``method`` with ``+key=value`` settings (values read as JSON where they parse), e.g.
+``smc+tilt=2.0+decode=diverse``; every row runs through ``Infiller(...).sample(..., top=5, temperature=1)`` on
+the dev MLM with a budget of ``BUDGET_PER_BLANK`` x ``d`` encoder sequences. The order (``confident-first``,
+the best one-pass order in every regime of the earlier studies: ``eval/equal-compute-minilm``) is given that
+same budget, counted as a perfect cache counts (:func:`infill.evaluation.compute.matched`): at least what
+the row spent, so the baseline is never handicapped.
+
+Regimes by blank tokens: 2-4, 6-7, 8-10, from ``corpora/calibration/{tune,check}.jsonl`` (the tuning half to
+choose, the check half to judge). ``tune`` runs ``--templates`` templates per regime at every seed; ``check``
+every template of the check half. Each (phase, template, seed, row) is one JSON file under ``OUT/runs``: a run
+resumes where it stopped; ``--shard i/n`` runs the i-th of n parts. The report compares each row with the
+order on the same (template, seed) pairs: top-5 mean PLL higher / lower (pairs where they differ), self-BLEU
+of the 5, top-1 word accuracy, wall per encoder sequence (issue 40's targets: ``equal_compute.TARGETS``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+from equal_compute import SAME, TARGETS, TOP, fill, load_half, log, metrics, slug, summary  # noqa: E402
+
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+REGIMES = {"2-4": range(2, 5), "6-7": range(6, 8), "8-10": range(8, 11)}
+ORDER = "confident-first"
+BUDGET_PER_BLANK = 100
+GRID = "smc;smc+tilt=2.0;smc+tilt=2.0+decode=diverse;smc+tilt=3.0+decode=diverse"
+OUT = ROOT / "eval" / "particles-minilm"
+MODEL = ROOT.parent / "shared" / "models" / "infill-dev-minilm-mlm"
+
+
+def regime_of(task: dict) -> str | None:
+    return next((name for name, blanks in REGIMES.items() if len(task["removed"]) in blanks), None)
+
+
+def tasks_of(half: str, per_regime: int | None) -> list[dict]:
+    """The half's templates of each regime (``per_regime`` of them spread over the numbers of blanks)."""
+    chosen = []
+    for name in REGIMES:
+        pool = sorted((t for t in load_half(half) if regime_of(t) == name), key=lambda t: (len(t["removed"]), t["id"]))
+        k = len(pool) if per_regime is None else min(per_regime, len(pool))
+        picks = sorted({round(i * (len(pool) - 1) / max(1, k - 1)) for i in range(k)})
+        chosen += [{**pool[i], "regime": name} for i in picks]
+    return chosen
+
+
+def parse(spec: str) -> dict:
+    method, *settings = spec.split("+")
+    out = {"sampler": method}
+    for setting in settings:
+        key, value = setting.split("=", 1)
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def run(infiller, task: dict, seed: int, budget: int, **kwargs) -> dict:
+    start = time.perf_counter()
+    result = infiller.sample(task["template"], top=TOP, seed=seed, temperature=1.0, budget=budget, **kwargs)
+    seconds = time.perf_counter() - start
+    fills = [list(s.fills) for s in result.samples]
+    return {"energies": [float(s.energy) for s in result.samples], "fills": fills,
+            "texts": [fill(task["template"], f) for f in fills], "encoder_sequences": result.diagnostics.encoder_sequences,
+            "seconds": seconds, "candidates": result.diagnostics.candidates, "draws": result.diagnostics.num_samples}
+
+
+def run_group(infiller, phase: str, task: dict, seed: int, rows: list[str]) -> None:
+    from infill.evaluation.compute import matched
+
+    d = len(task["removed"])
+    where = OUT / "runs" / phase / task["id"] / f"seed{seed}"
+    where.mkdir(parents=True, exist_ok=True)
+    base = {"phase": phase, "id": task["id"], "regime": task["regime"], "blanks": d, "removed": task["removed"],
+            "seed": seed, "scale": 1.0, "ratio": 1.0}
+    budget = BUDGET_PER_BLANK * d
+    for row in rows + [ORDER]:
+        path = where / f"{slug(row)}.json"
+        if path.exists():
+            continue
+        if row == ORDER:
+            record, match = matched(lambda b: run(infiller, task, seed, b, sampler=ORDER), budget, ORDER, d, TOP)
+            record = {**record, **match, "kind": "order"}
+        else:
+            record = {**run(infiller, task, seed, budget, **parse(row)), "kind": "candidate"}
+        path.write_text(json.dumps({**base, "row": row, **record}))
+        log(f"{phase} {task['id']} s{seed} {row}: {record['encoder_sequences']} seqs {record['seconds']:.1f}s")
+
+
+def compare(ours: list[dict], order: list[dict]) -> dict:
+    a = {(r["id"], r["seed"]): r for r in ours}
+    b = {(r["id"], r["seed"]): r for r in order}
+    keys = sorted(a.keys() & b.keys())
+    ma, mb = {k: metrics(a[k]) for k in keys}, {k: metrics(b[k]) for k in keys}
+    diffs = [ma[k]["pll"] - mb[k]["pll"] for k in keys]
+    higher, lower = sum(x > SAME for x in diffs), sum(x < -SAME for x in diffs)
+    sa, sb = summary([a[k] for k in keys]), summary([b[k] for k in keys])
+    out = {"pairs": len(keys), "higher": higher, "lower": lower,
+           "win_share": higher / (higher + lower) if higher + lower else None,
+           "pll": sa["pll"], "order_pll": sb["pll"], "self_bleu": sa["self_bleu"], "order_self_bleu": sb["self_bleu"],
+           "accuracy": sa["accuracy"], "order_accuracy": sb["accuracy"],
+           "sequence_ratio": statistics.fmean(ma[k]["sequences"] / mb[k]["sequences"] for k in keys),
+           "wall_ratio": sa["wall_per_sequence"] / sb["wall_per_sequence"]}
+    out["targets"] = {"wins": (out["win_share"] or 0) >= TARGETS["wins"],
+                      "self_bleu": out["self_bleu"] <= out["order_self_bleu"] + TARGETS["self_bleu"],
+                      "accuracy": out["accuracy"] >= out["order_accuracy"] + TARGETS["accuracy"],
+                      "wall": out["wall_ratio"] <= TARGETS["wall"]}
+    return out
+
+
+def report() -> None:
+    records = [json.loads(p.read_text()) for p in sorted((OUT / "runs").rglob("*.json"))]
+    lines, result = ["# Particles (smc) against confident-first draws at equal compute (dev MLM)", "",
+                     "Generated by `scripts/particles.py report`; see the script's docstring for the protocol.", ""], {}
+    for phase in ("tune", "check"):
+        for regime in REGIMES:
+            rows: dict[str, list] = {}
+            for r in records:
+                if r["phase"] == phase and r["regime"] == regime:
+                    rows.setdefault(r["row"], []).append(r)
+            if ORDER not in rows:
+                continue
+            lines += [f"## {phase}, {regime} blank tokens", "",
+                      "| row | pairs | top-5 PLL higher / lower | share | mean top-5 PLL (ours vs order) | "
+                      "self-BLEU | top-1 acc. | sequences ratio | wall/seq ratio | targets met |",
+                      "|---|---|---|---|---|---|---|---|---|---|"]
+            for name, rs in rows.items():
+                if name == ORDER:
+                    continue
+                c = compare(rs, rows[ORDER])
+                result[f"{phase}/{regime}/{name}"] = c
+                share = "-" if c["win_share"] is None else f"{100 * c['win_share']:.0f}%"
+                lines.append(f"| `{name}` | {c['pairs']} | {c['higher']} / {c['lower']} | {share} | "
+                             f"{c['pll']:.2f} vs {c['order_pll']:.2f} | {c['self_bleu']:.1f} vs "
+                             f"{c['order_self_bleu']:.1f} | {c['accuracy']:.3f} vs {c['order_accuracy']:.3f} | "
+                             f"{c['sequence_ratio']:.2f} | {c['wall_ratio']:.2f} | "
+                             f"{', '.join(k for k, v in c['targets'].items() if v) or 'none'} |")
+            lines.append("")
+    (OUT / "report.md").write_text("\n".join(lines) + "\n")
+    (OUT / "report.json").write_text(json.dumps(result, indent=1) + "\n")
+    print("\n".join(lines))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("phase", choices=("tune", "check", "report"))
+    parser.add_argument("--shard", default="0/1")
+    parser.add_argument("--grid", default=GRID)
+    parser.add_argument("--templates", type=int, default=8)
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--ours", action="append", default=[])
+    args = parser.parse_args()
+    if args.phase == "report":
+        report()
+        return 0
+    import torch
+
+    from infill import Infiller
+
+    torch.set_num_threads(1)
+    infiller = Infiller(str(MODEL))
+    if args.phase == "tune":
+        tasks, rows = tasks_of("tune", args.templates), {name: args.grid.split(";") for name in REGIMES}
+    else:
+        tasks, rows = tasks_of("check", None), dict(spec.split("=", 1) for spec in args.ours)
+        rows = {regime: [spec] for regime, spec in rows.items()}
+    groups = [(task, seed) for seed in map(int, args.seeds.split(",")) for task in tasks]
+    i, n = map(int, args.shard.split("/"))
+    for task, seed in groups[i::n]:
+        run_group(infiller, args.phase, task, seed, rows[task["regime"]])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Particles through the one-pass order (``smc``, :mod:`infill.samplers.particles`): at its defaults a draw from
+each run's weighted particles reproduces an exactly enumerable PLL (test_samplers_exact.py's bound), for every
+weight, order and with moves; the particles without their weights fail the same bound. Through the API the
+method keeps the default's promises: the budget a cap, same seed same fillings, a batch equal to single calls."""
+import pytest
+import torch
+
+from infill import Infiller
+from infill.energies import MaskedLMEnergy
+from infill.energies.exact import empirical_distribution, exact_distribution, total_variation
+from infill.errors import InfillError
+from infill.pipeline.config import SAMPLES
+from infill.samplers.particles import SMC, effective_size, smc, systematic
+
+from conftest import tiny_bert
+from test_samplers_exact import bound, exact_floor
+
+D, K = 3, 4
+RUNS = 20_000
+TWO = "The [MASK] sat on the [MASK]."
+SIX = "The [MASK] of the [MASK] was [MASK] by the [MASK] in [MASK] [MASK]."
+
+
+@pytest.fixture(scope="module")
+def tiny_pll():
+    """PLL of a tiny random BERT on 3 blanks restricted to 4 tokens: 64 enumerable states (as
+    test_mlm_block_exact.py's)."""
+    model = tiny_bert(vocab_size=32, seed=2, init=0.15)
+    energy = MaskedLMEnergy(model, torch.tensor([2, 10, 4, 11, 4, 12, 4, 3]), torch.tensor([2, 4, 6]),
+                            torch.arange(20, 20 + K), mask_token_id=4)
+    return energy, exact_distribution(energy, D, K)
+
+
+def one_per_run(samples: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """One of each run's samples ``(R, N, d)``, at a uniformly random index: independent draws ``(R, d)``."""
+    pick = torch.randint(samples.shape[1], (samples.shape[0],), generator=generator)
+    return samples[torch.arange(samples.shape[0]), pick]
+
+
+@pytest.mark.parametrize("settings", [SMC(), SMC(tilt=2.0), SMC(weight="partial"), SMC(order="random-order"),
+                                      SMC(tilt=2.0, moves=2)], ids=["default", "tilt2", "partial", "random", "moves"])
+def test_weighted_particles_reproduce_the_pll(tiny_pll, settings):
+    energy, p = tiny_pll
+    generator = torch.Generator().manual_seed(0)
+    out = smc(energy, settings, RUNS, SAMPLES, generator)
+    floor = exact_floor(p, RUNS)
+    tv = total_variation(p, empirical_distribution(one_per_run(out.samples, generator)[None], K))
+    assert tv <= bound(floor), f"TV {tv:.4f} (floor {floor:.4f})"
+    unweighted = total_variation(p, empirical_distribution(one_per_run(out.x, generator)[None], K))
+    assert unweighted > bound(floor), f"the particles without weights: TV {unweighted:.4f}"  # else untestable
+
+
+def test_systematic_resampling_follows_the_weights():
+    weights = torch.tensor([[0.5, 0.25, 0.125, 0.125]])
+    counts = torch.bincount(systematic(weights.log().expand(8, 4).repeat(100, 1), torch.Generator().manual_seed(0))
+                            .flatten(), minlength=4)
+    assert torch.allclose(counts / counts.sum(), weights[0], atol=0.01)
+    assert torch.allclose(effective_size(weights.log()), torch.tensor([1 / (weights**2).sum()]))
+
+
+@pytest.mark.parametrize("settings", [{"tilt": -1.0}, {"order": "left-to-right"}, {"weight": "prefix"},
+                                      {"ess": 1.5}, {"move": "nope"}])
+def test_bad_settings_are_refused(settings):
+    with pytest.raises(InfillError) as info:
+        SMC(**settings)
+    assert "\n" not in str(info.value)
+
+
+@pytest.fixture(scope="module")
+def infiller(tiny_model_dir):
+    return Infiller(model=str(tiny_model_dir))
+
+
+@pytest.mark.parametrize("options", [{}, {"tilt": 2.0, "decode": "diverse"}, {"weight": "partial"}, {"moves": 1}])
+@pytest.mark.parametrize("budget", [80, 300])
+def test_the_method_spends_its_budget_and_reproduces(infiller, options, budget):
+    runs = [infiller.sample(SIX, "smc", top=3, budget=budget, seed=0, **options) for _ in range(2)]
+    diagnostics = runs[0].diagnostics
+    assert diagnostics.encoder_sequences <= budget and diagnostics.sampler == "smc"
+    assert [s.fills for s in runs[0].samples] == [s.fills for s in runs[1].samples]
+    batch = infiller.sample_many([TWO, SIX], "smc", top=3, budget=budget, seed=0, **options)
+    assert [s.fills for s in batch[1].samples] == [s.fills for s in runs[0].samples]
+
+
+def test_without_top_every_sample_is_a_resampled_particle(infiller):
+    result = infiller.sample(TWO, "smc", num_samples=6, seed=0)
+    assert len(result.samples) == 6 and all(s.energy <= 0 for s in result.samples)
+
+
+def test_include_is_refused(infiller):
+    with pytest.raises(InfillError, match="cannot hold include words"):
+        infiller.sample(TWO, "smc", include=["cat"])
