@@ -63,7 +63,8 @@ def sides(family: str, chains: int, blanks: int, length: int) -> dict:
     positions = torch.arange(2, 2 + 2 * blanks, 2)
     energies = {name: MaskedLMEnergy(model, ids, positions, torch.arange(5, vocab), 4) for name in
                 ("adapter", "single", "full")}
-    energies["single"]._head = single_module(family, model)
+    single, categories = single_module(family, model), energies["single"].category_ids
+    energies["single"]._head = lambda hidden: single(hidden)[..., categories]  # the head over the categories
     energies["full"]._head = None
     x = one_hot(torch.randint(vocab - 5, (chains, blanks), generator=torch.Generator().manual_seed(0)), vocab - 5)
     values = {name: e.value_and_grad(x)[0] for name, e in energies.items()}

@@ -11,13 +11,15 @@ ratio is reported as its median with its range over templates (and repeats):
 
 - ``default``: ``Infiller.sample(template, top=5, seed=s)`` (method ``auto``), its sequences per second
   (``encoder_sequences`` / wall) over a *bare forward*'s, ``model.base_model(input_ids=...)`` plus the
-  prediction head at the masked slot (what the energy's passes compute), on sequences of the template's shape
+  prediction head at the masked slot over the categories only (:func:`infill.lm.models.category_head`: what the
+  energy's passes compute), on sequences of the template's shape
   (its blanks filled with random tokens, one masked) at passes of 64 and 512 sequences; the one the energy
   uses on the device (:data:`infill.energies.masked_lm.PASS_SEQUENCES`) carries the target. Beside it, the
   same against ``model(input_ids=...)`` (the head at every position) at that pass size;
 - ``host``: the default's wall per encoder sequence over a bare forward of exactly the passes it made, the
-  head at as many slots as each read (recorded by hooks on the encoder and the head's decoder): what the run
-  adds to the model's own work;
+  head at as many slots as each read (recorded by a hook on the encoder and by the energy's category head):
+  what the run adds to the model's own work. Beside it, the same against a bare forward whose head runs over
+  the whole vocabulary before the categories' columns are taken (the energy's head before issue 39 item 2);
 - ``batch``: ``Infiller.sample_many(templates, top=5, seed=0)`` over the bare forward at the pass size, on
   those templates' shapes (``--batch-repeats`` times);
 - ``cache``: the default's wall with the cache of conditionals on over off (``Infiller(cache_mib=0)``);
@@ -115,22 +117,23 @@ def others(fn, *args):
 
 
 class Bench:
-    """The model, its Infillers and the timers; a hook on the encoder records each pass's (sequences, length)."""
+    """The model, its Infillers and the timers; a hook on the encoder records each pass's (sequences, length),
+    the energies' category heads the slots it read."""
 
     def __init__(self, model, tokenizer, device: str, bf16: bool):
         from infill import Infiller
-        from infill.lm.models import prediction_head
+        from infill.energies import masked_lm
+        from infill.lm.models import category_head, prediction_head
 
         self.model, self.device = model, device
         self.on = Infiller(model, tokenizer=tokenizer, device=device)
         self.off = Infiller(model, tokenizer=tokenizer, device=device, cache_mib=0)
         self.bf16 = Infiller(model, tokenizer=tokenizer, device=device, dtype="bfloat16") if bf16 else None
         self.categories = self.on.category_ids().to(device)
-        self.head = prediction_head(model)
+        self.head, self.vocabulary_head = category_head(model, self.categories), prediction_head(model)
         self.passes, self.recording = [], False
         model.base_model.register_forward_pre_hook(self._record, with_kwargs=True)  # after the bf16 copy
-        if model.get_output_embeddings() is not None:
-            model.get_output_embeddings().register_forward_pre_hook(self._record_reads)
+        masked_lm.category_head = self._recording_reads(category_head)
         self.generator = torch.Generator().manual_seed(0)
 
     def _record(self, module, args, kwargs):
@@ -139,10 +142,18 @@ class Bench:
             ids = kwargs.get("input_ids", kwargs.get("inputs_embeds"))
             self.passes.append((*ids.shape[:2], 1))
 
-    def _record_reads(self, module, args):
-        """The head's decoder on ``(sequences, slots, hidden)``: the slots it reads in each of the last pass."""
-        if self.recording and self.passes and args[0].dim() == 3:
-            self.passes[-1] = (*self.passes[-1][:2], args[0].shape[1])
+    def _recording_reads(self, category_head):
+        """``category_head`` whose heads, on ``hidden (sequences, slots, H)``, record the slots each sequence of
+        the last pass read."""
+        def recording(model, categories):
+            head = category_head(model, categories)
+
+            def read(hidden):
+                if self.recording and self.passes and hidden.dim() == 3:
+                    self.passes[-1] = (*self.passes[-1][:2], hidden.shape[1])
+                return head(hidden)
+            return None if head is None else read
+        return recording
 
     def sync(self):
         if self.device.startswith("cuda"):
@@ -173,20 +184,21 @@ class Bench:
         return ids.to(self.device), slots.to(self.device)
 
     @torch.inference_mode()
-    def forward(self, ids, slots, full: bool = False):
-        """One bare pass: the encoder and the head at the masked slots (``full``: ``model(input_ids=...)``)."""
+    def forward(self, ids, slots, full: bool = False, vocabulary: bool = False):
+        """One bare pass: the encoder and the category head at the masked slots (``full``:
+        ``model(input_ids=...)``; ``vocabulary``: the head over the whole vocabulary, then the categories)."""
         if full or self.head is None:
             return self.model(input_ids=ids).logits
-        hidden = self.model.base_model(input_ids=ids)[0]
-        return self.head(hidden[torch.arange(len(ids), device=ids.device)[:, None], slots])[..., self.categories]
+        hidden = self.model.base_model(input_ids=ids)[0][torch.arange(len(ids), device=ids.device)[:, None], slots]
+        return self.vocabulary_head(hidden)[..., self.categories] if vocabulary else self.head(hidden)
 
-    def bare_seconds(self, template: str, passes: list[tuple[int, int, int]]) -> float:
+    def bare_seconds(self, template: str, passes: list[tuple[int, int, int]], vocabulary: bool = False) -> float:
         """Wall seconds of bare passes of the sizes and head reads in ``passes``, on ``template``'s shape."""
         batches = [self.shaped(template, n, reads) for n, _, reads in passes]
         self.sync()
         start = time.perf_counter()
         for ids, slots in batches:
-            self.forward(ids, slots)
+            self.forward(ids, slots, vocabulary=vocabulary)
         self.sync()
         return time.perf_counter() - start
 
@@ -235,6 +247,7 @@ def one_template(bench: Bench, text: str, seed: int, on_first: bool, pass_size: 
            "passes": len(passes), "pass_sequences": sum(n for n, _, _ in passes),
            "head_reads": sum(n * reads for n, _, reads in passes),
            "same_passes_wall": bench.bare_seconds(text, passes),
+           "same_passes_wall_vocabulary": bench.bare_seconds(text, passes, vocabulary=True),
            "bare_rate": {str(size): bench.bare_rate([text], size, min_seconds=min_seconds) for size in SIZES},
            "full_rate": bench.bare_rate([text], pass_size, full=True, min_seconds=min_seconds)}
     if bench.bf16 is not None:
@@ -335,6 +348,9 @@ def summarize(rows: list[dict], batches: list[dict], busy, pass_size: int) -> di
         "default_over_bare": out[f"default_over_bare_{pass_size}"],
         "default_over_full_model": spread([x / r["full_rate"] for x, r in zip(rate, rows)]),
         "host_over_same_passes": spread(host),
+        "host_over_vocabulary_head_passes": spread([(r["wall"] / r["sequences"]) / (
+            r["same_passes_wall_vocabulary"] / r["pass_sequences"]) for r in rows
+            if "same_passes_wall_vocabulary" in r]),
         **{f"host_over_same_passes_{sampler}": spread([h for h, r in zip(host, rows) if r["sampler"] == sampler])
            for sampler in sorted({r["sampler"] for r in rows})},  # auto: gibbs at 2-4 blanks, one-pass draws above
         "batch_over_bare": spread([b["sequences"] / b["wall"] / b["bare_rate"] for b in batches]),
@@ -407,6 +423,8 @@ def markdown(report: dict) -> str:
         "host_over_same_passes": "default: wall per encoder sequence over a bare forward of its own passes "
                                  "(same sequences, same head reads)",
         **{k: f"same, runs of `{k.rsplit('_', 1)[1]}`" for k in every if k.startswith("host_over_same_passes_")},
+        "host_over_vocabulary_head_passes": "same, the bare forward's head over the whole vocabulary, then the "
+                                            "categories' columns (the energy's head before issue 39 item 2)",
         "batch_over_bare": f"{a['batch']} templates in one call: sequences/s over the bare forward's",
         "gpu_busy": "GPU busy: CUDA kernel time / wall of the batch call",
         "cache_on_over_off": "cache on / off: wall of the default",
@@ -446,9 +464,9 @@ def markdown(report: dict) -> str:
               f"- Runs the library refused (InfillError, listed in the JSON): {s['errors']}.",
               f"- bfloat16: {m['bf16']}.",
               f"- GPU busy: {'measured' if every['gpu_busy'] else 'CUDA only, not measured'}.",
-              "- The bare forward is `model.base_model(input_ids=...)` and the prediction head at one masked slot a "
-              "sequence (at a pass size), or at as many as the run read (its own passes): what the energy's passes "
-              "compute; `model(input_ids=...)` runs the head at every position.", ""]
+              "- The bare forward is `model.base_model(input_ids=...)` and the prediction head over the categories "
+              "only at one masked slot a sequence (at a pass size), or at as many as the run read (its own passes): "
+              "what the energy's passes compute; `model(input_ids=...)` runs the head at every position.", ""]
     return "\n".join(lines)
 
 

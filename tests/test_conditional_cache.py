@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from infill import Infiller
-from infill.energies import MaskedLMEnergy, evaluate, one_hot
+from infill.energies import MaskedLMEnergy, evaluate, one_hot, value_and_grad
 from infill.energies.conditionals import ConditionalCache, key
 from infill.energies.exact import empirical_distribution, exact_distribution, total_variation, tv_noise_floor
 from infill.samplers import SAMPLERS, make_sampler
@@ -26,12 +26,11 @@ GRADIENT = sorted(n for n, cls in SAMPLERS.items() if getattr(cls, "adjusted", T
 """The other MH samplers: every evaluation takes a gradient, so goes through the encoder."""
 
 
-def stale_key(template, slot, row):
+def stale_key(template, slot, rows):
     """A wrong key: the cached logits of blank ``slot`` ignore blank 0 (unless they are blank 0's own)."""
-    values = np.frombuffer(row, dtype=np.int64).copy()
-    if slot != 0:
-        values[0] = 0
-    return key(template, slot, values.tobytes())
+    rows = rows.clone()
+    rows[slot != 0, 0] = 0
+    return key(template, slot, rows)
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +111,42 @@ def test_the_cap_bounds_the_bytes_kept(model):
     energy = pll(model, cache)
     evaluate(energy, one_hot(torch.randint(K, (40, D), generator=torch.Generator().manual_seed(3)), K))
     assert len(cache) == 10 and cache.nbytes == 10 * K * 4
+
+
+def test_the_least_recently_used_entry_goes_first():
+    """Finding an entry makes it the most recent; putting a key held, or one twice, changes nothing."""
+    cache = ConditionalCache(max_bytes=2 * K * 4)
+    a, b, c = b"a", b"b", b"c"
+    first = torch.arange(3 * K, dtype=torch.float32).view(3, K)
+    cache.put([a, b, a], first)
+    assert cache.find([a]) != [-1]  # a is now the most recent, b the least
+    cache.put([b, c], first[:2] + 100)  # b held: skipped; c evicts b
+    assert cache.find([b]) == [-1] and len(cache) == 2
+    torch.testing.assert_close(cache.logits(torch.tensor(cache.find([a, c]))), torch.stack([first[0], first[1] + 100]))
+
+
+def test_its_tensor_grows_to_the_cap_keeping_what_it_holds(monkeypatch):
+    from infill.energies import conditionals
+
+    monkeypatch.setattr(conditionals, "CACHE_MIB", 0)  # no first allocation: grow from the first put
+    cache = ConditionalCache(max_bytes=10 * K * 4)
+    logits = torch.arange(12 * K, dtype=torch.float32).view(12, K)
+    for part in (range(0, 3), range(3, 6), range(6, 12)):
+        cache.put([bytes([i]) for i in part], logits[list(part)])
+    assert len(cache) == 10 and cache.find([b"\x00", b"\x01"]) == [-1, -1]  # the two oldest evicted
+    held = [bytes([i]) for i in range(2, 12)]
+    torch.testing.assert_close(cache.logits(torch.tensor(cache.find(held))), logits[2:])
+
+
+def test_passes_with_and_without_gradient_share_it(model):
+    """A pass without gradient puts logits first, then one with it: its PLL terms are read back."""
+    x = torch.randint(K, (6, D), generator=torch.Generator().manual_seed(5))
+    energy = pll(model)
+    energy.blank_logits(x, torch.ones_like(x, dtype=torch.bool))
+    value, _ = value_and_grad(energy, one_hot(x, K))
+    sequences = energy.sequences
+    torch.testing.assert_close(evaluate(energy, one_hot(x, K)), value, atol=1e-5, rtol=0)
+    assert energy.sequences == sequences  # every term read from the cache
 
 
 @pytest.mark.parametrize("sampler", ["gibbs", "gibbs-mh", "dmala"])

@@ -1,14 +1,15 @@
 """The pseudo-log-likelihood energy of a masked language model over the blanks of a template."""
 from __future__ import annotations
 
+import copy
 from typing import Optional
 
 import torch
 from torch import Tensor, nn
 
-from ..lm.models import prediction_head
+from ..lm.models import category_head
 from .budget import Meter
-from .conditionals import CACHE_MIB, ConditionalCache, rows_of
+from .conditionals import CACHE_MIB, MASKED, ConditionalCache, as_bytes
 
 PASS_SEQUENCES = {"cpu": 64, "cuda": 512}
 """Sequences per forward pass of evaluations without gradient, by device type (others take cuda's):
@@ -27,10 +28,10 @@ class MaskedLMEnergy:
     The one-hot ``x (B, d, K)`` enters through ``inputs_embeds``: blank ``j`` gets ``x_j @ E[category_ids]``.
     For each chain and each blank ``i`` there is one copy of the sequence with slot ``i`` holding the real
     ``[MASK]`` embedding; all ``B * d`` copies run in one forward pass, and the LM head runs only at the
-    masked slots (:func:`infill.lm.models.prediction_head`). With ``chunk_size`` set, :meth:`value_and_grad`
-    and evaluations without gradient run the chains in chunks of at most ``chunk_size`` copies (whole
-    chains, at least one), forward and backward per chunk, to bound activation memory: same values, less
-    peak memory.
+    masked slots and only over the categories (:func:`infill.lm.models.category_head`). With ``chunk_size``
+    set, :meth:`value_and_grad` and evaluations without gradient run the chains in chunks of at most
+    ``chunk_size`` copies (whole chains, at least one), forward and backward per chunk, to bound activation
+    memory: same values, less peak memory.
     The model is put in eval mode with its parameters frozen.
 
     Every pass without gradient (values of one-hot states, :meth:`blank_logits`, :meth:`conditional_logits`)
@@ -61,18 +62,18 @@ class MaskedLMEnergy:
         self.cache = ConditionalCache(CACHE_MIB << 20) if cache is None else cache
         self.meter = Meter() if meter is None else meter
         self.pass_sequences = min(PASS_SEQUENCES.get(device.type, PASS_SEQUENCES["cuda"]), chunk_size or 1 << 62)
-        self._template_keys = list(range(len(self.input_ids)))  # template g's part of a cache key
-        self._head = prediction_head(model)
+        self._template_keys = torch.arange(len(self.input_ids), device=device)  # template g's part of a cache key
+        self._head = category_head(model, self.category_ids)
         self.sequences = 0
         self.cache_hits = 0
-        self._normalisers: dict = {}  # a cache entry's log-normaliser, once computed by :meth:`bound`
 
     def template(self, g: int) -> "MaskedLMEnergy":
-        """The energy of stacked template ``g`` alone: same model, categories, chunking, cache and meter, its own
-        counts."""
-        energy = MaskedLMEnergy(self.model, self.input_ids[g], self.blank_positions[g], self.category_ids,
-                                self.mask_token_id, self.chunk_size, self.cache, self.meter)
-        energy._template_keys = [self._template_keys[g]]
+        """The energy of stacked template ``g`` alone: same model, categories, head, chunking, cache and meter, its
+        own counts."""
+        energy = copy.copy(self)
+        energy.input_ids, energy.blank_positions = self.input_ids[g:g + 1], self.blank_positions[g:g + 1]
+        energy._template_keys = self._template_keys[g:g + 1]
+        energy.sequences = energy.cache_hits = 0
         return energy
 
     @property
@@ -105,7 +106,7 @@ class MaskedLMEnergy:
         self.sequences += len(slots)
         if self._head is None:
             return self.model(**inputs).logits[rows, slots][..., self.category_ids]
-        return self._head(self.model.base_model(**inputs)[0][rows, slots])[..., self.category_ids]
+        return self._head(self.model.base_model(**inputs)[0][rows, slots])
 
     def __call__(self, x: Tensor) -> Tensor:
         t = self._template_of(x.shape[0])
@@ -150,31 +151,31 @@ class MaskedLMEnergy:
 
     def _keep(self, x_idx: Tensor, t: Tensor, logits: Tensor) -> None:
         """Put the PLL terms' logits ``(B, d, K)`` of states ``x_idx`` (templates ``t``) in the cache."""
-        for j, keys in enumerate(self._term_keys(x_idx, t)):
-            for r, k in enumerate(keys):
-                self.cache.put(k, logits[r, j])
+        self.cache.put(self._term_keys(x_idx, t), logits.transpose(0, 1).flatten(0, 1))
 
-    def _term_keys(self, x_idx: Tensor, t: Tensor) -> list[list]:
-        """The cache keys of the PLL terms of states ``x_idx (B, d)`` of templates ``t (B,)``, by blank: entry
-        ``[j][b]`` is blank ``j`` masked in state ``b``."""
+    def _term_keys(self, x_idx: Tensor, t: Tensor) -> list[bytes]:
+        """The cache keys of the PLL terms of states ``x_idx (B, d)`` of templates ``t (B,)``, blank by blank:
+        entry ``j * B + b`` is blank ``j`` masked in state ``b``."""
         b, d = x_idx.shape
-        templates = [self._template_keys[g] for g in t.tolist()]
-        eye = torch.eye(d, dtype=torch.bool, device=x_idx.device)
-        return [[self.cache.key_of(templates[r], j, row)
-                 for r, row in enumerate(rows_of(x_idx, eye[j].expand(b, d)))] for j in range(d)]
+        slot = torch.arange(d, device=x_idx.device).repeat_interleave(b)
+        rows = x_idx.repeat(d, 1)
+        rows[torch.arange(b * d, device=x_idx.device), slot] = MASKED
+        return self.cache.keys(self._template_keys[t].repeat(d), slot, rows)
 
     def bound(self, x_idx: Tensor) -> Tensor:
         """An upper bound ``(B,)`` of the energy of states ``x_idx (B, d)``: the sum of the PLL terms the cache
         holds (a term it lacks is a log-probability, at most 0); the energy itself where it holds them all."""
-        values = x_idx.tolist()
-        out = torch.zeros(len(x_idx), dtype=torch.float64)
-        for j, keys in enumerate(self._term_keys(x_idx, self._template_of(len(x_idx)))):
-            for r, k in enumerate(keys):
-                logits = self.cache.get(k)
-                if logits is not None:
-                    if k not in self._normalisers:
-                        self._normalisers[k] = torch.logsumexp(logits, dim=-1).item()
-                    out[r] += logits[values[r][j]].item() - self._normalisers[k]
+        b, d = x_idx.shape
+        rows = torch.tensor(self.cache.find(self._term_keys(x_idx, self._template_of(b))),
+                            device=x_idx.device).view(d, b)
+        held = rows >= 0
+        terms = torch.zeros(d, b, dtype=torch.float64)
+        if held.any():
+            logits = self.cache.logit(rows[held], x_idx.T[held])
+            terms[held.cpu()] = (logits.double() - self.cache.normalisers(rows[held]).double()).cpu()
+        out = torch.zeros(b, dtype=torch.float64)
+        for j in range(d):  # term by term, in blank order
+            out += terms[j]
         return out.float()
 
     def value_and_grad(self, x: Tensor) -> tuple[Tensor, Tensor]:
@@ -205,45 +206,66 @@ class MaskedLMEnergy:
     @torch.inference_mode()
     def _read(self, x_idx: Tensor, masked: Tensor, read: Tensor, template: Tensor) -> Tensor:
         """:meth:`blank_logits` of rows ``x_idx (N, d)`` of templates ``template (N,)``: cached entries are
-        looked up, the sequences holding the others go through the encoder once each."""
+        looked up, the sequences holding the others go through the encoder once each. The output is a pass's
+        logits where one pass read every output in order; else gathered from the cache at the end where it
+        holds every entry read; else written pass by pass."""
         n, s = read.shape
-        rows, slots = rows_of(x_idx, masked), read.tolist()
-        keys = [self._template_keys[g] for g in template.tolist()]
-        out: list[Optional[Tensor]] = [None] * (n * s)
-        wanted: dict[tuple, dict[int, list[int]]] = {}  # a sequence (template, row) -> slot -> outputs
-        first: dict[tuple, int] = {}  # a sequence -> the first row holding it
-        for r in range(n):
-            for c, j in enumerate(slots[r]):
-                logits = self.cache.get(self.cache.key_of(keys[r], j, rows[r]))
-                if logits is not None:
-                    out[r * s + c] = logits
-                else:
-                    first.setdefault((keys[r], rows[r]), r)
-                    wanted.setdefault((keys[r], rows[r]), {}).setdefault(j, []).append(r * s + c)
+        rows = torch.where(masked, MASKED, x_idx)
+        keys = self.cache.keys(self._template_keys[template].repeat_interleave(s), read.flatten(),
+                               rows.repeat_interleave(s, 0))
+        found = self.cache.find(keys)
+        wanted: dict[bytes, dict[int, list[int]]] = {}  # a sequence (template, row) -> slot -> outputs
+        first: dict[bytes, int] = {}  # a sequence -> the first row holding it
+        if min(found) < 0:
+            sequences, slots = as_bytes(torch.cat([template[:, None], rows], 1)), read.flatten().tolist()
+            for o, row in enumerate(found):
+                if row < 0:
+                    first.setdefault(sequences[o // s], o // s)
+                    wanted.setdefault(sequences[o // s], {}).setdefault(slots[o], []).append(o)
+        self.cache_hits += n - len(wanted)
+        held = len(set(found)) - (min(found) < 0) + sum(map(len, wanted.values()))
+        pooled = held <= self.cache.capacity(self.num_categories)
+        out = None if pooled else torch.empty(n * s, self.num_categories, device=x_idx.device)
+        if not pooled and max(found) >= 0:
+            hits = [o for o, row in enumerate(found) if row >= 0]
+            out[torch.tensor(hits, device=out.device)] = self.cache.logits(
+                torch.tensor([found[o] for o in hits], device=out.device))
         sequences = list(wanted)
-        self.cache_hits += n - len(sequences)
         for start in range(0, len(sequences), self.pass_sequences):
             part = sequences[start:start + self.pass_sequences]
-            self._forward(x_idx, masked, template, part, [first[q] for q in part], [wanted[q] for q in part], out)
-        return torch.stack(out).view(n, s, -1)
+            logits = self._forward(x_idx, masked, template, [first[q] for q in part], [wanted[q] for q in part])
+            width = logits.shape[0] // len(part)
+            entries: list[Optional[bytes]] = [None] * len(logits)  # the key of each row of logits (None: padding)
+            source, target = [], []
+            for q, sequence in enumerate(part):
+                for c, outputs in enumerate(wanted[sequence].values()):
+                    entries[q * width + c] = keys[outputs[0]]
+                    source += [q * width + c] * len(outputs)
+                    target += outputs
+            placed = self.cache.put(entries, logits)
+            if source == target == list(range(n * s)):  # one pass read every output, in order
+                return logits.view(n, s, -1)
+            if pooled:
+                for i, o in zip(source, target):
+                    found[o] = placed[i]
+            else:
+                out.index_copy_(0, torch.tensor(target, device=out.device),
+                                logits.index_select(0, torch.tensor(source, device=out.device)))
+        if pooled:
+            out = self.cache.logits(torch.tensor(found, device=x_idx.device))
+        return out.view(n, s, -1)
 
-    def _forward(self, x_idx: Tensor, masked: Tensor, template: Tensor, sequences: list[tuple], rows: list[int],
-                 wanted: list[dict[int, list[int]]], out: list) -> None:
-        """One pass over ``sequences`` (each ``(template key, row bytes)``, held by chain ``rows``), reading the
-        slots ``wanted`` of each into ``out`` and the cache (slot lists padded with their first slot to one
-        width)."""
+    def _forward(self, x_idx: Tensor, masked: Tensor, template: Tensor, rows: list[int],
+                 wanted: list[dict[int, list[int]]]) -> Tensor:
+        """One pass over the sequences held by chains ``rows``: float32 logits ``(len(rows) * width, K)`` at the
+        slots ``wanted`` of each, in order, each list padded with its first slot to one ``width``."""
         width = max(map(len, wanted))
         read = torch.tensor([list(w) + [next(iter(w))] * (width - len(w)) for w in wanted], device=x_idx.device)
         index = torch.tensor(rows, device=x_idx.device)
         g = template[index]
         ids, positions = self.input_ids[g], self.blank_positions[g]
         ids = ids.scatter(1, positions, torch.where(masked[index], self.mask_token_id, self.category_ids[x_idx[index]]))
-        logits = self._logits_at(positions.gather(1, read), input_ids=ids).float()
-        for q, ((key, row), w) in enumerate(zip(sequences, wanted)):
-            for c, (j, outputs) in enumerate(w.items()):
-                self.cache.put(self.cache.key_of(key, j, row), logits[q, c])
-                for o in outputs:
-                    out[o] = logits[q, c]
+        return self._logits_at(positions.gather(1, read), input_ids=ids).float().flatten(0, 1)
 
     def conditional_logits(self, x_idx: Tensor, i: Tensor) -> Tensor:
         """The model's own logits ``(B, K)`` at blank ``i[b]`` masked, the other blanks filled from ``x_idx``."""

@@ -9,6 +9,7 @@ from typing import Callable, Optional, Union
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 from ..errors import InfillError
 from . import default_model
@@ -151,37 +152,82 @@ def max_length(tokenizer, model_config) -> int:
     return min(tokenizer.model_max_length, getattr(model_config, "max_position_embeddings", math.inf))
 
 
-def _deberta_head(model: nn.Module, hidden: Tensor) -> Tensor:
+def _linear(layer: nn.Linear) -> tuple[Tensor, Optional[Tensor]]:
+    return layer.weight, layer.bias
+
+
+def _output_layer(model: nn.Module) -> tuple[Tensor, Optional[Tensor]]:
+    return _linear(model.get_output_embeddings())
+
+
+def _lm_head(model: nn.Module, hidden: Tensor) -> Tensor:  # RoBERTa's and MPNet's, before its decoder
+    head = model.lm_head
+    return head.layer_norm(F.gelu(head.dense(hidden)))
+
+
+def _deberta_transform(model: nn.Module, hidden: Tensor) -> Tensor:
     if model.legacy:
-        return model.cls(hidden)
-    return model.lm_predictions(hidden, model.deberta.embeddings.word_embeddings)
+        return model.cls.predictions.transform(hidden)
+    head = model.lm_predictions.lm_head
+    return head.LayerNorm(head.transform_act_fn(head.dense(hidden)))
 
 
-# What each family's forward does after ``model.base_model``: hidden states (..., H) -> logits (..., V).
-HEADS: dict[str, Callable[[nn.Module, Tensor], Tensor]] = {
-    "BertForMaskedLM": lambda m, h: m.cls(h),
-    "RobertaForMaskedLM": lambda m, h: m.lm_head(h),
-    "XLMRobertaForMaskedLM": lambda m, h: m.lm_head(h),
-    "CamembertForMaskedLM": lambda m, h: m.lm_head(h),
-    "MPNetForMaskedLM": lambda m, h: m.lm_head(h),
-    "AlbertForMaskedLM": lambda m, h: m.predictions(h),
-    "DistilBertForMaskedLM": lambda m, h: m.vocab_projector(m.vocab_layer_norm(m.activation(m.vocab_transform(h)))),
-    "ElectraForMaskedLM": lambda m, h: m.generator_lm_head(m.generator_predictions(h)),
-    "ModernBertForMaskedLM": lambda m, h: m.decoder(m.head(h)),
-    "DebertaForMaskedLM": _deberta_head,
-    "DebertaV2ForMaskedLM": _deberta_head,
+def _deberta_decoder(model: nn.Module) -> tuple[Tensor, Optional[Tensor]]:
+    if model.legacy:
+        return _linear(model.cls.predictions.decoder)
+    return model.deberta.embeddings.word_embeddings.weight, model.lm_predictions.lm_head.bias
+
+
+Transform = Callable[[nn.Module, Tensor], Tensor]
+Decoder = Callable[[nn.Module], tuple[Tensor, Optional[Tensor]]]
+# What each family's forward does after ``model.base_model``, in two parts: a transform of the hidden states
+# (..., H) -> (..., E), then a linear decoder to the vocabulary, its ``(weight (V, E), bias (V,) or None)``.
+HEADS: dict[str, tuple[Transform, Decoder]] = {
+    "BertForMaskedLM": (lambda m, h: m.cls.predictions.transform(h), _output_layer),
+    "RobertaForMaskedLM": (_lm_head, _output_layer),
+    "XLMRobertaForMaskedLM": (_lm_head, _output_layer),
+    "CamembertForMaskedLM": (_lm_head, _output_layer),
+    "MPNetForMaskedLM": (_lm_head, _output_layer),
+    "AlbertForMaskedLM": (lambda m, h: m.predictions.LayerNorm(m.predictions.activation(m.predictions.dense(h))),
+                          _output_layer),
+    "DistilBertForMaskedLM": (lambda m, h: m.vocab_layer_norm(m.activation(m.vocab_transform(h))), _output_layer),
+    "ElectraForMaskedLM": (lambda m, h: m.generator_predictions(h), _output_layer),
+    "ModernBertForMaskedLM": (lambda m, h: m.head(h), _output_layer),
+    "DebertaForMaskedLM": (_deberta_transform, _deberta_decoder),
+    "DebertaV2ForMaskedLM": (_deberta_transform, _deberta_decoder),
 }
 _warned: set[str] = set()
+
+
+def _head(model: nn.Module) -> Optional[tuple[Transform, Decoder]]:
+    """The family's head from :data:`HEADS`, or None for an unknown one (warned once)."""
+    name = type(model).__name__
+    if name in HEADS:
+        return HEADS[name]
+    if name not in _warned:
+        _warned.add(name)
+        warnings.warn(f"{name} has no known prediction head; computing logits at every position (slower)",
+                      stacklevel=4)
+    return None
 
 
 def prediction_head(model: nn.Module) -> Optional[Callable[[Tensor], Tensor]]:
     """The model's prediction head as ``hidden (..., H) -> logits (..., V)`` on ``model.base_model``'s output,
     or None for an architecture not in :data:`HEADS` (the caller then runs the full model; warned once)."""
-    name = type(model).__name__
-    if name in HEADS:
-        return lambda hidden: HEADS[name](model, hidden)
-    if name not in _warned:
-        _warned.add(name)
-        warnings.warn(f"{name} has no known prediction head; computing logits at every position (slower)",
-                      stacklevel=3)
-    return None
+    head = _head(model)
+    if head is None:
+        return None
+    transform, decoder = head
+    return lambda hidden: F.linear(transform(model, hidden), *decoder(model))
+
+
+def category_head(model: nn.Module, category_ids: Tensor) -> Optional[Callable[[Tensor], Tensor]]:
+    """:func:`prediction_head` over the tokens ``category_ids (K,)`` only, ``hidden (..., H) -> logits (..., K)``:
+    the transform, then the decoder's rows of those tokens (copied once, here)."""
+    head = _head(model)
+    if head is None:
+        return None
+    transform, decoder = head
+    weight, bias = decoder(model)
+    weight, bias = weight[category_ids], None if bias is None else bias[category_ids]
+    return lambda hidden: F.linear(transform(model, hidden), weight, bias)
