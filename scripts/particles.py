@@ -1,7 +1,7 @@
 """Particles (``smc``) against the best one-pass order at equal compute (issue 40, items 2-4).
 
     python scripts/particles.py tune  [--shard 0/2] [--grid SPEC;SPEC...] [--templates N] [--seeds 0,1,2]
-    python scripts/particles.py check [--shard 0/2] --ours 2-4=SPEC --ours 6-7=SPEC --ours 8-10=SPEC
+    python scripts/particles.py check [--shard 0/2] --ours 6-7=SPEC --ours 8-10=SPEC  (the regimes named)
     python scripts/particles.py report
 
 A SPEC is ``method`` with ``+key=value`` settings (values read as JSON where they parse), e.g.
@@ -177,7 +177,7 @@ def main() -> int:
     else:
         tasks, rows = tasks_of("check", None), dict(spec.split("=", 1) for spec in args.ours)
         rows = {regime: [spec] for regime, spec in rows.items()}
-    groups = [(task, seed) for seed in map(int, args.seeds.split(",")) for task in tasks]
+    groups = [(task, seed) for seed in map(int, args.seeds.split(",")) for task in tasks if task["regime"] in rows]
     i, n = map(int, args.shard.split("/"))
     for task, seed in groups[i::n]:
         run_group(infiller, args.phase, task, seed, rows[task["regime"]])

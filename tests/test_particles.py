@@ -10,6 +10,7 @@ from infill.energies import MaskedLMEnergy
 from infill.energies.exact import empirical_distribution, exact_distribution, total_variation
 from infill.errors import InfillError
 from infill.pipeline.config import SAMPLES
+from infill.pipeline.postprocess import spread
 from infill.samplers.particles import SMC, effective_size, smc, systematic
 
 from conftest import tiny_bert
@@ -90,3 +91,14 @@ def test_without_top_every_sample_is_a_resampled_particle(infiller):
 def test_include_is_refused(infiller):
     with pytest.raises(InfillError, match="cannot hold include words"):
         infiller.sample(TWO, "smc", include=["cat"])
+
+
+def test_diversity_sets_how_far_the_diverse_pick_reaches(infiller):
+    rows = torch.tensor([[0, 0], [0, 1], [1, 1]])  # best first; the third differs from the best in both blanks
+    values = torch.tensor([0.0, -0.5, -3.0])
+    assert spread(rows, values, 2, margin=1.0).tolist() == [0, 1]
+    assert spread(rows, values, 2, margin=10.0).tolist() == [0, 2]
+    runs = [infiller.sample(SIX, "smc", top=5, budget=400, seed=0, decode="diverse", diversity=m) for m in (0.0, 50.0)]
+    assert runs[0].samples[0].fills == runs[1].samples[0].fills  # the best is kept either way
+    with pytest.raises(InfillError, match="diversity sets how --decode diverse"):
+        infiller.sample(SIX, "smc", top=5, decode="visited", diversity=2.0)

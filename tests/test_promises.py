@@ -17,6 +17,7 @@ from infill.pipeline.config import RunConfig, least_budget
 TWO = "The [MASK] sat on the [MASK]."
 SIX = "The [MASK] of the [MASK] was [MASK] by the [MASK] in [MASK] [MASK]."
 SEVEN = "a [MASK] [MASK] went to the [MASK] [MASK] and [MASK] [MASK] [MASK] ."
+EIGHT = "the [MASK] [MASK] of the [MASK] was [MASK] by [MASK] [MASK] in [MASK] [MASK] ."
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +25,7 @@ def infiller(tiny_model_dir):
     return Infiller(model=str(tiny_model_dir))
 
 
-@pytest.mark.parametrize("template", [TWO, SIX])
+@pytest.mark.parametrize("template", [TWO, SIX, EIGHT])
 def test_include_holds_under_the_default_at_any_number_of_blanks(infiller, template):
     for seed in range(3):
         result = infiller.sample(template, top=5, seed=seed, include=["cat"])
@@ -54,8 +55,9 @@ def test_a_one_pass_method_with_include_or_terms_is_refused(infiller, method):
 @pytest.mark.parametrize("settings", [
     {}, {"sampler": "gibbs"}, {"sampler": "gibbs-mh"}, {"sampler": "dmala", "init": "uniform"},
     {"sampler": "block-mh"}, {"sampler": "confident-first"}, {"sampler": "left-to-right"}, {"include": ["cat"]},
+    {"sampler": "smc"}, {"sampler": "smc", "tilt": 2.0, "moves": 1},
 ])
-@pytest.mark.parametrize("template", [TWO, SIX])
+@pytest.mark.parametrize("template", [TWO, SIX, EIGHT])
 @pytest.mark.parametrize("budget", [60, 150, 400])
 def test_the_budget_is_a_hard_cap(infiller, settings, template, budget):
     def run(budget):
@@ -150,7 +152,7 @@ def test_one_blank_is_answered_exactly_from_one_pass(infiller):
 @pytest.mark.parametrize("settings", [{"top": 3}, {"top": 3, "include": ["cat"]}, {"top": 2, "budget": 150},
                                       {"sampler": "dmala", "num_samples": 3, "steps": 3, "init": "uniform"}])
 def test_a_batch_gives_each_template_its_single_call(infiller, settings):
-    templates = [TWO, SIX, "I [MASK] it.", TWO]
+    templates = [TWO, SIX, "I [MASK] it.", EIGHT, TWO]
     batch = infiller.sample_many(templates, seed=5, **settings)
     for template, result in zip(templates, batch):
         alone = infiller.sample(template, seed=5, **settings)

@@ -31,8 +31,9 @@ every state the run scored (the chains' starts, the visited states and the propo
 chosen for quality and diversity (:func:`infill.pipeline.postprocess.spread`)."""
 AUTO = "auto"
 """The method that picks by the number of blank tokens ``d``: chains where they beat the masked LM's best
-one-pass order re-ranked by PLL at equal encoder sequences, that order where they do not
-(``eval/default-minilm``); its compute is ``budget`` (default :data:`AUTO_BUDGET_PER_BLANK` x ``d``)."""
+one-pass order re-ranked by PLL at equal encoder sequences, that order where nothing of ours does
+(``eval/default-minilm``, ``eval/particles-minilm``); its compute is ``budget`` (default
+:data:`AUTO_BUDGET_PER_BLANK` x ``d``)."""
 AUTO_CHAIN_BLANKS = 4
 """``auto`` runs chains on templates of up to this many blank tokens, and draws in one pass above it."""
 AUTO_CHAINS = {"method": "gibbs", "num_samples": 50, "init": "confident-first", "steps": 100}
@@ -41,7 +42,8 @@ default chains and most steps (``num_samples`` and ``steps`` override them)."""
 SAMPLES, STEPS = 25, 12
 """The default chains (or draws) and steps of a named method."""
 AUTO_ORDER = "confident-first"
-"""``auto``'s one-pass order above :data:`AUTO_CHAIN_BLANKS` blanks: the draws re-ranked by PLL."""
+"""``auto``'s one-pass order above :data:`AUTO_CHAIN_BLANKS` blanks: the draws re-ranked by PLL (neither chains
+nor particles beat them there at equal encoder sequences and as diverse: ``eval/particles-minilm``)."""
 AUTO_BUDGET_PER_BLANK = 100
 """``auto``'s default budget: encoder sequences per blank token."""
 MAX_DRAWS = 1 << 20
@@ -144,6 +146,10 @@ class RunConfig:
         "help": f"where --top takes fillings from: visited (every state after burn-in), final (the chains' final "
                 f"states) or diverse (every state the run scored, kept for quality and diversity); default "
                 f"visited ({AUTO}: diverse for its chains)", "metavar": "HOW"})
+    diversity: Optional[float] = field(default=None, metadata={
+        "help": "with --decode diverse, how many nats below the best candidate not yet kept another may be and be "
+                "kept for differing more from those kept (default 1; more: more diverse, lower PLL)",
+        "type": float, "metavar": "NATS"})
     allow_subwords: bool = field(default=False, metadata={
         "help": "let token blanks take word-continuation pieces (##ing)"})
     allow_punctuation: bool = field(default=False, metadata={
@@ -198,6 +204,12 @@ class RunConfig:
         _choice("init", self.init, INITS)
         if self.decode is not None:
             _choice("decode", self.decode, DECODES)
+        if self.diversity is not None:
+            if _number("diversity", self.diversity) < 0:
+                raise InfillError(f"diversity must be a number of nats >= 0, got {self.diversity!r}")
+            if self.decode not in (None, "diverse"):
+                raise InfillError(f"diversity sets how --decode diverse keeps fillings, not --decode {self.decode}: "
+                                  "drop one")
         if self.budget is not None:
             positive_integer("budget", self.budget)
             if self.anneal_from is not None:
@@ -282,7 +294,7 @@ class RunConfig:
             config = replace(self, method=AUTO_CHAINS["method"] if chains else AUTO_ORDER, init=AUTO_CHAINS["init"],
                              num_samples=self.num_samples or AUTO_CHAINS["num_samples"],
                              steps=self.steps or AUTO_CHAINS["steps"], budget=self.budget or AUTO_BUDGET_PER_BLANK * d,
-                             decode=self.decode or ("diverse" if chains else "visited"))
+                             decode=self.decode or ("diverse" if chains or self.diversity is not None else "visited"))
             if not chains and self.top is None:  # every draw is a sample: as many as asked
                 config = replace(config, budget=self.budget)
         if config.is_baseline and config.budget is not None and not (config.method == "argmax" and d == 1):
@@ -332,6 +344,7 @@ class RunConfig:
                 "seed": self.seed, "options": self.options,
                 **({"include": list(self.include)} if self.include else {}),
                 **({"budget": self.budget} if self.budget is not None else {}),
+                **({"diversity": self.diversity} if self.diversity is not None else {}),
                 **({"blank_unit": self.blank_unit, "span_temperature": self.span_temperature}
                    if self.blank_unit != "token" else {})}
 

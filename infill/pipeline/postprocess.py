@@ -53,7 +53,8 @@ the ``k`` best of those."""
 DIVERSE_POOL = 4
 """``decode="diverse"`` keeps ``top=k`` fillings among the ``DIVERSE_POOL * k`` best candidates."""
 DIVERSE_MARGIN = 1.0
-"""``decode="diverse"``: candidates within this many nats of the best one not yet kept are comparable."""
+"""``decode="diverse"``: candidates within this many nats of the best one not yet kept are comparable (the
+run's ``diversity`` where it sets one)."""
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,8 @@ def _token_choices(batch: Batch, tokenizer, bar) -> Choice:
             ranked, by = torch.sort(exact_values[best], descending=True, stable=True)
             best = best[by]
         if config.decode == "diverse" and len(best):
-            best = best[:pool][spread(unique[best[:pool]], ranked[:pool], config.top)]
+            margin = DIVERSE_MARGIN if config.diversity is None else config.diversity
+            best = best[:pool][spread(unique[best[:pool]], ranked[:pool], config.top, margin)]
         order, candidates = first[best[:config.top]], len(unique)
     if include is not None and not len(order):
         spent = "steps" if config.budget is None else f"budget of {config.budget} encoder sequences"
