@@ -102,3 +102,22 @@ def test_diversity_sets_how_far_the_diverse_pick_reaches(infiller):
     assert runs[0].samples[0].fills == runs[1].samples[0].fills  # the best is kept either way
     with pytest.raises(InfillError, match="diversity sets how --decode diverse"):
         infiller.sample(SIX, "smc", top=5, decode="visited", diversity=2.0)
+
+
+def test_a_named_diversity_reaches_every_candidate(dev_model_path, monkeypatch):
+    """With a pool of only the ``top`` best, decode diverse keeps those; a diversity named reaches every
+    candidate, for fillings that differ in more blanks (the dev MLM: its likely fillings share words)."""
+    monkeypatch.setattr("infill.pipeline.postprocess.DIVERSE_POOL", 1)
+    dev = Infiller(model=str(dev_model_path))
+    settings = dict(top=3, budget=200, seed=0, tilt=2.0)
+
+    def fills(**extra):
+        return [tuple(s.fills) for s in dev.sample("he had not , after all , [MASK] me the [MASK] .", "smc",
+                                                     **settings, **extra).samples]
+
+    def nearest(kept):  # the fewest blanks in which two kept fillings differ
+        return min(sum(a != b for a, b in zip(x, y)) for i, x in enumerate(kept) for y in kept[:i])
+
+    best, wide = fills(decode="diverse"), fills(decode="diverse", diversity=1e6)
+    assert best == fills(decode="visited")  # the pool of the top best: those
+    assert wide[0] == best[0] and nearest(wide) > nearest(best)

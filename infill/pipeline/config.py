@@ -148,7 +148,8 @@ class RunConfig:
                 f"visited ({AUTO}: diverse for its chains)", "metavar": "HOW"})
     diversity: Optional[float] = field(default=None, metadata={
         "help": "with --decode diverse, how many nats below the best candidate not yet kept another may be and be "
-                "kept for differing more from those kept (default 1; more: more diverse, lower PLL)",
+                "kept for differing more from those kept (default 1, among the 4 x --top best; named, among every "
+                "candidate; more: more diverse, lower PLL)",
         "type": float, "metavar": "NATS"})
     allow_subwords: bool = field(default=False, metadata={
         "help": "let token blanks take word-continuation pieces (##ing)"})

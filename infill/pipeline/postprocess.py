@@ -134,6 +134,8 @@ def _token_choices(batch: Batch, tokenizer, bar) -> Choice:
         first = torch.full((len(unique),), len(rows)).scatter_reduce(0, inverse, torch.arange(len(rows)), "amin")
         unique_values = values[first]
         pool = config.top * (DIVERSE_POOL if config.decode == "diverse" else 1)
+        if config.diversity is not None and exact is None:  # a diversity named reaches every candidate
+            pool = max(pool, len(unique))
         held = None if include is None else _holds(include, unique)
         with meter.holding(held_back):
             if target is energy:
