@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 from equal_compute import SAME, TARGETS, TOP, fill, load_half, log, metrics, slug, summary  # noqa: E402
-
-import statistics  # noqa: E402
-import time  # noqa: E402
 
 REGIMES = {"2-4": range(2, 5), "6-7": range(6, 8), "8-10": range(8, 11)}
 ORDER = "confident-first"

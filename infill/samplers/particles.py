@@ -140,14 +140,13 @@ def smc(energy: Energy, settings: SMC, runs: int, particles: int, generator: Opt
             if low.any():
                 ancestors = systematic(log_weight, generator)
                 ancestors = torch.where(low[:, None], ancestors, torch.arange(particles, device=device))
-                pick = (ancestors + particles * torch.arange(runs, device=device)[:, None]).flatten()
+                pick = _flat(ancestors)
                 z, masked, log_gamma = z[pick], masked[pick], log_gamma[pick]
                 order = None if order is None else order[pick]
                 log_weight = torch.where(low[:, None], torch.zeros_like(log_weight), log_weight)
     log_weight = log_weight - torch.logsumexp(log_weight, -1, keepdim=True)
     energies = log_gamma * temperature
-    ancestors = systematic(log_weight, generator)
-    pick = (ancestors + particles * torch.arange(runs, device=device)[:, None]).flatten()
+    pick = _flat(systematic(log_weight, generator))
     samples, sample_energy = z[pick], energies[pick]
     visited, visited_energy = z[:0], energies[:0]
     if settings.moves:
@@ -157,6 +156,13 @@ def smc(energy: Energy, settings: SMC, runs: int, particles: int, generator: Opt
         samples, sample_energy = trace.final_state.x, trace.final_state.energy * temperature
     return Particles(z.view(runs, particles, d), energies.view(runs, particles), log_weight, visited, visited_energy,
                      samples.view(runs, particles, d), sample_energy.view(runs, particles))
+
+
+def _flat(ancestors: Tensor) -> Tensor:
+    """Ancestor indices ``(R, N)`` within each run as rows ``(R * N,)`` of the runs' particles laid end to end."""
+    runs, particles = ancestors.shape
+    return (ancestors + particles * torch.arange(runs, device=ancestors.device)[:, None]).flatten()
+
 
 def _energy(energy: Energy, x: Tensor, k: int) -> Tensor:
     """The energy ``(N,)`` of category indices ``x (N, d)``."""
