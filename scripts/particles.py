@@ -1,6 +1,6 @@
 """Particles (``smc``) against the best one-pass order at equal compute (issue 40, items 2-4).
 
-    python scripts/particles.py tune  [--shard 0/2] [--grid SPEC;SPEC...] [--templates N] [--seeds 0,1,2]
+    python scripts/particles.py tune  [--shard 0/2] [--grid SPEC;SPEC...] [--templates N] [--seeds 0,1,2] [--regime 8-10]
     python scripts/particles.py check [--shard 0/2] --ours 6-7=SPEC --ours 8-10=SPEC  (the regimes named)
     python scripts/particles.py report
 
@@ -161,6 +161,7 @@ def main() -> int:
     parser.add_argument("--templates", type=int, default=8)
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--ours", action="append", default=[])
+    parser.add_argument("--regime", choices=tuple(REGIMES), help="tune: this regime only")
     args = parser.parse_args()
     if args.phase == "report":
         report()
@@ -172,7 +173,8 @@ def main() -> int:
     torch.set_num_threads(1)
     infiller = Infiller(str(MODEL))
     if args.phase == "tune":
-        tasks, rows = tasks_of("tune", args.templates), {name: args.grid.split(";") for name in REGIMES}
+        tasks, rows = tasks_of("tune", args.templates), {name: args.grid.split(";") for name in REGIMES
+                                                         if args.regime in (None, name)}
     else:
         tasks, rows = tasks_of("check", None), dict(spec.split("=", 1) for spec in args.ours)
         rows = {regime: [spec] for regime, spec in rows.items()}

@@ -4,7 +4,8 @@ import torch
 
 from infill import Infiller
 from infill.errors import InfillError
-from infill.pipeline.config import AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_CHAINS, AUTO_ORDER, RunConfig
+from infill.pipeline.config import AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_ORDER, RunConfig
+from infill.pipeline.policy import for_blanks, for_words
 from infill.pipeline.postprocess import spread
 from infill.samplers.base import Trace
 
@@ -20,16 +21,16 @@ def infiller(tiny_model_dir):
 def test_auto_resolves_by_the_number_of_blanks():
     config = RunConfig.create(top=5)
     assert config.method == "auto" and config.num_samples is None and config.decode is None
-    chains = config.for_blanks(AUTO_CHAIN_BLANKS)
+    chains = for_blanks(config, AUTO_CHAIN_BLANKS)
     assert (chains.method, chains.init, chains.num_samples, chains.decode) == ("gibbs", "confident-first", 50, "diverse")
     assert chains.budget == AUTO_BUDGET_PER_BLANK * AUTO_CHAIN_BLANKS
-    draws = config.for_blanks(6)
+    draws = for_blanks(config, 6)
     assert draws.method == AUTO_ORDER and draws.budget == AUTO_BUDGET_PER_BLANK * 6 and draws.decode == "visited"
     assert draws.num_samples == (draws.budget - 1) // (6 - 1 + 6)  # each draw: 5 passes after the shared one, 6 to score
-    assert RunConfig.create(num_samples=7).for_blanks(6).num_samples == 7  # without top every draw is a sample
+    assert for_blanks(RunConfig.create(num_samples=7), 6).num_samples == 7  # without top every draw is a sample
     assert RunConfig.create(method="gibbs").num_samples == 25 and RunConfig.create(method="gibbs").steps == 12
-    assert RunConfig.create(num_samples=3, steps=2).for_blanks(2).num_samples == 3
-    words = RunConfig.create().for_words()  # word blanks: the span sampler at the named methods' defaults
+    assert for_blanks(RunConfig.create(num_samples=3, steps=2), 2).num_samples == 3
+    words = for_words(RunConfig.create())  # word blanks: the span sampler at the named methods' defaults
     assert (words.num_samples, words.steps) == (25, 12)
 
 

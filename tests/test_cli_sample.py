@@ -9,6 +9,7 @@ import pytest
 
 from infill.cli import main
 from infill.pipeline.config import RunConfig
+from infill.pipeline.policy import for_blanks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,7 +76,7 @@ def test_file_with_jsonl_options_and_empty_lines(capsys, tiny, tmp_path):
     assert code == 0 and counts == {"A [MASK] day.": 3, "My [MASK] cat.": 2, "The [MASK] end.": 3}
     order = ["A [MASK] day.", "My [MASK] cat.", "The [MASK] end."]
     assert [r["template"] for r in records if "diagnostics" in r] == order
-    default = RunConfig.create().for_blanks(1).method  # auto reports what it ran
+    default = for_blanks(RunConfig.create(), 1).method  # auto reports what it ran
     assert [r["diagnostics"]["sampler"] for r in records if "diagnostics" in r] == [default, "gibbs", default]
 
 

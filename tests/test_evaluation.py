@@ -19,6 +19,7 @@ from infill.evaluation.compute import matched
 from infill.evaluation.corpora import normalize
 from infill.evaluation.runner import Draw, Sampling
 from infill.evaluation.tasks import Task, make_tasks, references
+from infill.pipeline.policy import for_blanks
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / ".." / "shared"
@@ -90,7 +91,7 @@ class FakeSampler:
         self.calls.append((template, config.method))
         rng = random.Random(f"{config.seed}-{config.method}")
         blanks = template.split().count("[MASK]")
-        n = config.for_blanks(blanks).num_samples  # a budget sets a baseline's draws
+        n = for_blanks(config, blanks).num_samples  # a budget sets a baseline's draws
         draws = [Draw([rng.choice(self.WORDS) for _ in range(blanks)], rng.uniform(-50, -10)) for _ in range(n)]
         if config.is_baseline:  # the shared first pass, a left-to-right draw's later passes, the PLL of each distinct
             sequences = 1 + (blanks - 1) * n + blanks * len({tuple(d.fills) for d in draws})

@@ -12,7 +12,8 @@ from infill import Infiller
 from infill.cli import main
 from infill.energies.masked_lm import MaskedLMEnergy
 from infill.errors import InfillError
-from infill.pipeline.config import RunConfig, least_budget
+from infill.pipeline.config import RunConfig
+from infill.pipeline.policy import for_blanks, least_budget
 
 TWO = "The [MASK] sat on the [MASK]."
 SIX = "The [MASK] of the [MASK] was [MASK] by the [MASK] in [MASK] [MASK]."
@@ -104,7 +105,7 @@ def test_the_cap_holds_with_chains_in_bfloat16(tiny_model_dir, settings):
 
 
 def test_a_budget_that_buys_the_starts_but_no_step_returns_the_starts(infiller):
-    config = RunConfig.create(method="gibbs", num_samples=4, top=2, init="confident-first").for_blanks(6)
+    config = for_blanks(RunConfig.create(method="gibbs", num_samples=4, top=2, init="confident-first"), 6)
     least = least_budget(config, 6)
     result = infiller.sample(SIX, "gibbs", num_samples=4, top=2, init="confident-first", budget=least, seed=0)
     assert result.diagnostics.sampler == "confident-first" and result.diagnostics.steps == 0

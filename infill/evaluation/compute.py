@@ -21,7 +21,7 @@ SUFFIX = "@equal-sequences"
 def matched(run: Callable[[int], R], budget: int, method: str, d: int, top: int = 1) -> tuple[R, dict]:
     """``run(b)`` for the one-pass ``method`` on ``d`` blank tokens given ``b`` encoder sequences: ``budget``, or
     the least that buys ``top`` draws where ``budget`` is smaller (the baseline is never given less than it
-    needs; :func:`infill.pipeline.config.least_budget`), and the match as a record ``{"budget": b}``."""
+    needs; :func:`infill.pipeline.policy.least_budget`), and the match as a record ``{"budget": b}``."""
     from ..lm.mlm_draws import draw_cost  # here, not at the top: the report reads this module without torch
 
     given = max(budget, 1 + top * draw_cost(method, d))

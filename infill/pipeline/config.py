@@ -7,7 +7,7 @@ its defaults' types. Nothing here imports torch, so the CLI can validate before 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
 from ..errors import InfillError
@@ -30,7 +30,7 @@ DECODES = ("visited", "final", "diverse")
 every state the run scored (the chains' starts, the visited states and the proposals a kernel scored)
 chosen for quality and diversity (:func:`infill.pipeline.postprocess.spread`)."""
 AUTO = "auto"
-"""The method that picks by the number of blank tokens ``d``: chains where they beat the masked LM's best
+"""The method that picks by the number of blank tokens ``d`` (resolved in :mod:`.policy`): chains where they beat the masked LM's best
 one-pass order re-ranked by PLL at equal encoder sequences, that order where nothing of ours does
 (``eval/default-minilm``, ``eval/particles-minilm``); its compute is ``budget`` (default
 :data:`AUTO_BUDGET_PER_BLANK` x ``d``)."""
@@ -268,76 +268,6 @@ class RunConfig:
     def is_baseline(self) -> bool:
         return self.method in BASELINES
 
-    def make_sampler(self):
-        """The configured sampler (None for a baseline, and for ``auto`` until :meth:`for_blanks` resolves it)."""
-        from ..samplers import make_sampler
-
-        return None if self.is_baseline or self.method == AUTO else make_sampler(self.method, **self.options)
-
-    def for_blanks(self, d: int, constrained: bool = False) -> "RunConfig":
-        """The run for templates of ``d`` blank tokens, ``constrained`` where the energy has terms beside the PLL
-        (include words, closeness, a classifier, a user's term): ``auto`` resolved, and a one-pass method's first
-        round of draws set by the budget (what it surely buys: :func:`infill.lm.mlm_draws.draw_cost` each, the
-        shared first pass one sequence; the pipeline draws more while the budget lasts).
-
-        ``auto``: with one blank token (and no terms) the PLL is the masked LM's one conditional, so one pass is
-        exact: ``argmax``'s ``top`` most likely tokens, or without ``top`` independent draws; with terms, chains
-        whatever ``d`` (one-pass draws never see a term); else chains up to :data:`AUTO_CHAIN_BLANKS` blank tokens
-        and :data:`AUTO_ORDER` draws above. A budget too small for the request is refused (:func:`least_budget`)."""
-        config = self
-        if self.method == AUTO:
-            if d == 1 and not constrained:
-                exact = replace(self, method="independent", num_samples=self.num_samples or AUTO_CHAINS["num_samples"],
-                                decode="visited") if self.top is None else \
-                    replace(self, method="argmax", num_samples=self.top, decode="visited")
-                return exact.checked_budget(d)
-            chains = d <= AUTO_CHAIN_BLANKS or constrained
-            config = replace(self, method=AUTO_CHAINS["method"] if chains else AUTO_ORDER, init=AUTO_CHAINS["init"],
-                             num_samples=self.num_samples or AUTO_CHAINS["num_samples"],
-                             steps=self.steps or AUTO_CHAINS["steps"], budget=self.budget or AUTO_BUDGET_PER_BLANK * d,
-                             decode=self.decode or ("diverse" if chains or self.diversity is not None else "visited"))
-            if not chains and self.top is None:  # every draw is a sample: as many as asked
-                config = replace(config, budget=self.budget)
-        if config.is_baseline and config.budget is not None and not (config.method == "argmax" and d == 1):
-            draws = (config.budget - 1) // config.draw_cost(d)
-            config = replace(config, num_samples=max(1, draws))
-        return config.checked_budget(d)
-
-    def draw_cost(self, d: int) -> int:
-        """Encoder sequences one more distinct draw (or particle) of a one-pass method costs on ``d`` blank tokens,
-        re-ranked by PLL (:func:`infill.lm.mlm_draws.draw_cost`; ``smc``: :meth:`~infill.samplers.particles.SMC.passes`)."""
-        if self.method == "smc":
-            from ..samplers.particles import SMC
-
-            return SMC(**self.options).passes(d)
-        from ..lm.mlm_draws import draw_cost
-
-        return draw_cost(self.method, d)
-
-    def checked_budget(self, d: int) -> "RunConfig":
-        """This run of ``d`` blank tokens, refused in one line where its budget is below :func:`least_budget`, or
-        where a one-pass method's budget buys more than :data:`MAX_DRAWS` draws (memory)."""
-        if self.budget is None:
-            return self
-        least = least_budget(self, d)
-        if self.budget < least:
-            what = f"{self.num_samples} {self.method} chains from {self.init} draws" if not self.is_baseline else \
-                f"{self.top or 1} {self.method} draws"
-            raise InfillError(f"a budget of {self.budget} encoder sequences is too small for {what} on {d} blank "
-                              f"tokens: at least {least}")
-        if self.is_baseline and self.num_samples > MAX_DRAWS:
-            raise InfillError(f"a budget of {self.budget} encoder sequences buys {self.num_samples} {self.method} "
-                              f"draws on {d} blank tokens, more than the {MAX_DRAWS} that fit in memory: lower --budget")
-        return self
-
-    def for_words(self) -> "RunConfig":
-        """The run for templates with word blanks (the span sampler): ``auto`` takes the named methods' chains
-        and steps."""
-        if self.method != AUTO:
-            return self
-        return replace(self, num_samples=self.num_samples or SAMPLES, steps=self.steps or STEPS,
-                       decode=self.decode or "visited")
-
     def signature(self) -> dict:
         """The settings that reproduce a run (everything but ``top``), for diagnostics and reports."""
         return {"method": self.method, "num_samples": self.num_samples, "steps": self.steps, "init": self.init,
@@ -361,22 +291,6 @@ class RunConfig:
         length = self.steps // 2 // stages
         return [(self.anneal_from * ratio**k, length) for k in range(stages)] + \
             [(self.token_temperature, self.steps - stages * length)]
-
-
-def least_budget(config: RunConfig, d: int) -> int:
-    """The fewest encoder sequences that surely buy ``config``'s run of ``d`` blank tokens, whatever the cache
-    spares: for a one-pass method its first pass and ``top`` draws, each with its later passes and its PLL's
-    ``d`` masked copies; for chains their starts and the PLL of the ``top`` fillings kept (every chain's
-    without ``top``). A budget that buys drawn starts but no step returns the starts re-ranked; uniform starts
-    have nothing to return, so there one step is counted as a gradient sampler's (a value and gradient at the
-    start and at the proposal)."""
-    from ..lm.mlm_draws import encoder_sequences
-
-    if config.is_baseline:
-        return 1 + (config.top or 1) * config.draw_cost(d)
-    n = config.num_samples
-    starts = encoder_sequences(config.init, d, n) if config.init != "uniform" else 4 * n * d
-    return starts + d * (config.top or n)
 
 
 def _hashable(value: Any) -> Any:

@@ -3,7 +3,8 @@
 A run goes through three stages, as the Hugging Face fill-mask pipeline does, whatever its blanks:
 
 1. :func:`prepare` (the tokenizer only, no model): parse the templates, build the categories a blank may
-   take, make and check the sampler, once; the CLI calls it before it loads the model;
+   take, resolve each template's run once (:mod:`~infill.pipeline.policy`: ``auto``, the budget, the
+   sampler); the CLI calls it before it loads the model;
 2. :meth:`Infiller.run_batch`, templates of one shape as one batch, the kernel chosen by the blanks: for token
    blanks chain starts and the sampler's chains, or the masked LM's own draws, -> a
    :class:`~infill.samplers.Trace` of category indices; for word blanks the span sampler -> a
@@ -36,13 +37,14 @@ from ..energies.conditionals import CACHE_MIB, ConditionalCache
 from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError
 from ..lm import default_model, mlm_draws, models, scoring
-from ..samplers import Sampler, run_annealed
+from ..samplers import run_annealed
 from ..samplers.particles import SMC, smc
 from ..spans import MAX_PIECES, sample_spans
 from ..text.blanks import quote
 from ..text.template import Template, parse
 from ..text.vocabulary import sampleable_token_ids, spelled, word_piece_ids
-from .config import AUTO, MAX_DRAWS, REWRITE_SAMPLER, RunConfig, least_budget, positive_integer
+from .config import AUTO, MAX_DRAWS, REWRITE_SAMPLER, RunConfig, positive_integer
+from .policy import Run, draw_cost, for_words, least_budget, resolve
 from .postprocess import Batch, float32_cost, postprocess
 from .results import InfillResult
 
@@ -57,24 +59,33 @@ OnStep = Callable[[int, int], None]
 
 @dataclass(frozen=True)
 class Prepared:
-    """Templates checked against one configuration: the stage before any model work. ``sampler`` is the
-    configuration's (None for a baseline or ``auto``, which :meth:`RunConfig.for_blanks` resolves per
-    shape); ``categories`` are the tokens token blanks may take, ``pieces`` those word blanks may take (None without word blanks);
-    ``include`` is the include term of ``config.include`` for templates of token blanks, ``span_include``
-    the words' forms as pieces for templates with word blanks (None without words)."""
+    """Templates checked against one configuration: the stage before any model work. ``runs`` are what each
+    template runs (:func:`~infill.pipeline.policy.resolve`: ``auto`` resolved, the sampler built), resolved for
+    an energy with terms where ``constrained``; ``categories`` are the tokens token blanks may take, ``pieces``
+    those word blanks may take (None without word blanks); ``include`` is the include term of ``config.include``
+    for templates of token blanks, ``span_include`` the words' forms as pieces for templates with word blanks
+    (None without words)."""
 
     templates: tuple[Template, ...]
     config: RunConfig
     categories: Tensor
-    sampler: Optional[Sampler]
+    runs: tuple[Run, ...]
+    constrained: bool = False
     include: Optional[Include] = None
     pieces: Optional[Tensor] = None
     span_include: Optional[list] = None
 
+    def with_terms(self) -> "Prepared":
+        """These templates resolved for an energy with terms (a user's, or rewrite's closeness)."""
+        if self.constrained:
+            return self
+        return dataclasses.replace(self, runs=_resolve(self.templates, self.config, True), constrained=True)
 
-def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int) -> Prepared:
-    """Parse ``texts``, build the categories and the sampler of ``config`` and check that they fit each
-    template: every check that needs no model. Raises :class:`InfillError` with one line."""
+
+def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int, constrained: bool = False) -> Prepared:
+    """Parse ``texts``, build the categories and resolve each template's run (``constrained``: an energy with
+    terms beside the PLL and the include words): every check that needs no model. Raises :class:`InfillError`
+    with one line."""
     if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence):
         raise InfillError(f"templates must be a list of strings, got {type(texts).__name__}")
     templates = []
@@ -83,18 +94,11 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int)
             raise InfillError(f"a template must be a string, got {type(text).__name__}")
         templates.append(parse(text, tokenizer, max_length, config.blank_unit))
     categories = sampleable_token_ids(tokenizer, config.allow_subwords, config.forbid, config.allow_punctuation)
-    sampler = config.make_sampler()
-    constrained = bool(config.include)
-    if constrained and config.is_baseline:
+    if config.include and config.is_baseline:
         raise InfillError(f"{config.method} draws from the masked LM alone and cannot hold include words: use auto "
                           "or an MCMC sampler")
-    for template in (t for t in templates if t.fixed):
-        try:
-            checked = sampler or config.for_blanks(template.num_blanks, constrained).make_sampler()
-            if checked is not None:
-                checked.check_variables(template.num_blanks)
-        except InfillError as exc:
-            raise InfillError(f"{exc} (template {quote(template.text)})") from None
+    constrained = constrained or bool(config.include)
+    runs = _resolve(templates, config, constrained)
     pieces, spans, fixed = None, None, [t for t in templates if t.fixed]
     if len(fixed) < len(templates):
         words = [t for t in templates if not t.fixed]
@@ -112,7 +116,18 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int)
     include = None
     if config.include and fixed:
         include = include_term(tokenizer, categories, config.include, min(t.num_blanks for t in fixed), config.forbid)
-    return Prepared(tuple(templates), config, categories, sampler, include, pieces, spans)
+    return Prepared(tuple(templates), config, categories, runs, constrained, include, pieces, spans)
+
+
+def _resolve(templates: Sequence[Template], config: RunConfig, constrained: bool) -> tuple[Run, ...]:
+    """Each template's run (:func:`~infill.pipeline.policy.resolve`), a refusal naming its template."""
+    runs = []
+    for template in templates:
+        try:
+            runs.append(resolve(config, template, constrained))
+        except InfillError as exc:
+            raise InfillError(f"{exc} (template {quote(template.text)})") from None
+    return tuple(runs)
 
 
 class Infiller:
@@ -171,9 +186,9 @@ class Infiller:
     def _copies(self) -> dict:
         return {} if self.chunk_size is None else {"max_copies": self.chunk_size}
 
-    def prepare(self, templates: Sequence[str], config: RunConfig) -> Prepared:
+    def prepare(self, templates: Sequence[str], config: RunConfig, constrained: bool = False) -> Prepared:
         """:func:`prepare` with this model's tokenizer."""
-        return prepare(templates, config, self.tokenizer, self.max_length)
+        return prepare(templates, config, self.tokenizer, self.max_length, constrained)
 
     def sample(self, template: str, sampler: str = RunConfig.method, num_samples: Optional[int] = None,
                steps: Optional[int] = None, top: Optional[int] = None, seed: Optional[int] = None, *,
@@ -225,12 +240,12 @@ class Infiller:
         template, words, source = rewrite_template(text, self.tokenizer)
         config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed,
                                   **options)
-        if config.make_sampler() is None:
+        if config.is_baseline or config.method == AUTO:
             raise InfillError(f"rewrite needs an MCMC sampler, not {config.method!r}")
         if config.budget is not None:
             raise InfillError("rewrite runs chains of its own to calibrate the closeness, which a budget does not "
                               "cover: drop --budget")
-        prepared = self.prepare([template], config)
+        prepared = self.prepare([template], config, constrained=True)
         categories = source_categories(prepared.categories, torch.tensor(source))
         runs = self.stream(prepared, progress=progress, on_step=on_step, terms=terms, rewrite=(categories, change))
         result = next(runs)[1]
@@ -257,13 +272,14 @@ class Infiller:
         whatever it is requested with (exactly :meth:`sample`'s). ``rewrite`` is ``(source, change)`` of
         :meth:`rewrite`."""
         prepared = templates if isinstance(templates, Prepared) else self.prepare(templates, config)
+        if terms or rewrite is not None:
+            prepared = prepared.with_terms()
         config = prepared.config
         if terms and config.is_baseline:
             raise InfillError(f"{config.method} draws from the masked LM alone and cannot see terms: use auto or an "
                               "MCMC sampler")
         seed = secrets.randbits(32) if config.seed is None else config.seed
-        constrained = prepared.include is not None or bool(terms) or rewrite is not None
-        total = sum(_steps(prepared, t, constrained) for t in prepared.templates)
+        total = sum(run.steps for run in prepared.runs)
         taken = iter(range(1, total + 1))
         from tqdm.auto import tqdm
 
@@ -291,7 +307,7 @@ class Infiller:
         blanks: token blanks run the batched chains (or the masked LM's draws for a one-pass method), a template
         with word blanks the span sampler. A budget caps the encoder sequences through a
         :class:`~infill.energies.budget.Meter` shared by the run's energies: the chains may spend it less what
-        choosing ``top`` fillings takes (:func:`~infill.pipeline.config.least_budget`; with chains in a lower
+        choosing ``top`` fillings takes (:func:`~infill.pipeline.policy.least_budget`; with chains in a lower
         precision, the float32 PLLs too: :func:`~infill.pipeline.postprocess.float32_cost`), and stop early as
         :data:`RESCORE_PER_BLANK` says; choosing them spends the rest. One-pass draws run on the float32 model."""
         start = time.perf_counter()
@@ -299,9 +315,7 @@ class Infiller:
         if not template.fixed:
             return self._run_spans(prepared, template, generator, callback, start)
         d = template.num_blanks
-        constrained = prepared.include is not None or bool(terms) or rewrite is not None
-        config = prepared.config.for_blanks(d, constrained)
-        sampler = prepared.sampler if prepared.sampler is not None else config.make_sampler()
+        config, sampler = prepared.runs[index].config, prepared.runs[index].sampler
         meter = Meter()
 
         def energy(model: nn.Module) -> MaskedLMEnergy:
@@ -361,7 +375,7 @@ class Infiller:
                    callback: Optional[Callable], start: float) -> Batch:
         """The span sampler's chains for a template with word blanks (:func:`infill.spans.sample_spans`:
         reversible-jump MH, or ``span_method="per-length"``: chains pinned at every combination of lengths)."""
-        config = prepared.config.for_words()
+        config = for_words(prepared.config)
         trace = sample_spans(self.model, self.tokenizer, template, prepared.pieces, config.num_samples, config.steps,
                              generator, config.span_temperature, config.init, config.span_method, on_step=callback,
                              include=prepared.span_include or ())
@@ -416,10 +430,10 @@ def _draws_to_budget(energy: MaskedLMEnergy, config: RunConfig, d: int, draw: Dr
     """Draws ``(N, d)`` of ``config``'s one-pass method until its budget is spent, with their PLLs ``(N,)``: each
     distinct draw is scored as it comes (where ``draw`` did not), so a sequence a pass or an earlier draw computed
     is not paid twice (the cache), and the next round takes as many draws as what is left surely buys
-    (:meth:`RunConfig.draw_cost` each; the first round ``config.num_samples``). The draws stop when the rest
+    (:func:`~infill.pipeline.policy.draw_cost` each; the first round ``config.num_samples``). The draws stop when the rest
     buys none, a round brings no new filling or cannot be paid, or :data:`~infill.pipeline.config.MAX_DRAWS` are
     drawn."""
-    cost = config.draw_cost(d)
+    cost = draw_cost(config, d)
     draws, scores, n = [], {}, config.num_samples
     while n >= 1 and sum(map(len, draws)) + n <= MAX_DRAWS:
         try:
@@ -443,10 +457,3 @@ def _draws_to_budget(energy: MaskedLMEnergy, config: RunConfig, d: int, draw: Dr
     x = torch.cat(draws)
     return x, torch.tensor([scores[tuple(row)] for row in x.tolist()])
 
-
-def _steps(prepared: Prepared, template: Template, constrained: bool) -> int:
-    """The most steps the run of ``template`` takes (0 without chains)."""
-    if not template.fixed:
-        return prepared.config.for_words().steps
-    config = prepared.config.for_blanks(template.num_blanks, constrained)
-    return 0 if config.is_baseline else config.steps

@@ -1,0 +1,137 @@
+"""What each template runs: the one place where ``auto`` and the budget are resolved.
+
+:func:`resolve` turns the request's :class:`~.config.RunConfig` and one template into a :class:`Run`: for
+token blanks ``auto`` chosen by the number of blank tokens and whether the energy has terms
+(:func:`for_blanks`), a one-pass method's first round of draws set by its budget, the budget checked
+(:func:`least_budget`) and the sampler built and checked against the blanks, once; for word blanks the span
+sampler's chains and steps (:func:`for_words`). The stages after it read the run and decide nothing of their
+own. Nothing here imports torch at module level, so the CLI resolves runs before it loads a model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import InfillError
+from .config import (AUTO, AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_CHAINS, AUTO_ORDER, MAX_DRAWS, SAMPLES,
+                     STEPS, RunConfig)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One template's run: its ``config`` with ``auto`` resolved, and its ``sampler`` (None where the masked
+    LM draws in one pass, and for word blanks, which the span sampler fills)."""
+
+    config: RunConfig
+    sampler: Any = None
+
+    @property
+    def steps(self) -> int:
+        """The most steps the run takes (0 for one-pass draws), for progress."""
+        return 0 if self.config.is_baseline else self.config.steps
+
+
+def resolve(config: RunConfig, template, constrained: bool = False) -> Run:
+    """The run of ``template`` under ``config``; ``constrained`` where the energy has terms beside the PLL
+    (include words, closeness, a classifier, a user's term). Raises :class:`InfillError` with one line."""
+    if not template.fixed:
+        return Run(for_words(config))
+    d = template.num_blanks
+    resolved = for_blanks(config, d, constrained)
+    sampler = make_sampler(resolved)
+    if sampler is not None:
+        sampler.check_variables(d)
+    return Run(resolved, sampler)
+
+
+def make_sampler(config: RunConfig):
+    """``config``'s sampler (None for a one-pass method, and for ``auto`` before :func:`for_blanks`)."""
+    if config.is_baseline or config.method == AUTO:
+        return None
+    from ..samplers import make_sampler as build
+
+    return build(config.method, **config.options)
+
+
+def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfig:
+    """``config`` for a template of ``d`` blank tokens: ``auto`` resolved, and a one-pass method's first round
+    of draws set by the budget (what it surely buys, :func:`draw_cost` each, the shared first pass one
+    sequence; the pipeline draws more while the budget lasts).
+
+    ``auto``: with one blank token (and no terms) the PLL is the masked LM's one conditional, so one pass is
+    exact: ``argmax``'s ``top`` most likely tokens, or without ``top`` independent draws; with terms, chains
+    whatever ``d`` (one-pass draws never see a term); else chains up to :data:`AUTO_CHAIN_BLANKS` blank tokens
+    and :data:`AUTO_ORDER` draws above. A budget too small for the request is refused (:func:`least_budget`)."""
+    if config.method == AUTO:
+        if d == 1 and not constrained:
+            exact = replace(config, method="independent", decode="visited",
+                            num_samples=config.num_samples or AUTO_CHAINS["num_samples"]) if config.top is None else \
+                replace(config, method="argmax", num_samples=config.top, decode="visited")
+            return checked_budget(exact, d)
+        chains = d <= AUTO_CHAIN_BLANKS or constrained
+        diverse = chains or config.diversity is not None
+        auto, config = config, replace(
+            config, method=AUTO_CHAINS["method"] if chains else AUTO_ORDER, init=AUTO_CHAINS["init"],
+            num_samples=config.num_samples or AUTO_CHAINS["num_samples"], steps=config.steps or AUTO_CHAINS["steps"],
+            budget=config.budget or AUTO_BUDGET_PER_BLANK * d, decode=config.decode or ("diverse" if diverse else
+                                                                                       "visited"))
+        if not chains and auto.top is None:  # every draw is a sample: as many as asked
+            config = replace(config, budget=auto.budget)
+    if config.is_baseline and config.budget is not None and not (config.method == "argmax" and d == 1):
+        config = replace(config, num_samples=max(1, (config.budget - 1) // draw_cost(config, d)))
+    return checked_budget(config, d)
+
+
+def for_words(config: RunConfig) -> RunConfig:
+    """``config`` for a template with word blanks (the span sampler): ``auto`` takes the named methods' chains
+    and steps."""
+    if config.method != AUTO:
+        return config
+    return replace(config, num_samples=config.num_samples or SAMPLES, steps=config.steps or STEPS,
+                   decode=config.decode or "visited")
+
+
+def draw_cost(config: RunConfig, d: int) -> int:
+    """Encoder sequences one more distinct draw (or particle) of a one-pass method costs on ``d`` blank tokens,
+    re-ranked by PLL (:func:`infill.lm.mlm_draws.draw_cost`; ``smc``: :meth:`~infill.samplers.particles.SMC.passes`)."""
+    if config.method == "smc":
+        from ..samplers.particles import SMC
+
+        return SMC(**config.options).passes(d)
+    from ..lm.mlm_draws import draw_cost as one_pass
+
+    return one_pass(config.method, d)
+
+
+def least_budget(config: RunConfig, d: int) -> int:
+    """The fewest encoder sequences that surely buy ``config``'s run of ``d`` blank tokens, whatever the cache
+    spares: for a one-pass method its first pass and ``top`` draws, each with its later passes and its PLL's
+    ``d`` masked copies; for chains their starts and the PLL of the ``top`` fillings kept (every chain's
+    without ``top``). A budget that buys drawn starts but no step returns the starts re-ranked; uniform starts
+    have nothing to return, so there one step is counted as a gradient sampler's (a value and gradient at the
+    start and at the proposal)."""
+    from ..lm.mlm_draws import encoder_sequences
+
+    if config.is_baseline:
+        return 1 + (config.top or 1) * draw_cost(config, d)
+    n = config.num_samples
+    starts = encoder_sequences(config.init, d, n) if config.init != "uniform" else 4 * n * d
+    return starts + d * (config.top or n)
+
+
+def checked_budget(config: RunConfig, d: int) -> RunConfig:
+    """``config`` for ``d`` blank tokens, refused in one line where its budget is below :func:`least_budget`,
+    or where a one-pass method's budget buys more than :data:`~.config.MAX_DRAWS` draws (memory)."""
+    if config.budget is None:
+        return config
+    least = least_budget(config, d)
+    if config.budget < least:
+        what = f"{config.num_samples} {config.method} chains from {config.init} draws" if not config.is_baseline \
+            else f"{config.top or 1} {config.method} draws"
+        raise InfillError(f"a budget of {config.budget} encoder sequences is too small for {what} on {d} blank "
+                          f"tokens: at least {least}")
+    if config.is_baseline and config.num_samples > MAX_DRAWS:
+        raise InfillError(f"a budget of {config.budget} encoder sequences buys {config.num_samples} {config.method} "
+                          f"draws on {d} blank tokens, more than the {MAX_DRAWS} that fit in memory: lower --budget")
+    return config
+
