@@ -6,7 +6,7 @@ from infill import Infiller
 from infill.errors import InfillError
 from infill.pipeline.config import AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_ORDER, RunConfig
 from infill.pipeline.policy import for_blanks, for_words
-from infill.pipeline.postprocess import spread
+from infill.pipeline.choose import spread
 from infill.samplers.base import Trace
 
 TWO = "The [MASK] sat on the [MASK]."

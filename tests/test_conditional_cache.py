@@ -177,12 +177,12 @@ def test_the_bound_is_above_the_energy_and_equal_once_every_term_is_held(model):
 
 def test_top_skips_only_candidates_that_cannot_be_among_the_best(bert_tokenizer, monkeypatch):
     """A tiny BERT peaked enough that some visited states are ruled out by the terms their chain computed."""
-    from infill.pipeline import postprocess
+    from infill.pipeline import choose
 
     infiller = Infiller(tiny_bert(init=0.5), tokenizer=bert_tokenizer)
     template = "the [MASK] sat on the [MASK] by the [MASK] ."
     pruned = infiller.sample(template, num_samples=8, steps=10, top=4, seed=1)
-    monkeypatch.setattr(postprocess, "_fill_top", lambda energy, rows, values, k, bar: postprocess._fill_missing(
+    monkeypatch.setattr(choose, "_fill_top", lambda energy, rows, values, k, bar: choose._fill_missing(
         energy, rows, values, bar, energy.category_ids.device))
     full = infiller.sample(template, num_samples=8, steps=10, top=4, seed=1)
     assert pruned.texts == full.texts

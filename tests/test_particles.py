@@ -10,7 +10,7 @@ from infill.energies import MaskedLMEnergy
 from infill.energies.exact import empirical_distribution, exact_distribution, total_variation
 from infill.errors import InfillError
 from infill.pipeline.config import SAMPLES
-from infill.pipeline.postprocess import spread
+from infill.pipeline.choose import spread
 from infill.samplers.particles import SMC, effective_size, smc, systematic
 
 from conftest import tiny_bert
@@ -107,7 +107,7 @@ def test_diversity_sets_how_far_the_diverse_pick_reaches(infiller):
 def test_a_named_diversity_reaches_every_candidate(dev_model_path, monkeypatch):
     """With a pool of only the ``top`` best, decode diverse keeps those; a diversity named reaches every
     candidate, for fillings that differ in more blanks (the dev MLM: its likely fillings share words)."""
-    monkeypatch.setattr("infill.pipeline.postprocess.DIVERSE_POOL", 1)
+    monkeypatch.setattr("infill.pipeline.choose.DIVERSE_POOL", 1)
     dev = Infiller(model=str(dev_model_path))
     settings = dict(top=3, budget=200, seed=0, tilt=2.0)
 

@@ -28,7 +28,7 @@ fewest encoder sequences in ``scripts/constraints.py`` (figures: ``eval/constrai
 DECODES = ("visited", "final", "diverse")
 """Where ``top`` takes its fillings from: every state visited after burn-in, the chains' final states, or
 every state the run scored (the chains' starts, the visited states and the proposals a kernel scored)
-chosen for quality and diversity (:func:`infill.pipeline.postprocess.spread`)."""
+chosen for quality and diversity (:func:`infill.pipeline.choose.spread`)."""
 AUTO = "auto"
 """The method that picks by the number of blank tokens ``d`` (resolved in :mod:`.policy`): chains where they beat the masked LM's best
 one-pass order re-ranked by PLL at equal encoder sequences, that order where nothing of ours does

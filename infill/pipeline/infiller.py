@@ -45,7 +45,8 @@ from ..text.template import Template, parse
 from ..text.vocabulary import sampleable_token_ids, spelled, word_piece_ids
 from .config import AUTO, MAX_DRAWS, REWRITE_SAMPLER, RunConfig, positive_integer
 from .policy import Run, draw_cost, for_words, least_budget, resolve
-from .postprocess import Batch, float32_cost, postprocess
+from .choose import float32_cost
+from .postprocess import Batch, postprocess
 from .results import InfillResult
 
 RESCORE_PER_BLANK = 0.1
@@ -308,7 +309,7 @@ class Infiller:
         with word blanks the span sampler. A budget caps the encoder sequences through a
         :class:`~infill.energies.budget.Meter` shared by the run's energies: the chains may spend it less what
         choosing ``top`` fillings takes (:func:`~infill.pipeline.policy.least_budget`; with chains in a lower
-        precision, the float32 PLLs too: :func:`~infill.pipeline.postprocess.float32_cost`), and stop early as
+        precision, the float32 PLLs too: :func:`~infill.pipeline.choose.float32_cost`), and stop early as
         :data:`RESCORE_PER_BLANK` says; choosing them spends the rest. One-pass draws run on the float32 model."""
         start = time.perf_counter()
         template = prepared.templates[index]

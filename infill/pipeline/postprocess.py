@@ -3,16 +3,9 @@
 blank) into samples with their text, diagnostics and marginals; how the fillings are chosen follows the kernel
 that ran.
 
-Token blanks (the batched kernel): the candidates are the chains' final states, or with ``top`` and
-``decode="visited"`` every state visited after burn-in, or with ``decode="diverse"`` every state the run
-scored: those, the chains' starts and the proposals a kernel scored (a rejected proposal was scored too), the
-kept ones chosen by :func:`spread` among the :data:`DIVERSE_POOL` x ``top`` best. They are deduplicated once,
-on tensors; the PLL is computed only for distinct candidates whose energy the run did not compute (plain
-``gibbs`` never does), at most :data:`RESCORE_COPIES` masked copies per pass, and with ``top`` on the PLL alone
-only for those that may be among the best: the terms the cache of conditionals holds bound a candidate's PLL
-from above (the others are at most 0), so one bounded below the ``top``-th PLL found is left unscored (NaN in
-the trace). ``top`` keeps the best distinct ones (ties to the smaller category indices, so the choice never
-depends on the chains' order). Only the reported states are turned into text.
+Token blanks (the batched kernel): :func:`~.choose.choose` keeps them (candidates -> distinct -> score ->
+pick); the report adds the marginals of the states visited and the trace with the visited states' values as
+scored. Only the reported states are turned into text.
 
 Word blanks (the span sampler, :mod:`infill.spans`): the candidates are the chains' final states, or with
 ``top`` every state visited (the final ones with ``decode="final"``); their energies are the span energy's
@@ -21,7 +14,7 @@ computed during the run.
 """
 from __future__ import annotations
 
-import math
+import dataclasses
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -30,31 +23,18 @@ from typing import Optional, Union
 import torch
 from torch import Tensor
 
-from ..constraints import Include, WeightedSum
-from ..energies.base import evaluate, one_hot
-from ..energies.budget import BudgetSpent
+from ..constraints import WeightedSum
+from ..energies.base import one_hot
 from ..energies.masked_lm import MaskedLMEnergy
-from ..errors import InfillError
 from ..lm import mlm_draws
 from ..samplers import Sampler, Trace
 from ..spans import SpanTrace
-from ..text.blanks import quote
 from ..text.template import Template, blank_pieces, detokenize, fill_pieces
+from .choose import Chosen, choose, plls_of
 from .config import RunConfig
 from .results import Diagnostics, InfillResult, Sample
 
-RESCORE_COPIES = 512  # masked copies per forward pass when re-scoring candidates
 MARGINAL_FILLS = 10  # fills listed per blank in the marginals
-BOUND_SLACK = 1e-4
-"""Rounding allowed for when a bound rules a candidate out (a bound sums fewer terms, in another order)."""
-FINALISTS = 2
-"""With chains in bfloat16, ``top=k`` re-scores the ``FINALISTS * k`` best candidates in float32 and keeps
-the ``k`` best of those."""
-DIVERSE_POOL = 4
-"""``decode="diverse"`` keeps ``top=k`` fillings among the ``DIVERSE_POOL * k`` best candidates."""
-DIVERSE_MARGIN = 1.0
-"""``decode="diverse"``: candidates within this many nats of the best one not yet kept are comparable (the
-run's ``diversity`` where it sets one)."""
 
 
 @dataclass(frozen=True)
@@ -111,96 +91,60 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
 
 
 def _token_choices(batch: Batch, tokenizer, bar) -> Choice:
-    """The template of a run of token blanks: candidates, one deduplication, ``top`` (module docstring). With
-    include words, a filling that lacks one is never reported."""
-    template, config, chains = batch.template, batch.config, batch.config.num_samples
-    energy, target, exact, trace = batch.energy, batch.target, batch.float32, batch.trace
-    include = target.entries.get(Include.name) if isinstance(target, WeightedSum) else None
-    states, values = _candidates(batch.x, trace, config, batch.starts, batch.energies)
-    rows, values = states.flatten(0, 1), values.flatten()  # row r is chain r % chains; values of the target
-    d, meter = template.num_blanks, energy.meter
-    held_back = 0 if exact is None else float32_cost(config, d, target is not energy)
-    exact_values = None  # the float32 PLLs of the finalists, by distinct row
-    if config.top is None:
-        order, candidates = torch.arange(len(rows)), len(rows)
-        held = None if include is None else _holds(include, rows)  # a state that lacks a word is never
-        order = order if held is None else order[held]  # reported, so never scored
-        scorer = exact if exact is not None and target is energy else target  # the reported PLLs, at once
-        with meter.holding(held_back):
-            _fill_missing(scorer, rows, values, bar, energy.category_ids.device, held)
-        exact_values = values if scorer is exact else None
-    else:
-        unique, inverse = torch.unique(rows, dim=0, return_inverse=True)
-        first = torch.full((len(unique),), len(rows)).scatter_reduce(0, inverse, torch.arange(len(rows)), "amin")
-        unique_values = values[first]
-        pool = config.top * (DIVERSE_POOL if config.decode == "diverse" else 1)
-        if config.diversity is not None and exact is None:  # a diversity named reaches every candidate
-            pool = max(pool, len(unique))
-        held = None if include is None else _holds(include, unique)
-        with meter.holding(held_back):
-            if target is energy:
-                _fill_top(energy, unique, unique_values, pool * (1 if exact is None else FINALISTS), bar)
-            else:
-                _fill_missing(target, unique, unique_values, bar, energy.category_ids.device, held)
-        values = unique_values[inverse]
-        best = torch.sort(-unique_values, stable=True).indices  # unique rows are sorted: ties go to the
-        best = best[~unique_values[best].isnan()]  # smaller indices; a state left unscored (the budget, or an
-        if held is not None:  # include word it lacks) is out
-            best = best[held[best]]
-        ranked = unique_values[best]
-        if exact is not None and target is energy:
-            best = best[:FINALISTS * pool]
-            exact_values = torch.full_like(unique_values, math.nan)
-            exact_values[best] = _values(exact, unique[best])
-            ranked, by = torch.sort(exact_values[best], descending=True, stable=True)
-            best = best[by]
-        if config.decode == "diverse" and len(best):
-            margin = DIVERSE_MARGIN if config.diversity is None else config.diversity
-            best = best[:pool][spread(unique[best[:pool]], ranked[:pool], config.top, margin)]
-        order, candidates = first[best[:config.top]], len(unique)
-    if include is not None and not len(order):
-        spent = "steps" if config.budget is None else f"budget of {config.budget} encoder sequences"
-        raise InfillError(f"no filling the run found holds every include word of {quote(template.text)}: raise its "
-                          f"{spent}")
-    from_visited = trace is not None and config.top is not None and config.decode != "final"
-    if from_visited:  # the visited states lead the candidates: their values go into the trace
-        tempered = values[:trace.energies[trace.burn_in:].numel()] / config.token_temperature
-        trace.energies[trace.burn_in:] = tempered.view(-1, chains).to(trace.energies.device)
-    reported = rows[order].to(energy.category_ids.device)
+    """The template of a run of token blanks: the fillings :func:`~.choose.choose` keeps, reported with the
+    marginals of the states visited and the trace, the visited states' values as re-scored."""
+    chosen = choose(batch, bar)
+    energy = batch.energy
+    counted = [energy] if batch.float32 is None else [energy, batch.float32]
+    return Choice(_token_fillings(batch, chosen), marginals(batch.template, tokenizer, energy, _visited(batch, chosen)),
+                  _rescored(batch, chosen), chosen.candidates, sum(e.sequences for e in counted),
+                  sum(e.cache_hits for e in counted))
+
+
+def _token_fillings(batch: Batch, chosen: Chosen) -> list[tuple]:
+    """The chosen fillings as :class:`Choice` lists them, with their PLLs (in float32 where the chains ran in a
+    lower precision) and, where the target has terms, each term's value."""
+    template, energy, target = batch.template, batch.energy, batch.target
+    reported = chosen.rows[chosen.order].to(energy.category_ids.device)
     terms = None if target is energy else {name: v.tolist() for name, v in target.terms(
         one_hot(reported, energy.num_categories)).items()}
-    plls = values[order].tolist() if terms is None else terms["pll"]
-    if exact_values is not None:
-        plls = exact_values[order if config.top is None else best[:config.top]].tolist()
-    elif exact is not None:
-        plls = _values(exact, reported).tolist()
+    plls = chosen.values[chosen.order].tolist() if terms is None else terms["pll"]
+    if chosen.exact is not None:
+        plls = chosen.exact.tolist()
+    elif batch.float32 is not None:
+        plls = plls_of(batch.float32, reported).tolist()
         if terms is not None:
             terms["pll"] = plls
-    fillings = [(blank_pieces(template, ids), ids.tolist(), ids[template.content].tolist(), plls[k], r % chains,
-                 None if terms is None else {name: v[k] for name, v in terms.items()})
-                for k, (r, ids) in enumerate(zip(order.tolist(), energy.token_ids(reported).cpu()))]
-    if from_visited:
-        visited = rows[:trace.samples[trace.burn_in:].shape[0] * chains]
-    else:
-        visited = (batch.x[None] if trace is None else trace.samples[trace.burn_in:]).flatten(0, 1).cpu()
-    counted = [energy] if exact is None else [energy, exact]
-    return Choice(fillings, marginals(template, tokenizer, energy, visited), trace, candidates,
-                  sum(e.sequences for e in counted), sum(e.cache_hits for e in counted))
+    chains = batch.config.num_samples
+    return [(blank_pieces(template, ids), ids.tolist(), ids[template.content].tolist(), plls[k], r % chains,
+             None if terms is None else {name: v[k] for name, v in terms.items()})
+            for k, (r, ids) in enumerate(zip(chosen.order.tolist(), energy.token_ids(reported).cpu()))]
 
 
-def float32_cost(config: RunConfig, d: int, constrained: bool) -> int:
-    """The most encoder sequences the float32 PLLs take, beyond the ``d * (top or num_samples)`` that scoring the
-    fillings takes, where the chains of a run of ``d`` blank tokens ran in a lower precision: with ``top`` on
-    the PLL alone the finalists'; with terms the reported fillings'; none without either (the fillings' PLLs
-    are computed in float32 at once)."""
-    if constrained:
-        return d * (config.top or config.num_samples)
-    return 0 if config.top is None else d * FINALISTS * config.top * (DIVERSE_POOL if config.decode == "diverse" else 1)
+def _from_visited(batch: Batch) -> bool:
+    """Whether the candidates began with the states the chains visited after burn-in."""
+    return batch.trace is not None and batch.config.top is not None and batch.config.decode != "final"
 
 
-def _holds(include: Include, rows: Tensor) -> Tensor:
-    """Which of the states ``rows (N, d)`` hold every word of ``include`` (a bool mask ``(N,)``)."""
-    return (include.members[rows].amax(1) > 0).all(-1)
+def _rescored(batch: Batch, chosen: Chosen) -> Optional[Trace]:
+    """The run's trace, with the values of the states visited as they were scored where the candidates began
+    with them (a new trace; the run's is left as it was)."""
+    trace, config = batch.trace, batch.config
+    if not _from_visited(batch):
+        return trace
+    energies = trace.energies.clone()
+    visited = energies[trace.burn_in:]
+    visited[:] = (chosen.values[:visited.numel()] / config.token_temperature).view(-1, config.num_samples).to(
+        energies.device)
+    return dataclasses.replace(trace, energies=energies)
+
+
+def _visited(batch: Batch, chosen: Chosen) -> Tensor:
+    """The states ``(N, d)`` the marginals count: those visited after burn-in (a one-pass method's draws)."""
+    trace = batch.trace
+    if _from_visited(batch):
+        return chosen.rows[:trace.samples[trace.burn_in:].shape[0] * batch.config.num_samples]
+    return (batch.x[None] if trace is None else trace.samples[trace.burn_in:]).flatten(0, 1).cpu()
 
 
 def _span_choices(batch: Batch, tokenizer, bar) -> Choice:
@@ -229,101 +173,6 @@ def _span_choices(batch: Batch, tokenizer, bar) -> Choice:
                  for c in counts]
     candidates = len(torch.unique(trace.tokens.flatten(0, 1).flatten(1), dim=0))
     return Choice(fillings, marginals, None, candidates, trace.encoder_sequences)
-
-
-def _candidates(x: Tensor, trace: Optional[Trace], config: RunConfig, starts: Optional[Tensor],
-                energies: Optional[Tensor]) -> tuple[Tensor, Tensor]:
-    """The states ``(S, chains, d)`` ``top`` may choose from, with their energies ``(S, chains)`` at
-    temperature 1 (NaN where the run did not compute them); the visited states first."""
-    if trace is None:
-        return x[None].cpu(), torch.full((1, len(x)), math.nan) if energies is None else energies[None].cpu()
-    if config.top is None or config.decode == "final":
-        states, values = trace.final_state.x[None], trace.final_state.energy[None]
-    else:
-        states, values = trace.samples[trace.burn_in:], trace.energies[trace.burn_in:]
-    if config.top is not None and config.decode == "diverse":
-        scored = [(states, values), (starts[None], torch.full_like(values[:1], math.nan))]
-        if trace.proposals is not None:
-            scored.append((trace.proposals[trace.burn_in:], trace.proposal_energies[trace.burn_in:]))
-        states, values = (torch.cat([part[i].to(states.device) for part in scored]) for i in (0, 1))
-    return states.cpu(), (values * config.token_temperature).cpu()
-
-
-def spread(rows: Tensor, values: Tensor, k: int, margin: float = DIVERSE_MARGIN) -> Tensor:
-    """Indices of ``k`` of the candidates ``rows (m, d)``, ranked best first by ``values (m,)``, chosen for
-    quality and diversity: the best, then each time, among the candidates within ``margin`` of the best one
-    left, the one whose nearest kept filling differs from it in the most blanks (ties to the better). So no two
-    kept fillings differ in one blank while a comparable candidate differs from every kept one in more."""
-    left, kept = list(range(1, len(rows))), [0]
-    while left and len(kept) < k:
-        comparable = [i for i in left if values[i] >= values[left[0]] - margin] or left[:1]
-        nearest = (rows[comparable, None] != rows[None, kept]).sum(-1).amin(1)
-        kept.append(comparable[int(nearest.argmax())])
-        left.remove(kept[-1])
-    return torch.tensor(kept, dtype=torch.long)
-
-
-def _fill_missing(energy, rows: Tensor, values: Tensor, bar, device: torch.device,
-                  wanted: Optional[Tensor] = None) -> None:
-    """Compute in place the NaN ``values`` of ``rows (N, d)`` (distinct states; only where ``wanted (N,)`` if
-    given), in passes of at most :data:`RESCORE_COPIES` masked copies, while the budget lasts."""
-    missing = (values.isnan() if wanted is None else values.isnan() & wanted).nonzero().flatten()
-    if not len(missing):
-        return
-    parts = missing.split(max(1, RESCORE_COPIES // rows.shape[1]))
-    if bar is not None:
-        bar.total += len(parts)
-    for part in parts:
-        if isinstance(energy, MaskedLMEnergy):
-            scored = _score(lambda r: _values(energy, r), rows, values, part)
-        else:
-            scored = _score(lambda r: evaluate(energy, one_hot(r.to(device), energy.num_categories)).cpu(), rows,
-                            values, part)
-        if bar is not None:
-            bar.update()
-        if not scored:
-            return
-
-
-def _fill_top(energy: MaskedLMEnergy, rows: Tensor, values: Tensor, k: int, bar) -> None:
-    """Compute in place the NaN ``values`` of the distinct states ``rows (N, d)`` that may be among the ``k``
-    best, highest bound first, until every other one is bounded below the ``k``-th value computed, or the
-    budget is spent."""
-    device = energy.category_ids.device
-    while True:
-        missing = values.isnan().nonzero().flatten()
-        known = values[~values.isnan()]
-        kth = known.topk(k).values[-1].item() if len(known) >= k else -math.inf
-        bound = energy.bound(rows[missing].to(device))
-        open_ = bound >= kth - BOUND_SLACK
-        if not open_.any():
-            return
-        part = missing[open_][bound[open_].argsort(descending=True, stable=True)][:energy.pass_sequences]
-        if bar is not None:
-            bar.total += 1
-        scored = _score(lambda r: _values(energy, r), rows, values, part)
-        if bar is not None:
-            bar.update()
-        if not scored:
-            return
-
-
-def _score(values_of, rows: Tensor, values: Tensor, part: Tensor) -> bool:
-    """``values[part] = values_of(rows[part])``, the part halved (its first half kept) where the energy's meter
-    refuses it; False where not even one state fits in the budget."""
-    while True:
-        try:
-            values[part] = values_of(rows[part])
-            return True
-        except BudgetSpent:
-            if len(part) == 1:
-                return False
-            part = part[:len(part) // 2]
-
-
-def _values(energy: MaskedLMEnergy, rows: Tensor) -> Tensor:
-    """The energies ``(N,)`` (on the host) of the states ``rows (N, d)``."""
-    return energy.of_indices(rows.to(energy.category_ids.device)).cpu()
 
 
 def marginals(template: Template, tokenizer, energy: MaskedLMEnergy, states: Tensor) -> list[list[dict]]:

@@ -1,0 +1,267 @@
+"""Choosing the reported fillings of token blanks, in small stages: candidates -> distinct -> score -> pick.
+
+Each stage is a function that returns its result and changes nothing it was given. The candidates are the
+chains' final states, or with ``top`` and ``decode="visited"`` every state visited after burn-in, or with
+``decode="diverse"`` every state the run scored: those, the chains' starts and the proposals a kernel scored
+(a rejected proposal was scored too). They are deduplicated once, on tensors; the PLL is computed only for
+distinct candidates whose energy the run did not compute (plain ``gibbs`` never does), at most
+:data:`RESCORE_COPIES` masked copies per pass, and with ``top`` on the PLL alone only for those that may be
+among the best: the terms the cache of conditionals holds bound a candidate's PLL from above (the others are
+at most 0), so one bounded below the ``top``-th PLL found is left unscored (NaN). ``top`` keeps the best
+distinct ones (ties to the smaller category indices, so the choice never depends on the chains' order), with
+``decode="diverse"`` chosen by :func:`spread` among the :data:`DIVERSE_POOL` x ``top`` best (every candidate
+where the run names a ``diversity``). With chains in a lower precision the :data:`FINALISTS` x ``top`` best are
+re-scored in float32 and ranked by it. With include words, a filling that lacks one is never chosen.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from ..constraints import Include, WeightedSum
+from ..energies.base import evaluate, one_hot
+from ..energies.budget import BudgetSpent
+from ..energies.masked_lm import MaskedLMEnergy
+from ..errors import InfillError
+from ..text.blanks import quote
+from .config import RunConfig
+
+RESCORE_COPIES = 512  # masked copies per forward pass when re-scoring candidates
+BOUND_SLACK = 1e-4
+"""Rounding allowed for when a bound rules a candidate out (a bound sums fewer terms, in another order)."""
+FINALISTS = 2
+"""With chains in bfloat16, ``top=k`` re-scores the ``FINALISTS * k`` best candidates in float32 and keeps
+the ``k`` best of those."""
+DIVERSE_POOL = 4
+"""``decode="diverse"`` keeps ``top=k`` fillings among the ``DIVERSE_POOL * k`` best candidates."""
+DIVERSE_MARGIN = 1.0
+"""``decode="diverse"``: candidates within this many nats of the best one not yet kept are comparable (the
+run's ``diversity`` where it sets one)."""
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The candidates ``rows (N, d)`` (row ``r`` from chain ``r % chains``, the visited states first) with their
+    ``values (N,)`` of the target at temperature 1 (NaN where never computed), the indices ``order`` of the
+    reported ones, best first, their float32 PLLs ``exact`` where the chains ran in a lower precision (else
+    None), and the number of distinct ``candidates``."""
+
+    rows: Tensor
+    values: Tensor
+    order: Tensor
+    exact: Optional[Tensor]
+    candidates: int
+
+
+def choose(batch, bar=None) -> Chosen:
+    """The reported fillings of ``batch``'s token blanks (module docstring); ``bar`` (tqdm-like) counts the
+    re-scoring passes."""
+    rows, values = candidates(batch)
+    include = _include(batch.target)
+    if batch.config.top is None:
+        return _every_chain(batch, rows, values, include, bar)
+    unique, inverse, first = distinct(rows)
+    held = None if include is None else holds(include, unique)
+    scored = score(batch, unique, values[first], held, bar)
+    best, exact = pick(batch, unique, scored, held)
+    order = first[best]
+    _check_include(batch, include, order)
+    return Chosen(rows, scored[inverse], order, exact, len(unique))
+
+
+def candidates(batch) -> tuple[Tensor, Tensor]:
+    """The states ``(N, d)`` ``top`` may choose from, the visited states first, with their values ``(N,)`` at
+    temperature 1 (NaN where the run did not compute them)."""
+    config, trace = batch.config, batch.trace
+    if trace is None:
+        values = torch.full((len(batch.x),), math.nan) if batch.energies is None else batch.energies
+        return batch.x.cpu(), values.cpu()
+    if config.top is None or config.decode == "final":
+        states, values = trace.final_state.x[None], trace.final_state.energy[None]
+    else:
+        states, values = trace.samples[trace.burn_in:], trace.energies[trace.burn_in:]
+    if config.top is not None and config.decode == "diverse":
+        scored = [(states, values), (batch.starts[None], torch.full_like(values[:1], math.nan))]
+        if trace.proposals is not None:
+            scored.append((trace.proposals[trace.burn_in:], trace.proposal_energies[trace.burn_in:]))
+        states, values = (torch.cat([part[i].to(states.device) for part in scored]) for i in (0, 1))
+    return states.flatten(0, 1).cpu(), (values * config.token_temperature).flatten().cpu()
+
+
+def distinct(rows: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The distinct ``rows`` (sorted), each row's index among them, and each distinct row's first index."""
+    unique, inverse = torch.unique(rows, dim=0, return_inverse=True)
+    first = torch.full((len(unique),), len(rows)).scatter_reduce(0, inverse, torch.arange(len(rows)), "amin")
+    return unique, inverse, first
+
+
+def score(batch, unique: Tensor, values: Tensor, held: Optional[Tensor], bar) -> Tensor:
+    """``values`` of the distinct states ``unique`` with the missing ones computed where they may be kept (a
+    new tensor): on the PLL alone those that may be among the pool :func:`pick` ranks, else every one that
+    holds the include words, while the budget lasts (the float32 finalists' share held back)."""
+    config, energy, target = batch.config, batch.energy, batch.target
+    values = values.clone()
+    pool = _pool(config, len(unique), batch.float32 is None)
+    with energy.meter.holding(_held_back(batch)):
+        if target is energy:
+            _fill_top(energy, unique, values, pool * (1 if batch.float32 is None else FINALISTS), bar)
+        else:
+            _fill_missing(target, unique, values, bar, energy.category_ids.device, held)
+    return values
+
+
+def pick(batch, unique: Tensor, values: Tensor, held: Optional[Tensor]) -> tuple[Tensor, Optional[Tensor]]:
+    """Indices into ``unique`` of the ``top`` fillings kept, best first, and their float32 PLLs (None where the
+    chains ran in float32): the best by ``values``, scored ones only, holding the include words; the finalists
+    re-ranked in float32; with ``decode="diverse"`` spread over the pool."""
+    config = batch.config
+    best = torch.sort(-values, stable=True).indices  # unique rows are sorted: ties go to the smaller indices
+    best = best[~values[best].isnan()]  # a state left unscored (the budget, or an include word it lacks) is out
+    if held is not None:
+        best = best[held[best]]
+    ranked, exact, pool = values[best], None, _pool(config, len(unique), batch.float32 is None)
+    if batch.float32 is not None and batch.target is batch.energy:
+        best = best[:FINALISTS * pool]
+        ranked, by = torch.sort(plls_of(batch.float32, unique[best]), descending=True, stable=True)
+        best = best[by]
+    if config.decode == "diverse" and len(best):
+        margin = DIVERSE_MARGIN if config.diversity is None else config.diversity
+        kept = spread(unique[best[:pool]], ranked[:pool], config.top, margin)
+        best, ranked = best[:pool][kept], ranked[:pool][kept]
+    if batch.float32 is not None and batch.target is batch.energy:
+        exact = ranked[:config.top]
+    return best[:config.top], exact
+
+
+def _every_chain(batch, rows: Tensor, values: Tensor, include: Optional[Include], bar) -> Chosen:
+    """Without ``top``: every chain's final state that holds the include words, scored where the run did not
+    (in float32 at once where the chains ran in a lower precision and the target is the PLL)."""
+    energy, exact = batch.energy, batch.float32
+    held = None if include is None else holds(include, rows)
+    order = torch.arange(len(rows)) if held is None else torch.arange(len(rows))[held]
+    scorer = exact if exact is not None and batch.target is energy else batch.target
+    values = values.clone()
+    with energy.meter.holding(_held_back(batch)):
+        _fill_missing(scorer, rows, values, bar, energy.category_ids.device, held)
+    _check_include(batch, include, order)
+    return Chosen(rows, values, order, values[order] if scorer is exact else None, len(rows))
+
+
+def _pool(config: RunConfig, distinct_rows: int, float32: bool) -> int:
+    """How many of the best candidates ``top`` chooses among (every one where a ``diversity`` is named and the
+    chains ran in float32)."""
+    pool = config.top * (DIVERSE_POOL if config.decode == "diverse" else 1)
+    return max(pool, distinct_rows) if config.diversity is not None and float32 else pool
+
+
+def _held_back(batch) -> int:
+    return 0 if batch.float32 is None else float32_cost(batch.config, batch.template.num_blanks,
+                                                        batch.target is not batch.energy)
+
+
+def float32_cost(config: RunConfig, d: int, constrained: bool) -> int:
+    """The most encoder sequences the float32 PLLs take, beyond the ``d * (top or num_samples)`` that scoring the
+    fillings takes, where the chains of a run of ``d`` blank tokens ran in a lower precision: with ``top`` on
+    the PLL alone the finalists'; with terms the reported fillings'; none without either (the fillings' PLLs
+    are computed in float32 at once)."""
+    if constrained:
+        return d * (config.top or config.num_samples)
+    return 0 if config.top is None else d * FINALISTS * config.top * (DIVERSE_POOL if config.decode == "diverse" else 1)
+
+
+def _include(target) -> Optional[Include]:
+    return target.entries.get(Include.name) if isinstance(target, WeightedSum) else None
+
+
+def holds(include: Include, rows: Tensor) -> Tensor:
+    """Which of the states ``rows (N, d)`` hold every word of ``include`` (a bool mask ``(N,)``)."""
+    return (include.members[rows].amax(1) > 0).all(-1)
+
+
+def _check_include(batch, include: Optional[Include], order: Tensor) -> None:
+    if include is not None and not len(order):
+        config = batch.config
+        spent = "steps" if config.budget is None else f"budget of {config.budget} encoder sequences"
+        raise InfillError(f"no filling the run found holds every include word of {quote(batch.template.text)}: "
+                          f"raise its {spent}")
+
+
+def spread(rows: Tensor, values: Tensor, k: int, margin: float = DIVERSE_MARGIN) -> Tensor:
+    """Indices of ``k`` of the candidates ``rows (m, d)``, ranked best first by ``values (m,)``, chosen for
+    quality and diversity: the best, then each time, among the candidates within ``margin`` of the best one
+    left, the one whose nearest kept filling differs from it in the most blanks (ties to the better). So no two
+    kept fillings differ in one blank while a comparable candidate differs from every kept one in more."""
+    left, kept = list(range(1, len(rows))), [0]
+    while left and len(kept) < k:
+        comparable = [i for i in left if values[i] >= values[left[0]] - margin] or left[:1]
+        nearest = (rows[comparable, None] != rows[None, kept]).sum(-1).amin(1)
+        kept.append(comparable[int(nearest.argmax())])
+        left.remove(kept[-1])
+    return torch.tensor(kept, dtype=torch.long)
+
+
+def _fill_missing(energy, rows: Tensor, values: Tensor, bar, device: torch.device,
+                  wanted: Optional[Tensor] = None) -> None:
+    """Compute in place the NaN ``values`` of ``rows (N, d)`` (distinct states; only where ``wanted (N,)`` if
+    given), in passes of at most :data:`RESCORE_COPIES` masked copies, while the budget lasts."""
+    missing = (values.isnan() if wanted is None else values.isnan() & wanted).nonzero().flatten()
+    if not len(missing):
+        return
+    parts = missing.split(max(1, RESCORE_COPIES // rows.shape[1]))
+    if bar is not None:
+        bar.total += len(parts)
+    for part in parts:
+        if isinstance(energy, MaskedLMEnergy):
+            scored = _score(lambda r: plls_of(energy, r), rows, values, part)
+        else:
+            scored = _score(lambda r: evaluate(energy, one_hot(r.to(device), energy.num_categories)).cpu(), rows,
+                            values, part)
+        if bar is not None:
+            bar.update()
+        if not scored:
+            return
+
+
+def _fill_top(energy: MaskedLMEnergy, rows: Tensor, values: Tensor, k: int, bar) -> None:
+    """Compute in place the NaN ``values`` of the distinct states ``rows (N, d)`` that may be among the ``k``
+    best, highest bound first, until every other one is bounded below the ``k``-th value computed, or the
+    budget is spent."""
+    device = energy.category_ids.device
+    while True:
+        missing = values.isnan().nonzero().flatten()
+        known = values[~values.isnan()]
+        kth = known.topk(k).values[-1].item() if len(known) >= k else -math.inf
+        bound = energy.bound(rows[missing].to(device))
+        open_ = bound >= kth - BOUND_SLACK
+        if not open_.any():
+            return
+        part = missing[open_][bound[open_].argsort(descending=True, stable=True)][:energy.pass_sequences]
+        if bar is not None:
+            bar.total += 1
+        scored = _score(lambda r: plls_of(energy, r), rows, values, part)
+        if bar is not None:
+            bar.update()
+        if not scored:
+            return
+
+
+def _score(values_of, rows: Tensor, values: Tensor, part: Tensor) -> bool:
+    """``values[part] = values_of(rows[part])``, the part halved (its first half kept) where the energy's meter
+    refuses it; False where not even one state fits in the budget."""
+    while True:
+        try:
+            values[part] = values_of(rows[part])
+            return True
+        except BudgetSpent:
+            if len(part) == 1:
+                return False
+            part = part[:len(part) // 2]
+
+
+def plls_of(energy: MaskedLMEnergy, rows: Tensor) -> Tensor:
+    """The energies ``(N,)`` (on the host) of the states ``rows (N, d)``."""
+    return energy.of_indices(rows.to(energy.category_ids.device)).cpu()
