@@ -6,8 +6,8 @@ A run goes through three stages, as the Hugging Face fill-mask pipeline does, wh
    take, make and check the sampler, once; the CLI calls it before it loads the model;
 2. :meth:`Infiller.run_batch`, templates of one shape as one batch, the kernel chosen by the blanks: for token
    blanks chain starts and the sampler's chains, or the masked LM's own draws, -> a
-   :class:`~infill.samplers.Trace` of category indices; for word blanks the span sampler -> a
-   :class:`~infill.spans.SpanTrace`;
+   :class:`~infill.samplers.Trace` of category indices; for word blanks the span sampler (a sampler of the same
+   contract, run by the same driver) -> a :class:`~infill.samplers.Trace` of packed fills;
 3. :func:`infill.pipeline.postprocess.postprocess`: candidates (for token blanks one deduplication on tensors,
    energies only where missing), ``top``, marginals, text.
 
@@ -38,7 +38,7 @@ from ..errors import InfillError
 from ..lm import default_model, mlm_draws, models, scoring
 from ..samplers import Sampler, run_annealed
 from ..samplers.particles import SMC, smc
-from ..spans import MAX_PIECES, sample_spans
+from ..spans import MAX_PIECES, span_run
 from ..text.blanks import quote
 from ..text.template import Template, parse
 from ..text.vocabulary import sampleable_token_ids, spelled, word_piece_ids
@@ -98,13 +98,10 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int)
     pieces, spans, fixed = None, None, [t for t in templates if t.fixed]
     if len(fixed) < len(templates):
         words = [t for t in templates if not t.fixed]
-        if config.method != AUTO or config.anneal_from is not None or config.decode == "diverse":
+        if config.method != AUTO or config.decode == "diverse":
+            named = f"--sampler {config.method}" if config.method != AUTO else "--decode diverse"
             raise InfillError(f"template {quote(words[0].text)} has word blanks, which the span sampler fills "
-                              "(--span-method): drop --sampler, --anneal-from and --decode diverse (or use token "
-                              "blanks)")
-        if config.budget is not None:
-            raise InfillError(f"template {quote(words[0].text)} has word blanks, whose span sampler runs --steps "
-                              "steps: drop --budget (or use token blanks)")
+                              f"(--span-method): drop {named} (or use token blanks)")
         pieces = word_piece_ids(tokenizer, config.forbid, config.allow_punctuation)
         if config.include:
             spans = include_pieces(tokenizer, pieces, config.include, min(sum(b.max for b in t.blanks) for t in words),
@@ -359,13 +356,23 @@ class Infiller:
 
     def _run_spans(self, prepared: Prepared, template: Template, generator: torch.Generator,
                    callback: Optional[Callable], start: float) -> Batch:
-        """The span sampler's chains for a template with word blanks (:func:`infill.spans.sample_spans`:
-        reversible-jump MH, or ``span_method="per-length"``: chains pinned at every combination of lengths)."""
+        """The span sampler's chains for a template with word blanks (:func:`infill.spans.span_run`:
+        reversible-jump MH, or ``span_method="per-length"``: chains pinned at every combination of lengths), run
+        by :func:`~infill.samplers.run_annealed` at the span temperature (annealed from ``anneal_from``), every
+        encoder pass charged to a :class:`~infill.energies.budget.Meter` capped at the budget."""
         config = prepared.config.for_words()
-        trace = sample_spans(self.model, self.tokenizer, template, prepared.pieces, config.num_samples, config.steps,
-                             generator, config.span_temperature, config.init, config.span_method, on_step=callback,
-                             include=prepared.span_include or ())
-        return Batch(template, config, trace, start)
+        schedule = dataclasses.replace(config, temperature=config.span_temperature).annealing_schedule()
+        try:
+            run = span_run(self.model, self.tokenizer, template, prepared.pieces, config.num_samples, generator,
+                           schedule[0][0], config.init, config.span_method, include=prepared.span_include or (),
+                           meter=Meter(config.budget))
+            trace = run_annealed(run.sampler, run.target, run.x0, schedule, generator, callback)
+        except BudgetSpent:
+            raise InfillError(f"a budget of {config.budget} encoder sequences buys no step of the span sampler "
+                              f"({config.num_samples} chains) on {quote(template.text)}: raise --budget") from None
+        if len(trace.samples) < schedule[-1][1]:  # the budget stopped the chains
+            config = dataclasses.replace(config, steps=len(trace.samples))
+        return Batch(template, config, trace, start, run.sampler, run.energy, run.target)
 
 
 def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
