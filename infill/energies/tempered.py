@@ -8,7 +8,8 @@ from .base import value_and_grad
 
 class Tempered:
     """``U(x) / temperature`` for any energy ``U``, with its gradient and (where ``U`` has them) its
-    conditionals (and a span energy's proposal logits, :mod:`infill.spans`) scaled alike: ``T < 1`` sharpens the target toward high-energy states, ``T > 1`` flattens it."""
+    conditionals or a span energy's proposal logits (:mod:`infill.spans`) scaled alike: ``T < 1`` sharpens the
+    target toward high-energy states, ``T > 1`` flattens it."""
 
     def __init__(self, energy, temperature: float):
         self.energy, self.temperature = energy, float(temperature)

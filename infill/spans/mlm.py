@@ -15,8 +15,8 @@ it masked)`` (:func:`infill.lm.scoring.token_scores`, all masked copies batched)
 
 Every sequence that goes through the encoder (masked copies and proposal forwards) is charged to ``meter``
 (:class:`~infill.energies.budget.Meter`) before it runs: a pass its limit cannot pay raises
-:class:`~infill.energies.budget.BudgetSpent` and runs nothing. A fill already scored is not scored again. ``name`` says which energy it is, for
-diagnostics and report signatures.
+:class:`~infill.energies.budget.BudgetSpent` and runs nothing. A fill already scored is not scored again.
+``name`` says which energy it is, for diagnostics and report signatures.
 """
 from __future__ import annotations
 
