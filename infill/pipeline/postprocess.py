@@ -211,7 +211,7 @@ def _span_choices(batch: Batch, tokenizer, bar) -> Choice:
     (:func:`infill.spans.best`); marginals over the fills (as spliced) of every state visited."""
     template, config, trace, energy, target = batch.template, batch.config, batch.trace, batch.energy, batch.target
     rows, values, chains = best(trace, config.top, config.decode)
-    fills, energies, terms = batch.sampler.fills(rows), values.tolist(), [None] * len(rows)
+    fills, energies, terms = batch.sampler.fills(rows), values.tolist(), [None] * len(rows)  # temperature 1
     if target is not energy:  # the energy stays the span energy; the include term is reported beside
         include = target.include(fills).tolist()
         energies = [e - target.weight * i for e, i in zip(energies, include)]
@@ -221,7 +221,7 @@ def _span_choices(batch: Batch, tokenizer, bar) -> Choice:
     for pieces, e, chain, term in zip(fills.pieces(energy.category_ids), energies, chains.tolist(), terms):
         ids = template.sequence(pieces).tolist()
         fillings.append((pieces, ids, [i for i in ids if i not in special], e, chain, term))
-    states = trace.samples.flatten(0, 1).cpu()
+    states = trace.samples.flatten(0, 1).cpu()  # every state visited (of the last stage)
     visited = [fill_pieces(template, tokenizer, p)[1] for p in batch.sampler.fills(states).pieces(energy.category_ids)]
     counts = [Counter(fills[k] for fills in visited) for k in range(len(template.blanks))]
     marginals = [[{"fill": fill, "frequency": round(n / len(visited), 4)} for fill, n in c.most_common(MARGINAL_FILLS)]

@@ -83,8 +83,8 @@ class Trace:
     """What a run produced. ``samples (steps, B, d)`` is the state after each step; ``burn_in`` the number of
     first steps spent adapting (0 when nothing adapts): from then on the kernel is fixed and exact.
     ``proposals`` and ``proposal_energies`` hold each step's proposals where the kernel reports them (None
-    otherwise): a rejected proposal was scored too. ``temperature`` is the energy's (:class:`~infill.energies.tempered.Tempered`):
-    ``energies`` hold ``U / temperature``."""
+    otherwise): a rejected proposal was scored too. ``energies`` hold ``U / temperature``, ``temperature`` being
+    the energy's (:class:`~infill.energies.tempered.Tempered`; 1 for ``U`` itself)."""
 
     samples: Tensor
     energies: Tensor
