@@ -31,7 +31,6 @@ def run(args, out: Path) -> None:
 
     from infill import Infiller
     from infill.pipeline.config import RunConfig
-    from infill.spans.fills import Fills
     from infill.spans.sample import sample_spans, span_energy, span_space
 
     torch.set_num_threads(1)
@@ -45,13 +44,14 @@ def run(args, out: Path) -> None:
         prepared = infiller.prepare([text], RunConfig.create(top=5, seed=0))
         template, pieces = prepared.templates[0], prepared.pieces
         generator = torch.Generator().manual_seed(1000 + k)
-        trace = sample_spans(infiller.model, infiller.tokenizer, template, pieces, 25, 12, generator, 0.5,
-                             word_bonus=args.bonus)
+        run, trace = sample_spans(infiller.model, infiller.tokenizer, template, pieces, 25, 12, generator, 0.5,
+                                  word_bonus=args.bonus)
         energy = span_energy(infiller.model, infiller.tokenizer, template, pieces,
                              span_space(template, infiller.tokenizer, pieces, 1))
-        units = energy.units(Fills(trace.tokens.flatten(0, 1), trace.lengths.flatten(0, 1))).tolist()
+        states, values = trace.candidates("visited", 1)  # every state visited, at temperature 1
+        units = energy.units(run.sampler.fills(states.flatten(0, 1))).tolist()
         best: dict[int, float] = {}
-        for n, value in zip(units, (trace.energies.flatten() - args.bonus * torch.tensor(units)).tolist()):
+        for n, value in zip(units, (values.flatten() - args.bonus * torch.tensor(units)).tolist()):
             best[n] = max(best.get(n, -float("inf")), value)
         with (out / "results.jsonl").open("a") as f:
             f.write(json.dumps({"task": k, "words": words, "removed": removed, "bonus": args.bonus,

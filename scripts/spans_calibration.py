@@ -148,7 +148,7 @@ def sampler_run(model, tokenizer, categories, rows: list[dict], method: str, opt
     """Exact-length rate, mean |length error|, share with a word of several pieces, encoder sequences and
     seconds per task of the top filling of :func:`sample_spans` (per-length: a quarter of the chains at each of
     the 4 lengths)."""
-    from infill.spans import sample_spans
+    from infill.spans import best, sample_spans
     from infill.text.template import parse
     from infill.text.vocabulary import piece_kinds
 
@@ -157,14 +157,14 @@ def sampler_run(model, tokenizer, categories, rows: list[dict], method: str, opt
     for row in rows:
         template = parse(row["template"], tokenizer, 512, blank_unit="word")
         chains = args.chains if method == "rjmcmc" else args.chains // 4
-        trace = sample_spans(model, tokenizer, template, categories, chains, args.steps, generator, method=method,
-                             **options)
-        pieces = trace.top(1)[0][1][0]
+        run, trace = sample_spans(model, tokenizer, template, categories, chains, args.steps, generator,
+                                  method=method, **options)
+        pieces = run.sampler.fills(best(trace, 1)[0]).pieces(categories)[0][0]
         chosen.append(int(piece_kinds(tokenizer, torch.tensor(pieces, dtype=torch.long))[0].sum()))
         several += len(pieces) > chosen[-1]
-        sequences += trace.encoder_sequences
+        sequences += run.energy.encoder_sequences
     exact, error = rates(rows, chosen)
-    return {"method": method, "energy": trace.energy_name, "exact": exact, "error": error,
+    return {"method": method, "energy": run.target.name, "exact": exact, "error": error,
             "several": several / len(rows), "sequences": sequences / len(rows),
             "seconds": (time.perf_counter() - begin) / len(rows)}
 

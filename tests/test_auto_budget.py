@@ -77,11 +77,6 @@ def test_bad_budgets(infiller, kwargs, message):
         infiller.sample(TWO, **kwargs)
 
 
-def test_word_blanks_refuse_a_budget(infiller):
-    with pytest.raises(InfillError, match="drop --budget"):
-        infiller.sample("The [MASK*?] sat.", budget=100)
-
-
 def test_spread_prefers_a_comparable_filling_that_differs_more():
     rows = torch.tensor([[0, 0, 0], [0, 0, 1], [1, 1, 0], [2, 2, 2]])
     values = torch.tensor([-1.0, -1.1, -1.5, -9.0])

@@ -12,29 +12,26 @@ from infill.energies.exact import total_variation, tv_noise_floor
 from infill.errors import InfillError
 from infill.spans.fills import MASK, Fills
 from infill.spans.include import SpanInclude, plant
-from infill.spans.kernel import SpanKernel
+from infill.spans.kernel import SpanSampler
 from infill.text.vocabulary import word_piece_ids
 
 WORDS = [[(0, 2)], [(1,)]]  # a word of two pieces (start 0, continuation 2) and a word of one (start 1)
 
 
 def visited_tv(target_energy, chain_energy, chains: int = 2000, steps: int = 200, seed: int = 0):
-    """TV between the second half of ``steps`` steps of the span kernel on ``chain_energy`` (chains started
+    """TV between the second half of ``steps`` steps of the span sampler on ``chain_energy`` (chains started
     uniformly over the fills of the ``words`` space) and the exact distribution of ``target_energy``."""
     space = make_space("words", chains)
     generator = torch.Generator().manual_seed(seed)
     enumerated = all_fills(space)
     base = target_energy.energy
-    state = SpanKernel().init(chain_energy, space,
-                              enumerated.select(torch.randint(len(enumerated.lengths), (chains,), generator=generator)))
-    kept = []
-    for t in range(steps):
-        state, _ = SpanKernel().step(chain_energy, space, state, generator)
-        if t >= steps // 2:
-            kept.append(base.index(state.fills))
+    sampler = SpanSampler(space)
+    x0 = enumerated.select(torch.randint(len(enumerated.lengths), (chains,), generator=generator)).pack()
+    trace = sampler.run(chain_energy, x0, steps, generator)
+    kept = base.index(sampler.fills(trace.samples[steps // 2:].flatten(0, 1)))
     target = torch.softmax(target_energy(enumerated), 0)
     position = {int(i): n for n, i in enumerate(base.index(enumerated))}
-    counts = torch.bincount(torch.tensor([position[int(i)] for i in torch.cat(kept)]), minlength=len(target))
+    counts = torch.bincount(torch.tensor([position[int(i)] for i in kept]), minlength=len(target))
     return total_variation(counts.double() / counts.sum(), target), target, int(counts.sum())
 
 

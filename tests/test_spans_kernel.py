@@ -1,4 +1,5 @@
-"""The span kernel against exactly enumerable variable-length targets, and its biased controls."""
+"""The span sampler, run by the samplers' driver (:meth:`Sampler.run`), against exactly enumerable
+variable-length targets, and its biased and stale controls."""
 from __future__ import annotations
 
 import itertools
@@ -7,9 +8,10 @@ import pytest
 import torch
 
 from infill.energies.exact import total_variation, tv_noise_floor
+from infill.energies.tempered import Tempered
 from infill.errors import InfillError
 from infill.spans.fills import EMPTY, MASK, Fills, SpanSpace
-from infill.spans.kernel import NO_MOVE, SpanKernel
+from infill.spans.kernel import SpanSampler
 
 
 class TableEnergy:
@@ -75,7 +77,7 @@ def all_fills(space: SpanSpace) -> Fills:
     return fills.select(valid)
 
 
-class NoReverseInsert(SpanKernel):
+class NoReverseInsert(SpanSampler):
     """Biased: an insert's ratio omits the reverse (delete) proposal."""
 
     def log_proposals(self, move, *args):
@@ -83,7 +85,7 @@ class NoReverseInsert(SpanKernel):
         return forward, torch.where(move == 0, 0.0, reverse)
 
 
-class SymmetricInsert(SpanKernel):
+class SymmetricInsert(SpanSampler):
     """Biased: inserts and deletes ignore the probability of the category drawn (as if it were uniform)."""
 
     def log_proposals(self, move, n, log_p_x, log_p_y, log_q_new, log_q_old):
@@ -91,42 +93,53 @@ class SymmetricInsert(SpanKernel):
                                      torch.where(move == 2, log_q_old, 0.0))
 
 
-def run_chains(kernel: SpanKernel, case: str, chains: int = 2000, steps: int = 200, seed: int = 0):
-    """TV to the exact target (at the kernel's temperature) of the second half of ``steps`` steps of ``chains`` chains started uniformly over
-    the fills, the fraction of chain-steps that changed a length, the target and the number of samples."""
+class StaleEnergy(SpanSampler):
+    """Stale: an accepted state keeps the energy cached for the state it left."""
+
+    def transition(self, state, a, y, energy_y, log_ratio, generator):
+        new, info = super().transition(state, a, y, energy_y, log_ratio, generator)
+        return type(state)(new.x, state.energy, num_categories=state.num_categories), info
+
+
+def run_chains(kind: type, case: str, temperature: float = 1.0, chains: int = 2000, steps: int = 200, seed: int = 0):
+    """TV to the exact target ``exp(U / temperature)`` of the second half of ``steps`` steps (by
+    :meth:`Sampler.run`) of ``chains`` chains of the sampler ``kind`` started uniformly over the fills, the fraction
+    of chain-steps that changed a length, the target and the number of samples."""
     space = make_space(case, chains)
     energy = TableEnergy(space.allowed.shape[1], space.width, space.allowed.shape[0], seed=seed)
+    target_energy = energy if temperature == 1 else Tempered(energy, temperature)
     generator = torch.Generator().manual_seed(seed)
     enumerated = all_fills(space)
     start = torch.randint(len(enumerated.lengths), (chains,), generator=generator)  # uniform over the fills
-    state = kernel.init(energy, space, enumerated.select(start))
-    kept, changed = [], 0
-    for t in range(steps):
-        new, info = kernel.step(energy, space, state, generator)
-        assert torch.equal(new.energy, energy(new.fills))  # the cached energy is the state's
-        changed += (new.fills.lengths != state.fills.lengths).any(1).sum().item()
-        assert ((info.move != NO_MOVE) | ~info.accepted).all()
-        state = new
-        if t >= steps // 2:
-            kept.append(energy.index(state.fills))
-    target = torch.softmax(energy(enumerated) / kernel.temperature, 0)
+    sampler = kind(space)
+
+    def check(t, state, info):
+        if kind is not StaleEnergy:
+            assert torch.equal(state.energy, target_energy(sampler.fills(state.x)))  # the cached energy is the state's
+        assert torch.equal(info.hops, torch.where(info.accepted, info.proposed_hops, 0))  # only accepted ones move
+
+    trace = sampler.run(target_energy, enumerated.select(start).pack(), steps, generator, callback=check)
+    lengths = sampler.fills(trace.samples.flatten(0, 1)).lengths.view(steps, chains, -1)
+    changed = (lengths[1:] != lengths[:-1]).any(-1).sum().item()
+    target = torch.softmax(energy(enumerated) / temperature, 0)
     position = {int(i): n for n, i in enumerate(energy.index(enumerated))}
-    samples = torch.cat(kept).tolist()
+    samples = energy.index(sampler.fills(trace.samples[steps // 2:].flatten(0, 1))).tolist()
     assert all(i in position for i in samples)  # every visited fill is valid
     counts = torch.bincount(torch.tensor([position[i] for i in samples]), minlength=len(target)).double()
     return total_variation(counts / counts.sum(), target), changed / (chains * steps), target, len(samples)
 
 
 @pytest.mark.parametrize("case, temperature", [("words", 1.0), ("two", 1.0), ("words", 0.5)])
-def test_span_kernel_is_exact(case, temperature):  # 0.5: the default of word blanks, target exp(U / 0.5)
-    tv, length_changes, target, n = run_chains(SpanKernel(temperature=temperature), case)
+def test_span_sampler_is_exact(case, temperature):  # 0.5: the default of word blanks, target exp(U / 0.5)
+    tv, length_changes, target, n = run_chains(SpanSampler, case, temperature)
     assert tv <= 0.02, f"TV {tv:.4f} (noise floor of independent draws {tv_noise_floor(target, n):.4f})"
     assert length_changes > 0.05  # the chains move between lengths (18-28% of steps at T = 1, 6% at 0.5)
 
 
-@pytest.mark.parametrize("kernel", [NoReverseInsert(), SymmetricInsert()], ids=["no-reverse", "symmetric"])
-def test_biased_controls_fail_the_bound(kernel):
-    tv, *_ = run_chains(kernel, "words")
+@pytest.mark.parametrize("kind", [NoReverseInsert, SymmetricInsert, StaleEnergy],
+                         ids=["no-reverse", "symmetric", "stale"])
+def test_biased_and_stale_controls_fail_the_bound(kind):
+    tv, *_ = run_chains(kind, "words")
     assert tv > 0.02
 
 
@@ -145,12 +158,12 @@ def test_fill_edits_and_word_validity():
     assert space.fill_valid(invalid, torch.arange(2)).tolist() == [False, False]
 
 
-def test_kernel_refuses_bad_settings_and_starts():
-    with pytest.raises(InfillError, match="move_weights"):
-        SpanKernel(move_weights=(0, 0, 0))
-    with pytest.raises(InfillError, match="temperature"):
-        SpanKernel(temperature=0)
+def test_sampler_refuses_bad_settings_and_starts():
     space = make_space("words", 1)
+    with pytest.raises(InfillError, match="move_weights"):
+        SpanSampler(space, move_weights=(0, 0, 0))
     bad = Fills(torch.tensor([[[2, EMPTY, EMPTY, EMPTY]]]), torch.tensor([[1]]))
     with pytest.raises(InfillError, match="outside its span space"):
-        SpanKernel().init(TableEnergy(4, 4, 1, 0), space, bad)
+        SpanSampler(space).init(TableEnergy(4, 4, 1, 0), bad.pack())
+    with pytest.raises(InfillError, match="packed"):
+        SpanSampler(space).init(TableEnergy(4, 4, 1, 0), bad.tokens[:, 0])

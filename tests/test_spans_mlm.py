@@ -7,7 +7,8 @@ import torch
 from infill.errors import InfillError
 from infill.lm.scoring import token_scores
 from infill.spans.fills import MASK, Fills
-from infill.spans.sample import SpanTrace, draw_starts, sample_spans, span_energy, span_space, start_lengths
+from infill.samplers import Trace
+from infill.spans.sample import best, draw_starts, sample_spans, span_energy, span_space, start_lengths
 from infill.text.template import fill_pieces, parse
 from infill.text.vocabulary import token_words, word_piece_ids
 
@@ -78,17 +79,18 @@ def test_proposal_logits_are_the_models_at_the_mask(setup):
 
 def test_sample_spans_keeps_fills_valid_and_counts_the_encoder(setup):
     model, tokenizer, template, categories = setup
-    trace = sample_spans(model, tokenizer, template, categories, chains=6, steps=8,
-                         generator=torch.Generator().manual_seed(0))
-    assert isinstance(trace, SpanTrace) and trace.energies.shape == trace.accepted.shape == (8, 6)
+    run, trace = sample_spans(model, tokenizer, template, categories, chains=6, steps=8,
+                              generator=torch.Generator().manual_seed(0))
+    assert isinstance(trace, Trace) and trace.energies.shape == trace.accepted.shape == (8, 6)
     space = span_space(template, tokenizer, categories, 6)
     for t in range(8):
-        assert space.fill_valid(Fills(trace.tokens[t], trace.lengths[t]), torch.arange(6)).all()
+        assert space.fill_valid(run.sampler.fills(trace.samples[t]), torch.arange(6)).all()
     energy = span_energy(model, tokenizer, template, categories, space)
-    assert torch.allclose(energy(Fills(trace.tokens[-1], trace.lengths[-1])).double(), trace.energies[-1], atol=1e-4)
-    assert trace.encoder_sequences > 6 * 8
-    score, pieces, _, _ = trace.top(1)[0]
-    assert score == trace.energies.max().item() and len(pieces) == 2
+    assert torch.allclose(energy(run.sampler.fills(trace.samples[-1])).double(), trace.energies[-1], atol=1e-4)
+    assert run.energy.encoder_sequences > 6 * 8
+    rows, values, chains = best(trace, 1)
+    assert values.item() == trace.energies.max().item() and len(run.sampler.fills(rows).to_lists()[0]) == 2
+    assert torch.equal(rows[0], trace.samples.flatten(0, 1)[trace.energies.flatten().argmax()])
 
 
 def test_chains_start_at_every_combination_of_lengths(setup):
@@ -112,10 +114,11 @@ def test_chain_starts(setup, init):
 
 def test_per_length_pins_every_combination(setup):
     model, tokenizer, template, categories = setup
-    trace = sample_spans(model, tokenizer, template, categories, chains=2, steps=3, method="per-length",
-                         generator=torch.Generator().manual_seed(0))
-    words = torch.tensor([[[len([i for i in p if not tokenizer.convert_ids_to_tokens(i).startswith("##")])
-                            for p in trace.pieces(t, b)] for b in range(6)] for t in range(3)])
+    run, trace = sample_spans(model, tokenizer, template, categories, chains=2, steps=3, method="per-length",
+                              generator=torch.Generator().manual_seed(0))
+    pieces = run.sampler.fills(trace.samples.flatten(0, 1)).pieces(categories)
+    words = torch.tensor([[len([i for i in p if not tokenizer.convert_ids_to_tokens(i).startswith("##")])
+                           for p in chain] for chain in pieces]).view(3, 6, 2)
     assert words[:, :, 1].eq(1).all()  # [MASK] is one word
     assert words[:, :, 0].tolist() == [[0, 0, 1, 1, 2, 2]] * 3  # [MASK*0-2]: 2 chains at each length
 
@@ -137,10 +140,10 @@ def test_word_blank_takes_a_word_of_several_pieces(dev_model_path, bert_tokenize
     model = AutoModelForMaskedLM.from_pretrained(dev_model_path)
     template = parse("we bought a [MASK] in paris .", bert_tokenizer, 512, blank_unit="word")
     categories = word_piece_ids(bert_tokenizer)
-    trace = sample_spans(model, bert_tokenizer, template, categories, chains=16, steps=20,
-                         generator=torch.Generator().manual_seed(0))
-    several = {fill_pieces(template, bert_tokenizer, trace.pieces(t, b))[1][0]
-               for t in range(20) for b in range(16) if len(trace.pieces(t, b)[0]) > 1}
+    run, trace = sample_spans(model, bert_tokenizer, template, categories, chains=16, steps=20,
+                              generator=torch.Generator().manual_seed(0))
+    visited = run.sampler.fills(trace.samples.flatten(0, 1)).pieces(categories)
+    several = {fill_pieces(template, bert_tokenizer, p)[1][0] for p in visited if len(p[0]) > 1}
     assert several and all(len(word.split()) == 1 for word in several), several
 
 
@@ -158,8 +161,8 @@ def test_sample_spans_is_exact_on_a_tiny_masked_lm():
     categories = torch.tensor(tokenizer.convert_tokens_to_ids(["cat", "dog", "##s"]))
     template = parse("the [MASK*0-1] sat .", tokenizer, 64)
     chains, steps = 200, 100
-    trace = sample_spans(model, tokenizer, template, categories, chains, steps, max_pieces=2, max_copies=10**5,
-                         word_bonus=2.0, generator=torch.Generator().manual_seed(0))
+    run, trace = sample_spans(model, tokenizer, template, categories, chains, steps, max_pieces=2, max_copies=10**5,
+                              word_bonus=2.0, generator=torch.Generator().manual_seed(0))
     space = span_space(template, tokenizer, categories, 1, max_pieces=2)
     grid = torch.cartesian_prod(*[torch.arange(-1, 3)] * 2)  # every sequence of up to 2 categories (-1: empty)
     grid = grid[((grid[:, 1:] < 0) | (grid[:, :-1] >= 0)).all(1)]  # contiguous
@@ -170,8 +173,9 @@ def test_sample_spans_is_exact_on_a_tiny_masked_lm():
     energy = span_energy(model, tokenizer, template, categories, space, word_bonus=2.0)
     target = torch.softmax(energy(every).double(), 0)
     index = {repr(f): n for n, f in enumerate(every.to_lists())}
-    kept = Fills(trace.tokens[steps // 2:].flatten(0, 1), trace.lengths[steps // 2:].flatten(0, 1)).to_lists()
+    kept = run.sampler.fills(trace.samples[steps // 2:].flatten(0, 1)).to_lists()
     counts = torch.bincount(torch.tensor([index[repr(f)] for f in kept]), minlength=5).double()
     tv = total_variation(counts / counts.sum(), target)
     assert tv <= 0.02, f"TV {tv:.4f}, noise floor of independent draws {tv_noise_floor(target, len(kept)):.4f}"
-    assert (trace.lengths[1:] != trace.lengths[:-1]).float().mean() > 0.1
+    lengths = run.sampler.fills(trace.samples.flatten(0, 1)).lengths.view(steps, chains)
+    assert (lengths[1:] != lengths[:-1]).float().mean() > 0.1

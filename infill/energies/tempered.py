@@ -8,13 +8,16 @@ from .base import value_and_grad
 
 class Tempered:
     """``U(x) / temperature`` for any energy ``U``, with its gradient and (where ``U`` has them) its
-    conditionals scaled alike: ``T < 1`` sharpens the target toward high-energy states, ``T > 1`` flattens it."""
+    conditionals or a span energy's proposal logits (:mod:`infill.spans`) scaled alike: ``T < 1`` sharpens the
+    target toward high-energy states, ``T > 1`` flattens it."""
 
     def __init__(self, energy, temperature: float):
         self.energy, self.temperature = energy, float(temperature)
         self.num_categories = energy.num_categories
         if hasattr(energy, "conditional_logits"):  # only then: samplers tell energies apart by it
             self.conditional_logits = self._conditional_logits
+        if hasattr(energy, "proposal_logits"):
+            self.proposal_logits = self._proposal_logits
 
     def __call__(self, x: Tensor) -> Tensor:
         return self.energy(x) / self.temperature
@@ -25,3 +28,6 @@ class Tempered:
 
     def _conditional_logits(self, x_idx: Tensor, i: Tensor) -> Tensor:
         return self.energy.conditional_logits(x_idx, i) / self.temperature
+
+    def _proposal_logits(self, *args) -> Tensor:
+        return self.energy.proposal_logits(*args) / self.temperature

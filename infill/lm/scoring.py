@@ -7,7 +7,7 @@ pieces is not scored from its own later pieces (which inflates the PLL of rare, 
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Sequence
+from typing import Callable, NamedTuple, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -42,7 +42,8 @@ def _logits_at(model: nn.Module, head, ids: Tensor, attention: Tensor, slots: Te
 @torch.no_grad()
 def token_scores(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, scored: Tensor,
                  word_l2r: bool = False, word_starts: Optional[Tensor] = None,
-                 max_copies: int = 512, *, mask_token_id: Optional[int] = None) -> tuple[Tensor, int]:
+                 max_copies: int = 512, *, mask_token_id: Optional[int] = None,
+                 charge: Optional[Callable[[int], None]] = None) -> tuple[Tensor, int]:
     """``log p(token_t | sequence with t masked)`` at every ``scored`` position of the (B, L) right-padded
     batch (0 elsewhere), as float32, and the number of masked copies that went through the encoder.
 
@@ -52,6 +53,8 @@ def token_scores(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, sc
     copy that several sentences share (duplicates, options of one blank) goes through once; the LM head
     runs only at the scored slot of each copy where the family's head is known. ``mask_token_id``
     defaults to ``model.config.mask_token_id`` (BERT configs have none: pass ``tokenizer.mask_token_id``).
+    ``charge(copies)``, where given, is called with the number of copies before any goes through the model
+    (a budget's meter, which may refuse them).
     """
     if word_l2r and word_starts is None:
         raise InfillError("word-l2r scoring needs word_starts")
@@ -66,6 +69,8 @@ def token_scores(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, sc
                                          mask_id)
     copies = torch.cat([copies, attention_mask[rows], slots[:, None]], 1)  # ids first; all of it is the key
     unique, inverse = torch.unique(copies, dim=0, return_inverse=True)  # a copy shared by sentences runs once
+    if charge is not None:
+        charge(len(unique))
     lengths = attention_mask.long().cumsum(1).argmax(1) + 1  # last attended position + 1 per sequence
     first = torch.full((len(unique),), len(rows), device=rows.device).scatter_reduce(
         0, inverse, torch.arange(len(rows), device=rows.device), "amin")

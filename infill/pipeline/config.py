@@ -192,8 +192,12 @@ class RunConfig:
                 positive_integer(name, getattr(self, name))
         if self.decode is None and self.method != AUTO:  # auto's is set by the blanks
             object.__setattr__(self, "decode", "visited")
-        if self.method == AUTO and self.anneal_from is not None:
-            raise InfillError(f"{AUTO} picks its own run, which is not annealed: drop --anneal-from or name a sampler")
+        self._check_decoding()
+        self._check_budget_and_temperatures()
+        self._check_vocabulary()
+        self._check_method()
+
+    def _check_decoding(self) -> None:
         if self.top is not None and positive_integer("top", self.top) > (self.num_samples or self.top) and \
                 self.decode == "final":
             raise InfillError(f"top ({self.top}) cannot exceed num_samples ({self.num_samples}) with final-state "
@@ -211,6 +215,10 @@ class RunConfig:
             if self.decode not in (None, "diverse"):
                 raise InfillError(f"diversity sets how --decode diverse keeps fillings, not --decode {self.decode}: "
                                   "drop one")
+
+    def _check_budget_and_temperatures(self) -> None:
+        """The budget, the temperature and annealing; ``auto``'s annealing is checked per kind of blank, where
+        its run is resolved (:mod:`.policy`)."""
         if self.budget is not None:
             positive_integer("budget", self.budget)
             if self.anneal_from is not None:
@@ -221,11 +229,22 @@ class RunConfig:
         if self.temperature is not None and self.temperature < MIN_TEMPERATURE:
             raise InfillError(f"temperature must be at least {MIN_TEMPERATURE:g}, got {self.temperature!r}: "
                               "below that the model's logits divided by it overflow")
-        if self.anneal_from is not None and _number("anneal_from", self.anneal_from) <= self.token_temperature:
-            raise InfillError(f"anneal_from ({self.anneal_from}) must be above the temperature "
-                              f"({self.token_temperature:g})")
-        if self.anneal_from is not None and (self.is_baseline or self.steps < 4):
+        if self.anneal_from is not None:
+            _number("anneal_from", self.anneal_from)
+            if self.method != AUTO:
+                self.check_annealing(self.token_temperature)
+
+    def check_annealing(self, temperature: float) -> None:
+        """Refuse, in one line, an ``anneal_from`` that does not anneal down to ``temperature`` over at least 4
+        steps of an MCMC sampler."""
+        if self.anneal_from is None:
+            return
+        if self.anneal_from <= temperature:
+            raise InfillError(f"anneal_from ({self.anneal_from}) must be above the temperature ({temperature:g})")
+        if self.is_baseline or self.steps < 4:
             raise InfillError("anneal_from needs an MCMC sampler and at least 4 steps")
+
+    def _check_vocabulary(self) -> None:
         for name in ("allow_subwords", "allow_punctuation"):
             if not isinstance(getattr(self, name), bool):
                 raise InfillError(f"{name} must be true or false, got {getattr(self, name)!r}")
@@ -236,6 +255,8 @@ class RunConfig:
             if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) and w.strip() for w in words):
                 raise InfillError(f"{name} must be a list of words, got {words!r}")
             object.__setattr__(self, name, tuple(words))
+
+    def _check_method(self) -> None:
         for key, value in self.options.items():  # checked before the sampler registry (torch) is imported
             if isinstance(value, float):
                 _number(f"{self.method} option {key}", value)

@@ -7,8 +7,8 @@ A run goes through three stages, as the Hugging Face fill-mask pipeline does, wh
    sampler); the CLI calls it before it loads the model;
 2. :meth:`Infiller.run_batch`, templates of one shape as one batch, the kernel chosen by the blanks: for token
    blanks chain starts and the sampler's chains, or the masked LM's own draws, -> a
-   :class:`~infill.samplers.Trace` of category indices; for word blanks the span sampler -> a
-   :class:`~infill.spans.SpanTrace`;
+   :class:`~infill.samplers.Trace` of category indices; for word blanks the span sampler (a sampler of the same
+   contract, run by the same driver) -> a :class:`~infill.samplers.Trace` of packed fills;
 3. :func:`infill.pipeline.postprocess.postprocess`: candidates (for token blanks one deduplication on tensors,
    energies only where missing), ``top``, marginals, text.
 
@@ -39,12 +39,12 @@ from ..errors import InfillError
 from ..lm import default_model, mlm_draws, models, scoring
 from ..samplers import run_annealed
 from ..samplers.particles import SMC, smc
-from ..spans import MAX_PIECES, sample_spans
+from ..spans import MAX_PIECES, span_run
 from ..text.blanks import quote
 from ..text.template import Template, parse
 from ..text.vocabulary import sampleable_token_ids, spelled, word_piece_ids
 from .config import AUTO, MAX_DRAWS, REWRITE_SAMPLER, RunConfig, positive_integer
-from .policy import Run, draw_cost, for_words, least_budget, resolve
+from .policy import Run, draw_cost, least_budget, resolve
 from .choose import float32_cost
 from .postprocess import Batch, postprocess
 from .results import InfillResult
@@ -103,13 +103,6 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int,
     pieces, spans, fixed = None, None, [t for t in templates if t.fixed]
     if len(fixed) < len(templates):
         words = [t for t in templates if not t.fixed]
-        if config.method != AUTO or config.anneal_from is not None or config.decode == "diverse":
-            raise InfillError(f"template {quote(words[0].text)} has word blanks, which the span sampler fills "
-                              "(--span-method): drop --sampler, --anneal-from and --decode diverse (or use token "
-                              "blanks)")
-        if config.budget is not None:
-            raise InfillError(f"template {quote(words[0].text)} has word blanks, whose span sampler runs --steps "
-                              "steps: drop --budget (or use token blanks)")
         pieces = word_piece_ids(tokenizer, config.forbid, config.allow_punctuation)
         if config.include:
             spans = include_pieces(tokenizer, pieces, config.include, min(sum(b.max for b in t.blanks) for t in words),
@@ -305,82 +298,83 @@ class Infiller:
                   callback: Optional[Callable] = None, terms: Sequence[tuple] = (),
                   rewrite: Optional[tuple[Tensor, float]] = None) -> Batch:
         """Stage 2 for template ``index``; ``callback(t, state, info)`` after every step. The kernel follows the
-        blanks: token blanks run the batched chains (or the masked LM's draws for a one-pass method), a template
+        run: token blanks run the batched chains (or the masked LM's draws for a one-pass method), a template
         with word blanks the span sampler. A budget caps the encoder sequences through a
-        :class:`~infill.energies.budget.Meter` shared by the run's energies: the chains may spend it less what
-        choosing ``top`` fillings takes (:func:`~infill.pipeline.policy.least_budget`; with chains in a lower
-        precision, the float32 PLLs too: :func:`~infill.pipeline.choose.float32_cost`), and stop early as
-        :data:`RESCORE_PER_BLANK` says; choosing them spends the rest. One-pass draws run on the float32 model."""
+        :class:`~infill.energies.budget.Meter` shared by the run's energies."""
         start = time.perf_counter()
-        template = prepared.templates[index]
+        template, run = prepared.templates[index], prepared.runs[index]
+        meter = Meter(run.config.budget)
         if not template.fixed:
-            return self._run_spans(prepared, template, generator, callback, start)
-        d = template.num_blanks
-        config, sampler = prepared.runs[index].config, prepared.runs[index].sampler
-        meter = Meter()
+            return self._run_spans(prepared, template, run.config, meter, generator, callback, start)
+        if run.sampler is None:
+            return self._draw(prepared, template, run.config, meter, generator, start)
+        return self._run_chains(prepared, template, run, meter, generator, callback, terms, rewrite, start)
 
-        def energy(model: nn.Module) -> MaskedLMEnergy:
-            return MaskedLMEnergy(model, template.input_ids, template.blank_positions, prepared.categories,
-                                  self.tokenizer.mask_token_id, self.chunk_size, ConditionalCache(self.cache_mib << 20),
-                                  meter)
+    def _energy(self, model: nn.Module, template: Template, prepared: Prepared, meter: Meter) -> MaskedLMEnergy:
+        return MaskedLMEnergy(model, template.input_ids, template.blank_positions, prepared.categories,
+                              self.tokenizer.mask_token_id, self.chunk_size, ConditionalCache(self.cache_mib << 20),
+                              meter)
 
-        meter.limit = config.budget
-        if sampler is None:  # one-pass draws: the chains' precision does not apply
-            pll = energy(self.model)
-            draw = _particles(pll, config, generator) if config.method == "smc" else _draws(pll, config, generator)
-            x, values = draw(config.num_samples) if config.budget is None else _draws_to_budget(pll, config, d, draw)
-            config = dataclasses.replace(config, num_samples=len(x))
-            return Batch(template, config, None, start, None, pll, pll, x, None, x, values)
-        pll = energy(self.chain_model)
-        float32 = None if self.chain_model is self.model else energy(self.model)  # chosen and scored in float32
-        target = pll
-        if prepared.include is not None or terms:
-            target = constrained_energy(pll, terms, prepared.include)
-        n = config.num_samples
+    def _draw(self, prepared: Prepared, template: Template, config: RunConfig, meter: Meter,
+              generator: torch.Generator, start: float) -> Batch:
+        """A one-pass method's draws (or ``smc``'s particles) on the float32 model (the chains' precision does
+        not apply), drawn until the budget is spent where one is set."""
+        pll, d = self._energy(self.model, template, prepared, meter), template.num_blanks
+        draw = _particles(pll, config, generator) if config.method == "smc" else _draws(pll, config, generator)
+        x, values = draw(config.num_samples) if config.budget is None else _draws_to_budget(pll, config, d, draw)
+        return Batch(template=template, config=dataclasses.replace(config, num_samples=len(x)), start=start, energy=pll,
+                     target=pll, x=x, starts=x, energies=values)
+
+    def _run_chains(self, prepared: Prepared, template: Template, run: Run, meter: Meter,
+                    generator: torch.Generator, callback: Optional[Callable], terms: Sequence[tuple],
+                    rewrite: Optional[tuple[Tensor, float]], start: float) -> Batch:
+        """The sampler's chains, all one batch. With a budget they may spend it less what choosing ``top``
+        fillings takes (:func:`~infill.pipeline.policy.least_budget`; with chains in a lower precision, the
+        float32 PLLs too: :func:`~infill.pipeline.choose.float32_cost`), and stop early as
+        :data:`RESCORE_PER_BLANK` says; choosing them spends the rest."""
+        config, sampler, d = run.config, run.sampler, template.num_blanks
+        pll = self._energy(self.chain_model, template, prepared, meter)
+        float32 = None if self.chain_model is self.model else self._energy(self.model, template, prepared, meter)
+        target = pll if prepared.include is None and not terms else constrained_energy(pll, terms, prepared.include)
         held_back = 0 if float32 is None else float32_cost(config, d, target is not pll)  # choosing takes it
         if config.budget is not None and config.budget < least_budget(config, d) + held_back:
-            raise InfillError(f"a budget of {config.budget} encoder sequences is too small for {n} {config.method} "
-                              f"chains in {self.chain_model.dtype} on {d} blank tokens, re-scored in float32: at "
-                              f"least {least_budget(config, d) + held_back}")
-        if rewrite is not None:
-            source, change = rewrite[0].to(self.device), rewrite[1]  # the chains go on from the calibration's
-            target, x = calibrate_closeness(target, source, change, sampler, chains=n,
-                                            steps=max(4, config.steps // 2), generator=generator, with_state=True)
-        else:
-            x = mlm_draws.draw(pll, config.init, n, generator, config.anneal_from or config.token_temperature)
-        stop = None
-        if config.budget is not None:
-            seen = set(map(tuple, x.tolist()))
-
-            def stop(state) -> bool:  # the budget less what choosing the fillings will take
-                if state.energy.isnan().any():  # the states visited are still to score
-                    seen.update(map(tuple, state.x.tolist()))
-                    keep = len(seen) * d * min(1.0, RESCORE_PER_BLANK * d)
-                else:
-                    keep = d * (config.top or 1)
-                return meter.spent + keep + held_back >= config.budget
+            raise InfillError(f"a budget of {config.budget} encoder sequences is too small for {config.num_samples} "
+                              f"{config.method} chains in {self.chain_model.dtype} on {d} blank tokens, re-scored in "
+                              f"float32: at least {least_budget(config, d) + held_back}")
+        target, x = _chain_starts(config, sampler, pll, target, rewrite, generator)
+        stop = None if config.budget is None else _budget_stop(config, d, x, meter, held_back)
+        batch = dict(template=template, start=start, energy=pll, target=target, starts=x, float32=float32)
         try:
-            with meter.holding(d * (config.top or n) + held_back):  # what choosing the fillings may take
+            with meter.holding(d * (config.top or config.num_samples) + held_back):  # what choosing takes
                 trace = run_annealed(sampler, target, x, config.annealing_schedule(), generator, callback, stop)
         except BudgetSpent:  # the starts took what the chains could spend: they are the candidates
             if config.init not in mlm_draws.ORDERS + ("independent",):
                 raise InfillError(f"a budget of {config.budget} encoder sequences buys no step of {config.method} "
                                   f"from {config.init} starts on {d} blank tokens: raise --budget") from None
-            config = dataclasses.replace(config, method=config.init)
-            return Batch(template, config, None, start, None, pll, target, x, float32, x)
+            return Batch(config=dataclasses.replace(config, method=config.init), x=x, **batch)
         if config.budget is not None and len(trace.samples) < config.steps:
             config = dataclasses.replace(config, steps=len(trace.samples))
-        return Batch(template, config, trace, start, sampler, pll, target, trace.final_state.x, float32, x)
+        return Batch(config=config, x=trace.final_state.x, trace=trace, sampler=sampler, **batch)
 
-    def _run_spans(self, prepared: Prepared, template: Template, generator: torch.Generator,
-                   callback: Optional[Callable], start: float) -> Batch:
-        """The span sampler's chains for a template with word blanks (:func:`infill.spans.sample_spans`:
-        reversible-jump MH, or ``span_method="per-length"``: chains pinned at every combination of lengths)."""
-        config = for_words(prepared.config)
-        trace = sample_spans(self.model, self.tokenizer, template, prepared.pieces, config.num_samples, config.steps,
-                             generator, config.span_temperature, config.init, config.span_method, on_step=callback,
-                             include=prepared.span_include or ())
-        return Batch(template, config, trace, start)
+    def _run_spans(self, prepared: Prepared, template: Template, config: RunConfig, meter: Meter,
+                   generator: torch.Generator, callback: Optional[Callable], start: float) -> Batch:
+        """The span sampler's chains for a template with word blanks (:func:`infill.spans.span_run`:
+        reversible-jump MH, or ``span_method="per-length"``: chains pinned at every combination of lengths), run
+        by :func:`~infill.samplers.run_annealed` at the span temperature (annealed from ``anneal_from``), every
+        encoder pass charged to ``meter``."""
+        schedule = dataclasses.replace(config, temperature=config.span_temperature).annealing_schedule()
+        try:
+            run = span_run(self.model, self.tokenizer, template, prepared.pieces, config.num_samples, generator,
+                           schedule[0][0], config.init, config.span_method, include=prepared.span_include or (),
+                           meter=meter)
+            trace = run_annealed(run.sampler, run.target, run.x0, schedule, generator, callback)
+        except BudgetSpent:
+            raise InfillError(f"a budget of {config.budget} encoder sequences buys no step of the span sampler "
+                              f"({config.num_samples} chains) on {quote(template.text)}: raise --budget") from None
+        if len(trace.samples) < schedule[-1][1]:  # the budget stopped the chains
+            config = dataclasses.replace(config, steps=len(trace.samples))
+        return Batch(template=template, config=config, start=start, energy=run.energy, target=run.target,
+                     x=trace.final_state.x, starts=run.x0, trace=trace, sampler=run.sampler)
 
 
 def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
@@ -407,6 +401,34 @@ def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
 
 Draw = Callable[[int], tuple[Tensor, Optional[Tensor]]]
 """``draw(n) -> (x (m, d), energies (m,) or None)``: ``n`` draws (or particles) of a one-pass method."""
+
+
+def _chain_starts(config: RunConfig, sampler, pll: MaskedLMEnergy, target, rewrite: Optional[tuple[Tensor, float]],
+                  generator: torch.Generator) -> tuple:
+    """The target and the chains' starts: draws from the masked LM (at ``anneal_from`` where the run is
+    annealed), or for rewrite the state the closeness's calibration left the chains in, with the calibrated
+    target."""
+    if rewrite is None:
+        temperature = config.anneal_from or config.token_temperature
+        return target, mlm_draws.draw(pll, config.init, config.num_samples, generator, temperature)
+    source, change = rewrite[0].to(pll.category_ids.device), rewrite[1]  # the chains go on from the calibration's
+    return calibrate_closeness(target, source, change, sampler, chains=config.num_samples,
+                               steps=max(4, config.steps // 2), generator=generator, with_state=True)
+
+
+def _budget_stop(config: RunConfig, d: int, x: Tensor, meter: Meter, held_back: int) -> Callable:
+    """``stop(state)`` for chains with a budget: true once the budget, less what choosing the fillings will take,
+    is spent (the distinct states visited, where they are still to score: :data:`RESCORE_PER_BLANK`)."""
+    seen = set(map(tuple, x.tolist()))
+
+    def stop(state) -> bool:
+        if state.energy.isnan().any():  # the states visited are still to score
+            seen.update(map(tuple, state.x.tolist()))
+            keep = len(seen) * d * min(1.0, RESCORE_PER_BLANK * d)
+        else:
+            keep = d * (config.top or 1)
+        return meter.spent + keep + held_back >= config.budget
+    return stop
 
 
 def _draws(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> Draw:

@@ -63,6 +63,9 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
     whatever ``d`` (one-pass draws never see a term); else chains up to :data:`AUTO_CHAIN_BLANKS` blank tokens
     and :data:`AUTO_ORDER` draws above. A budget too small for the request is refused (:func:`least_budget`)."""
     if config.method == AUTO:
+        if config.anneal_from is not None:
+            raise InfillError(f"{AUTO} picks its own run on token blanks, which is not annealed: drop --anneal-from "
+                              "or name a sampler")
         if d == 1 and not constrained:
             exact = replace(config, method="independent", decode="visited",
                             num_samples=config.num_samples or AUTO_CHAINS["num_samples"]) if config.top is None else \
@@ -83,12 +86,17 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
 
 
 def for_words(config: RunConfig) -> RunConfig:
-    """``config`` for a template with word blanks (the span sampler): ``auto`` takes the named methods' chains
-    and steps."""
-    if config.method != AUTO:
-        return config
-    return replace(config, num_samples=config.num_samples or SAMPLES, steps=config.steps or STEPS,
-                   decode=config.decode or "visited")
+    """``config`` for a template with word blanks: the span sampler (``auto``; a named sampler or diverse
+    decoding is refused in one line) with the named methods' chains and steps; annealing goes down to the span
+    temperature."""
+    if config.method != AUTO or config.decode == "diverse":
+        named = f"--sampler {config.method}" if config.method != AUTO else "--decode diverse"
+        raise InfillError(f"this template has word blanks, which the span sampler fills (--span-method): drop "
+                          f"{named}, or use token blanks")
+    config = replace(config, num_samples=config.num_samples or SAMPLES, steps=config.steps or STEPS,
+                     decode=config.decode or "visited")
+    config.check_annealing(config.span_temperature)
+    return config
 
 
 def draw_cost(config: RunConfig, d: int) -> int:

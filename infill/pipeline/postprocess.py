@@ -28,7 +28,7 @@ from ..energies.base import one_hot
 from ..energies.masked_lm import MaskedLMEnergy
 from ..lm import mlm_draws
 from ..samplers import Sampler, Trace
-from ..spans import SpanTrace
+from ..spans import MaskedLMSpanEnergy, SpanInclude, SpanSampler, best
 from ..text.template import Template, blank_pieces, detokenize, fill_pieces
 from .choose import Chosen, choose, plls_of
 from .config import RunConfig
@@ -39,27 +39,26 @@ MARGINAL_FILLS = 10  # fills listed per blank in the marginals
 
 @dataclass(frozen=True)
 class Batch:
-    """What the sample stage produced for ``template``, ``start`` being when the run began.
+    """What the sample stage produced for ``template``, ``start`` being when the run began, whatever its blanks:
+    the ``energy`` that scores the candidates (the PLL; the span energy for word blanks), the ``target`` the
+    chains sampled (the energy, or a :class:`~infill.constraints.WeightedSum` with it; with include words on
+    word blanks a :class:`~infill.spans.SpanInclude`), the final states or draws ``x`` and the chains' first
+    states ``starts`` (the draws themselves for a one-pass method; for word blanks packed fills).
 
-    Token blanks (the batched kernel): the run's PLL ``energy``, the ``target`` the chains sampled (the PLL, or
-    a :class:`~infill.constraints.WeightedSum` with it), the ``trace`` of the sampler's chains (None for a
-    one-pass method) and the final states or draws ``x (n, d)``. ``float32`` is the PLL on the float32 model
-    where the chains ran in a lower precision: the reported fillings are chosen and their energies computed by
-    it. ``starts`` are the chains' first states (the draws themselves for a one-pass method); ``energies`` the
-    PLLs of a one-pass method's draws where the run computed them.
-
-    Word blanks (the span sampler): ``trace`` a :class:`~infill.spans.SpanTrace`, no token fields."""
+    ``trace`` and ``sampler`` are those of the chains (None for one-pass draws); ``float32`` is the PLL on the
+    float32 model where the chains ran in a lower precision (the reported fillings are chosen and their energies
+    computed by it); ``energies`` the PLLs of one-pass draws where the run computed them."""
 
     template: Template
     config: RunConfig
-    trace: Union[Trace, SpanTrace, None]
     start: float
+    energy: Union[MaskedLMEnergy, MaskedLMSpanEnergy]
+    target: Union[MaskedLMEnergy, WeightedSum, MaskedLMSpanEnergy, SpanInclude]
+    x: Tensor
+    starts: Tensor
+    trace: Optional[Trace] = None
     sampler: Optional[Sampler] = None
-    energy: Optional[MaskedLMEnergy] = None
-    target: Union[MaskedLMEnergy, WeightedSum, None] = None
-    x: Optional[Tensor] = None
     float32: Optional[MaskedLMEnergy] = None
-    starts: Optional[Tensor] = None
     energies: Optional[Tensor] = None
 
 
@@ -81,7 +80,7 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
     """The result of the template of ``batch``, of either kind of blanks; ``bar`` (tqdm-like: ``total``,
     ``update``) counts re-scoring passes."""
     template = batch.template
-    choice = (_span_choices if isinstance(batch.trace, SpanTrace) else _token_choices)(batch, tokenizer, bar)
+    choice = (_span_choices if isinstance(batch.sampler, SpanSampler) else _token_choices)(batch, tokenizer, bar)
     samples = []
     for pieces, ids, content, energy, chain, terms in choice.fillings:
         text, fills = fill_pieces(template, tokenizer, pieces)
@@ -149,30 +148,26 @@ def _visited(batch: Batch, chosen: Chosen) -> Tensor:
 
 def _span_choices(batch: Batch, tokenizer, bar) -> Choice:
     """The template of a run of word blanks: the chains' final states, or with ``top`` the best distinct
-    states visited (or final, ``decode="final"``) by the span energy the run computed; marginals over the
-    fills (as spliced) of every state visited."""
-    template, config, trace = batch.template, batch.config, batch.trace
-    steps, chains = trace.energies.shape
-    if config.top is None:
-        chosen = [(trace.energies[-1, b].item(), trace.pieces(steps - 1, b), b, steps - 1) for b in range(chains)]
-    else:
-        chosen = trace.top(config.top, final=config.decode == "final")
+    states visited (or final, ``decode="final"``) by the span energy the run computed
+    (:func:`infill.spans.best`); marginals over the fills (as spliced) of every state visited."""
+    template, config, trace, energy, target = batch.template, batch.config, batch.trace, batch.energy, batch.target
+    rows, values, chains = best(trace, config.top, config.decode)
+    fills, energies, terms = batch.sampler.fills(rows), values.tolist(), [None] * len(rows)  # temperature 1
+    if target is not energy:  # the energy stays the span energy; the include term is reported beside
+        include = target.include(fills).tolist()
+        energies = [e - target.weight * i for e, i in zip(energies, include)]
+        terms = [{"span": e, "include": i} for e, i in zip(energies, include)]
     special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
     fillings = []
-    for energy, pieces, chain, step in chosen:
+    for pieces, e, chain, term in zip(fills.pieces(energy.category_ids), energies, chains.tolist(), terms):
         ids = template.sequence(pieces).tolist()
-        terms = None
-        if trace.include is not None:  # the energy stays the span energy; the include term is reported beside
-            include = trace.include[step, chain].item()
-            energy -= trace.include_weight * include
-            terms = {"span": energy, "include": include}
-        fillings.append((pieces, ids, [i for i in ids if i not in special], energy, chain, terms))
-    visited = [fill_pieces(template, tokenizer, trace.pieces(t, b))[1] for t in range(steps) for b in range(chains)]
+        fillings.append((pieces, ids, [i for i in ids if i not in special], e, chain, term))
+    states = trace.samples.flatten(0, 1).cpu()  # every state visited (of the last stage)
+    visited = [fill_pieces(template, tokenizer, p)[1] for p in batch.sampler.fills(states).pieces(energy.category_ids)]
     counts = [Counter(fills[k] for fills in visited) for k in range(len(template.blanks))]
     marginals = [[{"fill": fill, "frequency": round(n / len(visited), 4)} for fill, n in c.most_common(MARGINAL_FILLS)]
                  for c in counts]
-    candidates = len(torch.unique(trace.tokens.flatten(0, 1).flatten(1), dim=0))
-    return Choice(fillings, marginals, None, candidates, trace.encoder_sequences)
+    return Choice(fillings, marginals, None, len(torch.unique(states, dim=0)), energy.meter.spent)
 
 
 def marginals(template: Template, tokenizer, energy: MaskedLMEnergy, states: Tensor) -> list[list[dict]]:
@@ -189,11 +184,10 @@ def marginals(template: Template, tokenizer, energy: MaskedLMEnergy, states: Ten
 
 def _diagnostics(batch: Batch, choice: Choice, model_name: str, seed: int) -> Diagnostics:
     config, trace = batch.config, batch.trace
-    if isinstance(trace, SpanTrace):
+    if isinstance(batch.sampler, SpanSampler):
         run = dict(sampler=config.span_method, hyperparameters={}, steps=config.steps, init=config.init,
-                   temperature=config.span_temperature, acceptance_rate=trace.accepted.float().mean().item(),
-                   mean_hops=None, tuned=None, burn_in=0, evaluations=len(trace.energies), forwards=0,
-                   energy=trace.energy_name)
+                   temperature=config.span_temperature, acceptance_rate=trace.acceptance_rate, mean_hops=None,
+                   tuned=None, burn_in=0, evaluations=trace.evaluations, forwards=0, energy=batch.target.name)
     else:
         trace = choice.trace
         run = dict(

@@ -17,6 +17,7 @@ from torch import Tensor
 
 from ..energies.base import Energy
 from ..energies.budget import BudgetSpent
+from ..energies.tempered import Tempered
 from ..errors import InfillError
 from ..lm.mlm_draws import sample_categorical  # noqa: F401 (the samplers' draw)
 
@@ -82,7 +83,8 @@ class Trace:
     """What a run produced. ``samples (steps, B, d)`` is the state after each step; ``burn_in`` the number of
     first steps spent adapting (0 when nothing adapts): from then on the kernel is fixed and exact.
     ``proposals`` and ``proposal_energies`` hold each step's proposals where the kernel reports them (None
-    otherwise): a rejected proposal was scored too."""
+    otherwise): a rejected proposal was scored too. ``energies`` hold ``U / temperature``, ``temperature`` being
+    the energy's (:class:`~infill.energies.tempered.Tempered`; 1 for ``U`` itself)."""
 
     samples: Tensor
     energies: Tensor
@@ -93,6 +95,7 @@ class Trace:
     burn_in: int = 0
     proposals: Optional[Tensor] = None
     proposal_energies: Optional[Tensor] = None
+    temperature: float = 1.0
 
     @property
     def acceptance_rate(self) -> float:
@@ -102,6 +105,14 @@ class Trace:
     def mean_hops(self) -> float:
         """Mean number of coordinates changed per chain per step."""
         return self.hops.float().mean().item()
+
+    def candidates(self, decode: str = "visited", top: Optional[int] = None) -> tuple[Tensor, Tensor]:
+        """The states ``(S, B, d)`` a ``top``/``decode`` policy chooses from, with their energies ``(S, B)`` at
+        temperature 1: the final states without ``top`` or with ``decode="final"``, else (``"visited"``) every
+        state after burn-in. (``decode="diverse"`` adds states a trace does not hold: the pipeline's.)"""
+        if top is None or decode == "final":
+            return self.final_state.x[None], self.final_state.energy[None] * self.temperature
+        return self.samples[self.burn_in:], self.energies[self.burn_in:] * self.temperature
 
     def select(self, chains) -> "Trace":
         """The trace of the chains ``chains`` (a slice, index tensor or mask over ``B``)."""
@@ -231,6 +242,7 @@ class Sampler:
             burn_in=0 if state.tuning is None else min(state.tuning.burn_in, len(samples)),
             proposals=torch.stack(proposals) if proposed else None,
             proposal_energies=torch.stack(proposal_energies) if proposed else None,
+            temperature=energy.temperature if isinstance(energy, Tempered) else 1.0,
         )
 
     def hyperparameters(self) -> dict:

@@ -2,7 +2,8 @@
 
 A fill is a sequence of category indices per chain and blank, held in ``Fills.tokens (B, J, C)`` with
 :data:`EMPTY` past each ``Fills.lengths (B, J)``; :data:`MASK` marks a mask token (proposal contexts and
-left-to-right starts). :class:`SpanSpace` says which sequences are valid: a blank holds ``low..high`` units,
+left-to-right starts); :meth:`Fills.pack` makes them one integer row per chain, the state of the span sampler.
+:class:`SpanSpace` says which sequences are valid: a blank holds ``low..high`` units,
 a unit being a token (token blanks) or a word (word blanks): a word-start category followed by at most
 ``pieces - 1`` continuation categories.
 """
@@ -86,10 +87,25 @@ class Fills:
         return Fills(torch.where(choose[:, None, None], self.tokens, other.tokens),
                      torch.where(choose[:, None], self.lengths, other.lengths))
 
+    def pack(self) -> Tensor:
+        """One integer row per chain, ``(B, J * C + J)``: the tokens, then the lengths (a sampler's state)."""
+        return torch.cat([self.tokens.flatten(1), self.lengths], 1)
+
+    @classmethod
+    def unpack(cls, x: Tensor, blanks: int) -> "Fills":
+        """The fills of ``J = blanks`` blanks packed in ``x`` by :meth:`pack`."""
+        width = (x.shape[1] - blanks) // blanks
+        return cls(x[:, :blanks * width].reshape(len(x), blanks, width), x[:, blanks * width:])
+
     def to_lists(self) -> list[list[list[int]]]:
         """Per chain, per blank, the category indices of the fill."""
         tokens, lengths = self.tokens.tolist(), self.lengths.tolist()
         return [[row[:n] for row, n in zip(chain, ns)] for chain, ns in zip(tokens, lengths)]
+
+    def pieces(self, categories: Tensor) -> list[list[list[int]]]:
+        """Per chain, per blank, the token ids of the fill (``categories (K,)``: the token of each category)."""
+        categories = categories.cpu()
+        return [[categories[f].tolist() for f in chain] for chain in self.to_lists()]
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,6 @@ class SpanInclude:
         self.num_categories = energy.num_categories
 
     @property
-    def encoder_sequences(self) -> int:
-        return self.energy.encoder_sequences
-
-    @property
     def name(self) -> str:
         return f"{self.energy.name} {self.weight:+g} x include"
 

@@ -19,16 +19,16 @@ kernel knows nothing about text.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Optional, Protocol
+from typing import ClassVar, Optional, Protocol
 
 import torch
 from torch import Tensor
 
 from ..errors import InfillError
-from ..samplers import sample_categorical
-from ..samplers.base import mh_accept
-from .fills import EMPTY, MASK, Fills, SpanSpace
+from ..samplers.base import Sampler, State, StepInfo, mh_accept, sample_categorical
+from .fills import MASK, Fills, SpanSpace
 
 MOVES = ("insert", "delete", "replace")
 REVERSE = (1, 0, 2)  # the reverse of each move, by index
@@ -48,49 +48,42 @@ class SpanEnergy(Protocol):
         blank ``blank[b]``; they must depend on the fills around the mask only."""
 
 
-@dataclass(frozen=True)
-class SpanState:
-    """Fills of the chains and their cached energy ``(B,)`` (float64, at temperature 1)."""
-
-    fills: Fills
-    energy: Tensor
-
-
-@dataclass(frozen=True)
-class SpanStepInfo:
-    """Per chain: ``move`` (index into :data:`MOVES`, :data:`NO_MOVE` where no valid proposal was made),
-    ``accepted``, and the proposal's acceptance probability ``accept_prob`` (0 where none)."""
-
-    move: Tensor
-    accepted: Tensor
-    accept_prob: Tensor
-
-
 @dataclass
-class SpanKernel:
-    """Reversible-jump MH over fills; ``temperature`` divides the energy and the proposal's logits."""
+class SpanSampler(Sampler):
+    """Reversible-jump MH over the fills of ``space``, a sampler of the one contract (:class:`Sampler`): its
+    state ``x (B, J * C + J)`` is the fills packed (:meth:`Fills.pack`), run by :meth:`Sampler.run` and
+    :func:`~infill.samplers.run_annealed`. At temperature ``T`` the energy is
+    :class:`~infill.energies.tempered.Tempered`, which divides the energy and the proposal's logits alike."""
 
+    name: ClassVar[str] = "rjmcmc"
+    space: SpanSpace
     move_weights: tuple[float, float, float] = (1.0, 1.0, 1.0)
-    temperature: float = 1.0
 
     def __post_init__(self):
         if len(self.move_weights) != 3 or min(self.move_weights) < 0 or max(self.move_weights) <= 0:
             raise InfillError(f"move_weights must be 3 non-negative weights (insert, delete, replace), "
                               f"got {self.move_weights}")
-        if not self.temperature > 0:
-            raise InfillError(f"temperature must be positive, got {self.temperature}")
 
-    def init(self, energy: SpanEnergy, space: SpanSpace, fills: Fills) -> SpanState:
-        """The state of ``fills`` (valid in ``space``), widened to the space's capacity."""
-        if not bool(space.fill_valid(fills, torch.arange(len(fills.lengths), device=fills.lengths.device)).all()):
+    def hyperparameters(self) -> dict:
+        return {"move_weights": self.move_weights}
+
+    def fills(self, x: Tensor) -> Fills:
+        """The fills packed in the states ``x``."""
+        return Fills.unpack(x, self.space.allowed.shape[0])
+
+    def init(self, energy: SpanEnergy, x0: Tensor, steps: Optional[int] = None) -> State:
+        """The state of the packed fills ``x0``, valid in the space and as wide as its capacity."""
+        j = self.space.allowed.shape[0]
+        if x0.dim() != 2 or x0.shape[1] != j * self.space.width + j:
+            raise InfillError(f"span starts are fills packed as (B, {j * self.space.width + j}), got {tuple(x0.shape)}")
+        fills = self.fills(x0)
+        if not bool(self.space.fill_valid(fills, torch.arange(len(x0), device=x0.device)).all()):
             raise InfillError("a chain starts from a fill outside its span space")
-        width = space.width - fills.tokens.shape[2]
-        if width > 0:
-            fills = Fills(torch.nn.functional.pad(fills.tokens, (0, width), value=EMPTY), fills.lengths)
-        return SpanState(fills, energy(fills).double())
+        return State(x0, energy(fills).double(), num_categories=energy.num_categories)
 
-    def move_log_probs(self, space: SpanSpace, lengths: Tensor, blank: Tensor, chains: Tensor) -> Tensor:
+    def move_log_probs(self, lengths: Tensor, blank: Tensor, chains: Tensor) -> Tensor:
         """Log-probabilities ``(B, 3)`` of each move at fill length ``lengths (B,)`` (``-inf``: impossible)."""
+        space = self.space
         possible = torch.stack([lengths < space.capacity[chains, blank], lengths > space.low[chains, blank],
                                 lengths > 0], 1)
         weights = torch.tensor(self.move_weights, dtype=torch.float64, device=lengths.device) * possible
@@ -110,7 +103,7 @@ class SpanKernel:
         reverse = log_p_y[rows, torch.tensor(REVERSE, device=move.device)[move]] - slots_y.log()
         return forward, reverse + torch.where(insert, 0.0, log_q_old)
 
-    def choose_moves(self, space: SpanSpace, fills: Fills, generator: Optional[torch.Generator]):
+    def choose_moves(self, fills: Fills, generator: Optional[torch.Generator]):
         """Per chain: ``(blank, move, slot, log_p)``: a blank uniformly, a possible move (:data:`NO_MOVE` where
         none is), a position uniformly among its slots, and the log-probabilities ``(B, 3)`` of the moves."""
         b, j = fills.lengths.shape
@@ -118,21 +111,21 @@ class SpanKernel:
         chains = torch.arange(b, device=device)
         blank = torch.randint(j, (b,), generator=generator, device=device)
         n = fills.lengths[chains, blank]
-        log_p = self.move_log_probs(space, n, blank, chains)
+        log_p = self.move_log_probs(n, blank, chains)
         move = torch.where(torch.isfinite(log_p).any(1), sample_categorical(log_p, generator), NO_MOVE)
         slots = n + (move == 0).long()
         slot = (torch.rand(b, generator=generator, device=device, dtype=torch.float64) * slots).long()
         return blank, move, torch.minimum(slot, (slots - 1).clamp_min(0)), log_p
 
-    def propose(self, energy: SpanEnergy, space: SpanSpace, x: Fills, chains: Tensor, blank: Tensor, move: Tensor,
+    def propose(self, energy: SpanEnergy, x: Fills, chains: Tensor, blank: Tensor, move: Tensor,
                 slot: Tensor, log_p_x: Tensor, generator: Optional[torch.Generator]):
         """The proposals ``y`` from fills ``x`` of ``chains`` (moves chosen), whether each is valid, and
         ``(log q(y | x), log q(x | y))``."""
-        rows = torch.arange(len(chains), device=chains.device)
+        rows, space = torch.arange(len(chains), device=chains.device), self.space
         insert, n = move == 0, x.lengths[rows, blank]
         mask_token = torch.full_like(blank, MASK)
         context = x.insert(blank, slot, mask_token).where(insert, x.put(blank, slot, mask_token))
-        logits = energy.proposal_logits(context, blank, slot).double() / self.temperature
+        logits = energy.proposal_logits(context, blank, slot).double()
         allowed = space.proposal_mask(x, blank, slot, insert, chains)
         log_q = torch.log_softmax(logits.masked_fill(~allowed, float("-inf")), -1)
         drawn = sample_categorical(log_q.nan_to_num(nan=float("-inf")), generator)
@@ -142,35 +135,34 @@ class SpanKernel:
         n_y = y.lengths[rows, blank]
         valid = torch.where(move == 1, space.valid(space.kinds(deleted.rows(blank), blank), n_y, blank, chains),
                             allowed.any(1))
-        log_p_y = self.move_log_probs(space, n_y, blank, chains)
+        log_p_y = self.move_log_probs(n_y, blank, chains)
         return y, valid, *self.log_proposals(move, n, log_p_x, log_p_y, log_q[rows, drawn], log_q[rows, old])
 
-    def step(self, energy: SpanEnergy, space: SpanSpace, state: SpanState,
-             generator: Optional[torch.Generator]) -> tuple[SpanState, SpanStepInfo]:
+    def step(self, energy: SpanEnergy, state: State, generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
         """One move per chain, tested by Metropolis-Hastings; one proposal forward pass, and one energy
         evaluation over the chains that propose a valid fill other than their own."""
-        fills = state.fills
-        b, device = len(fills.lengths), fills.tokens.device
-        blank, move, slot, log_p = self.choose_moves(space, fills, generator)
+        fills = self.fills(state.x)
+        blank, move, slot, log_p = self.choose_moves(fills, generator)
         a = (move != NO_MOVE).nonzero().flatten()  # chains that propose
         x = fills.select(a)
-        y, valid, forward, reverse = self.propose(energy, space, x, a, blank[a], move[a], slot[a], log_p[a], generator)
+        y, valid, forward, reverse = self.propose(energy, x, a, blank[a], move[a], slot[a], log_p[a], generator)
         same = (y.tokens == x.tokens).all(2).all(1) & (y.lengths == x.lengths).all(1)  # a replace by itself
         energy_y = torch.where(same, state.energy[a], float("-inf"))
         new = valid & ~same
         if bool(new.any()):
             energy_y[new] = energy(y.select(new)).double()
-        log_ratio = (energy_y - state.energy[a]) / self.temperature + reverse - forward
-        log_ratio = torch.where(valid, log_ratio, float("-inf"))
-        accept = mh_accept(log_ratio, generator)
+        log_ratio = torch.where(valid, energy_y - state.energy[a] + reverse - forward, float("-inf"))
+        return self.transition(state, a, y.pack(), energy_y, log_ratio, generator)
 
-        accepted = torch.zeros(b, dtype=torch.bool, device=device)
+    def transition(self, state: State, a: Tensor, y: Tensor, energy_y: Tensor, log_ratio: Tensor,
+                   generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
+        """The MH test of the proposals ``y`` (packed) of the chains ``a``; the other chains stay."""
+        accept = mh_accept(log_ratio, generator)
+        accepted = torch.zeros(len(state.x), dtype=torch.bool, device=state.x.device)
         accepted[a] = accept
-        accept_prob = torch.zeros(b, dtype=torch.float64, device=device)
+        accept_prob = torch.zeros(len(state.x), dtype=torch.float64, device=state.x.device)
         accept_prob[a] = log_ratio.clamp_max(0).exp().nan_to_num(nan=0.0)
-        tokens, lengths, values = fills.tokens.clone(), fills.lengths.clone(), state.energy.clone()
-        keep = a[accept]
-        tokens[keep], lengths[keep], values[keep] = y.tokens[accept], y.lengths[accept], energy_y[accept]
-        proposed = torch.full_like(move, NO_MOVE)
-        proposed[a[valid]] = move[a[valid]]
-        return SpanState(Fills(tokens, lengths), values), SpanStepInfo(proposed, accepted, accept_prob)
+        x, values, proposed = state.x.clone(), state.energy.clone(), state.x.clone()
+        x[a[accept]], values[a[accept]], proposed[a] = y[accept], energy_y[accept], y
+        info = StepInfo(accepted, (x != state.x).sum(-1), 1, (proposed != state.x).sum(-1), accept_prob)
+        return dataclasses.replace(state, x=x, energy=values), info

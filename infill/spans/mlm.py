@@ -13,9 +13,10 @@ it masked)`` (:func:`infill.lm.scoring.token_scores`, all masked copies batched)
   per blank of ``n`` tokens). The same text tokens are scored whatever the fills' lengths, so an empty fill
   is still judged by its neighbours.
 
-Every sequence that goes through the encoder (masked copies and proposal forwards) is counted in
-``encoder_sequences``; a fill already scored is not scored again. ``name`` says which energy it is, for
-diagnostics and report signatures.
+Every sequence that goes through the encoder (masked copies and proposal forwards) is charged to ``meter``
+(:class:`~infill.energies.budget.Meter`) before it runs: a pass its limit cannot pay raises
+:class:`~infill.energies.budget.BudgetSpent` and runs nothing. A fill already scored is not scored again.
+``name`` says which energy it is, for diagnostics and report signatures.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from typing import Optional, Sequence
 import torch
 from torch import Tensor, nn
 
+from ..energies.budget import Meter
 from ..errors import InfillError
 from ..lm.models import prediction_head
 from ..lm.scoring import token_scores
@@ -43,12 +45,13 @@ class MaskedLMSpanEnergy:
     the first and last); ``category_ids (K,)`` the token of each category; ``word_starts`` which of them are
     word starts (for ``word-l2r``; text tokens are told by ``text_starts``, one boolean tensor per segment);
     ``unit_starts (J, K)``: the categories that open a unit of each blank (:attr:`SpanSpace.starts`);
-    ``special``: per segment, its special tokens (never scored)."""
+    ``special``: per segment, its special tokens (never scored); ``meter`` counts (and may cap) the encoder
+    sequences, shared with the run's other energies."""
 
     def __init__(self, model: nn.Module, segments: Sequence[Tensor], category_ids: Tensor, word_starts: Tensor,
                  text_starts: Sequence[Tensor], special: Sequence[Tensor], unit_starts: Tensor, mask_token_id: int,
                  pad_token_id: int, scoring: str = DEFAULTS["scoring"], window: Optional[int] = DEFAULTS["window"],
-                 word_bonus: float = DEFAULTS["word_bonus"], max_copies: int = 512):
+                 word_bonus: float = DEFAULTS["word_bonus"], max_copies: int = 512, meter: Optional[Meter] = None):
         if scoring not in SCORINGS:
             raise InfillError(f"span scoring must be one of {', '.join(SCORINGS)}, got {scoring!r}")
         if window is not None and window < 0:
@@ -64,9 +67,13 @@ class MaskedLMSpanEnergy:
         self.mask_token_id, self.pad_token_id = mask_token_id, pad_token_id
         self.scoring, self.window, self.word_bonus, self.max_copies = scoring, window, word_bonus, max_copies
         self.text_scored = [self._scored_text(j, ~p.to(self.device)) for j, p in enumerate(special)]
-        self.encoder_sequences = 0
+        self.meter = Meter() if meter is None else meter
         self._values: dict[str, float] = {}
         self._head = prediction_head(model)
+
+    @property
+    def encoder_sequences(self) -> int:
+        return self.meter.spent
 
     @property
     def name(self) -> str:
@@ -135,10 +142,9 @@ class MaskedLMSpanEnergy:
 
     def _evaluate(self, fills: Fills) -> Tensor:
         ids, attention, scored, starts, _ = self.layout(fills)
-        scores, copies = token_scores(self.model, ids, attention.long(), scored, word_l2r=self.scoring == "word-l2r",
-                                      word_starts=starts, max_copies=self.max_copies,
-                                      mask_token_id=self.mask_token_id)
-        self.encoder_sequences += copies
+        scores, _ = token_scores(self.model, ids, attention.long(), scored, word_l2r=self.scoring == "word-l2r",
+                                 word_starts=starts, max_copies=self.max_copies, mask_token_id=self.mask_token_id,
+                                 charge=self.meter.spend)
         return scores.double().sum(1) + self.word_bonus * self.units(fills)
 
     @torch.no_grad()
@@ -148,7 +154,7 @@ class MaskedLMSpanEnergy:
         ids, attention, _, _, begins = self.layout(fills)
         rows = torch.arange(len(ids), device=self.device)
         at = begins[rows, blank.to(self.device)] + slot.to(self.device)
-        self.encoder_sequences += len(ids)
+        self.meter.spend(len(ids))
         if self._head is None:
             logits = self.model(input_ids=ids, attention_mask=attention.long()).logits[rows, at]
         else:

@@ -1,73 +1,32 @@
-"""Sampling the fills of a template's blanks, lengths included: the entry point :func:`sample_spans`."""
+"""A run of the span sampler on a template's blanks, lengths included: :func:`span_run` builds the sampler, the
+energy and the chain starts (:class:`SpanRun`), which the samplers' driver runs (:func:`sample_spans` at one
+temperature); :func:`best` chooses the states to report from the :class:`~infill.samplers.Trace`."""
 from __future__ import annotations
 
 import itertools
-import time
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 import torch
 from torch import Tensor, nn
 
 from ..constraints.weighted_sum import INCLUDE_WEIGHT
+from ..energies.budget import Meter
+from ..energies.tempered import Tempered
 from ..errors import InfillError
 from ..lm.models import max_length
-from ..samplers import sample_categorical
+from ..samplers import State, StepInfo, Trace, run_annealed, sample_categorical
 from ..text.template import Template
 from ..text.vocabulary import piece_kinds, token_words
 from .fills import MASK, Fills, SpanSpace
 from .include import Form, SpanInclude, plant
-from .kernel import SpanKernel, SpanState, SpanStepInfo
+from .kernel import SpanEnergy, SpanSampler
 from .mlm import MaskedLMSpanEnergy
 
 METHODS = ("rjmcmc", "per-length")
 INITS = ("left-to-right", "independent", "argmax", "uniform")
 MAX_COMBINATIONS = 64  # length combinations the per-length method runs at once
 MAX_PIECES = 4  # pieces a word of a word blank may take
-
-
-@dataclass
-class SpanTrace:
-    """What a run produced, per step ``t`` and chain ``b``: the fills as category indices ``tokens (T, B, J, C)``
-    (:data:`~infill.spans.fills.EMPTY` past ``lengths (T, B, J)``), their ``energies (T, B)`` (temperature 1),
-    ``accepted (T, B)``; ``categories (K,)`` maps a category to its token id. ``encoder_sequences`` counts
-    the sequences through the encoder (chain starts included); ``energy_name`` names the energy. With include
-    words, ``energies`` hold the sum the chains target and ``include (T, B)`` the include term, of weight
-    ``include_weight``."""
-
-    tokens: Tensor
-    lengths: Tensor
-    energies: Tensor
-    accepted: Tensor
-    categories: Tensor
-    encoder_sequences: int
-    seconds: float
-    energy_name: str
-    include: Optional[Tensor] = None
-    include_weight: float = 0.0
-
-    def pieces(self, t: int, b: int) -> list[list[int]]:
-        """The token ids of each blank's fill at step ``t`` of chain ``b``."""
-        fills = Fills(self.tokens[t, b:b + 1], self.lengths[t, b:b + 1]).to_lists()[0]
-        return [self.categories[f].tolist() for f in fills]
-
-    def top(self, k: Optional[int], final: bool = False) -> list[tuple[float, list[list[int]], int, int]]:
-        """The ``k`` distinct fills of highest energy (all of them if ``k`` is None) among all states visited,
-        or only the final ones with ``final``: ``(energy, pieces, chain, step)``, best first; of equal fills the
-        earliest state counts, ties go to the earlier step, then the smaller chain."""
-        energies = self.energies[-1:] if final else self.energies
-        offset = len(self.energies) - len(energies)
-        seen, out = set(), []
-        for i in torch.argsort(energies.flatten(), descending=True, stable=True).tolist():
-            t, b = divmod(i, energies.shape[1])
-            pieces = self.pieces(offset + t, b)
-            key = repr(pieces)
-            if key not in seen:
-                seen.add(key)
-                out.append((energies[t, b].item(), pieces, b, offset + t))
-            if len(out) == k:
-                break
-        return out
 
 
 def span_space(template: Template, tokenizer, categories: Tensor, chains: int,
@@ -111,13 +70,13 @@ def start_lengths(space: SpanSpace) -> Tensor:
     return space.low + (chain // stride) % span
 
 
-def draw_starts(energy: MaskedLMSpanEnergy, space: SpanSpace, lengths: Tensor, init: str,
-                generator: Optional[torch.Generator], temperature: float = 1.0,
-                planted: Optional[Fills] = None) -> Fills:
+def draw_starts(energy: SpanEnergy, space: SpanSpace, lengths: Tensor, init: str,
+                generator: Optional[torch.Generator], planted: Optional[Fills] = None) -> Fills:
     """Fills of one-piece units, ``lengths (B, J)`` of them (or the masks of ``planted``, whose other pieces
     stay): drawn uniformly (``uniform``) or from the masked LM's conditional at each position (one forward
     pass per position of the longest chain), given the earlier ones as drawn and the later ones masked
-    (``left-to-right``) or every one masked (``independent``; ``argmax`` takes its most likely category)."""
+    (``left-to-right``) or every one masked (``independent``; ``argmax`` takes its most likely category),
+    at the temperature of ``energy`` (:class:`~infill.energies.tempered.Tempered`)."""
     masked = fills = Fills.masks(lengths, space.width) if planted is None else planted
     lengths = fills.lengths
     b, j = lengths.shape
@@ -134,7 +93,7 @@ def draw_starts(energy: MaskedLMSpanEnergy, space: SpanSpace, lengths: Tensor, i
                 logits = torch.zeros(len(live), energy.num_categories)
             else:
                 context = fills if init == "left-to-right" else masked
-                logits = energy.proposal_logits(context.select(live), index[live], at[live]).cpu() / temperature
+                logits = energy.proposal_logits(context.select(live), index[live], at[live]).cpu()
             logits = logits.masked_fill(~options[live], float("-inf"))
             values = torch.zeros(b, dtype=torch.long)
             values[live] = logits.argmax(-1) if init == "argmax" else sample_categorical(logits, generator)
@@ -154,26 +113,30 @@ def length_combinations(space: SpanSpace, chains: int) -> Tensor:
     return torch.tensor(list(itertools.product(*ranges)), dtype=torch.long).reshape(count, len(ranges))
 
 
-def sample_spans(model: nn.Module, tokenizer, template: Template, categories: Tensor, chains: int, steps: int,
-                 generator: Optional[torch.Generator] = None, temperature: float = 1.0, init: str = "left-to-right",
-                 method: str = "rjmcmc", on_step: Optional[Callable[[int, SpanState, SpanStepInfo], None]] = None,
-                 max_pieces: int = MAX_PIECES, move_weights: tuple[float, float, float] = (1.0, 1.0, 1.0),
-                 include: Sequence[Sequence[Form]] = (), include_weight: float = INCLUDE_WEIGHT,
-                 **energy_options) -> SpanTrace:
-    """Fills of ``template``'s blanks over the token ids ``categories`` by the span kernel (see the package
-    docstring); ``energy_options`` go to :class:`MaskedLMSpanEnergy`. With ``include`` (per word, its forms
-    as category indices), the target adds ``include_weight`` times the include term
-    (:class:`~.include.SpanInclude`) and the chains start from fills that hold every word (:func:`plant`)."""
-    if method not in METHODS:
-        raise InfillError(f"span method must be one of {', '.join(METHODS)}, got {method!r}")
-    if init not in INITS:
-        raise InfillError(f"span chains start from one of {', '.join(INITS)}, got {init!r}")
-    if chains < 1 or steps < 1:
-        raise InfillError(f"chains and steps must be positive, got {chains} and {steps}")
-    if max_pieces < 1:
-        raise InfillError(f"a word takes at least one piece: max_pieces must be >= 1, got {max_pieces}")
-    begin = time.perf_counter()
-    kernel = SpanKernel(move_weights, temperature)
+@dataclass(frozen=True)
+class SpanRun:
+    """A run of the span sampler, ready for :meth:`~infill.samplers.Sampler.run` or
+    :func:`~infill.samplers.run_annealed`: the ``sampler`` (its space bound), the span ``energy``, the
+    ``target`` the chains sample (the energy, or with include words a :class:`~.include.SpanInclude` of it) and
+    the chain starts ``x0`` (fills packed, :meth:`Fills.pack`)."""
+
+    sampler: SpanSampler
+    energy: MaskedLMSpanEnergy
+    target: Union[MaskedLMSpanEnergy, SpanInclude]
+    x0: Tensor
+
+
+def span_run(model: nn.Module, tokenizer, template: Template, categories: Tensor, chains: int,
+             generator: Optional[torch.Generator] = None, temperature: float = 1.0, init: str = "left-to-right",
+             method: str = "rjmcmc", max_pieces: int = MAX_PIECES,
+             move_weights: tuple[float, float, float] = (1.0, 1.0, 1.0), include: Sequence[Sequence[Form]] = (),
+             include_weight: float = INCLUDE_WEIGHT, meter: Optional[Meter] = None, **energy_options) -> SpanRun:
+    """The sampler, energy and chain starts (drawn at ``temperature``, charged to ``meter``) of ``template``'s
+    blanks over the token ids ``categories`` (see the package docstring); ``energy_options`` go to
+    :class:`MaskedLMSpanEnergy`. With ``include`` (per word, its forms as category indices), the target adds
+    ``include_weight`` times the include term (:class:`~.include.SpanInclude`) and the chains start from fills
+    that hold every word (:func:`plant`)."""
+    check_options(method, init, chains, max_pieces)
     space = span_space(template, tokenizer, categories, chains, max_pieces)
     longest = sum(len(s) for s in template.segments) + int(space.capacity[0].sum())
     limit = max_length(tokenizer, model.config)
@@ -181,27 +144,58 @@ def sample_spans(model: nn.Module, tokenizer, template: Template, categories: Te
         raise InfillError(f"the template's longest filling is {longest} tokens, more than the model's maximum of "
                           f"{limit}; use shorter spans or fewer pieces per word")
     if method == "per-length":
-        combos = length_combinations(space, chains)
-        pinned = combos.repeat_interleave(chains, 0)
+        pinned = length_combinations(space, chains).repeat_interleave(chains, 0)
         space = SpanSpace(space.allowed, space.starts, space.pieces, pinned, pinned)
-    energy = span_energy(model, tokenizer, template, categories, space, **energy_options)
+    energy = target = span_energy(model, tokenizer, template, categories, space, meter=meter, **energy_options)
     initial, planted = start_lengths(space), None
     if include:
-        energy = SpanInclude(energy, [set(map(tuple, w)) for w in include], space.starts, include_weight)
+        target = SpanInclude(energy, [set(map(tuple, w)) for w in include], space.starts, include_weight)
         planted = plant(initial, space, include, generator)
-    fills = draw_starts(energy, space, initial, init, generator, temperature, planted)
-    state = kernel.init(energy, space, fills)
-    tokens, lengths, energies, accepted, included = [], [], [], [], []
-    for t in range(steps):
-        state, info = kernel.step(energy, space, state, generator)
-        tokens.append(state.fills.tokens)
-        lengths.append(state.fills.lengths)
-        energies.append(state.energy)
-        accepted.append(info.accepted)
-        if include:
-            included.append(energy.include(state.fills))
-        if on_step is not None:
-            on_step(t, state, info)
-    return SpanTrace(torch.stack(tokens), torch.stack(lengths), torch.stack(energies), torch.stack(accepted),
-                     categories, energy.encoder_sequences, time.perf_counter() - begin, energy.name,
-                     torch.stack(included) if include else None, include_weight if include else 0.0)
+    tempered = target if temperature == 1 else Tempered(target, temperature)
+    fills = draw_starts(tempered, space, initial, init, generator, planted)
+    return SpanRun(SpanSampler(space, move_weights), energy, target, fills.pack())
+
+
+def check_options(method: str, init: str, chains: int, max_pieces: int) -> None:
+    """Refuse, in one line, a span method, start or size that does not exist."""
+    if method not in METHODS:
+        raise InfillError(f"span method must be one of {', '.join(METHODS)}, got {method!r}")
+    if init not in INITS:
+        raise InfillError(f"span chains start from one of {', '.join(INITS)}, got {init!r}")
+    if chains < 1:
+        raise InfillError(f"chains must be positive, got {chains}")
+    if max_pieces < 1:
+        raise InfillError(f"a word takes at least one piece: max_pieces must be >= 1, got {max_pieces}")
+
+
+def sample_spans(model: nn.Module, tokenizer, template: Template, categories: Tensor, chains: int, steps: int,
+                 generator: Optional[torch.Generator] = None, temperature: float = 1.0,
+                 on_step: Optional[Callable[[int, State, StepInfo], None]] = None,
+                 **options) -> tuple[SpanRun, Trace]:
+    """:func:`span_run` (``options``) and its ``steps`` steps at ``temperature``, by
+    :func:`~infill.samplers.run_annealed` (``on_step(t, state, info)`` after each)."""
+    if steps < 1:
+        raise InfillError(f"steps must be positive, got {steps}")
+    run = span_run(model, tokenizer, template, categories, chains, generator, temperature, **options)
+    return run, run_annealed(run.sampler, run.target, run.x0, [(temperature, steps)], generator, on_step)
+
+
+def best(trace: Trace, top: Optional[int], decode: str = "visited") -> tuple[Tensor, Tensor, Tensor]:
+    """The states ``(N, W)`` to report, their energies ``(N,)`` at temperature 1 and chains ``(N,)``: without
+    ``top`` every chain's final state; with it the ``top`` distinct states of highest energy among
+    :meth:`Trace.candidates` (``decode``: ``visited`` or ``final``), best first; of equal states the earliest
+    counts, ties go to the earlier step, then the smaller chain."""
+    states, values = trace.candidates(decode, top)
+    states, values, chains = states.flatten(0, 1).cpu(), values.flatten().cpu(), values.shape[1]
+    if top is None:
+        return states, values, torch.arange(len(states))
+    seen, kept = set(), []
+    for i in torch.argsort(values, descending=True, stable=True).tolist():
+        key = tuple(states[i].tolist())
+        if key not in seen:
+            seen.add(key)
+            kept.append(i)
+        if len(kept) == top:
+            break
+    kept = torch.tensor(kept, dtype=torch.long)
+    return states[kept], values[kept], kept % chains
