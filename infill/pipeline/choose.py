@@ -80,16 +80,14 @@ def candidates(batch) -> tuple[Tensor, Tensor]:
     if trace is None:
         values = torch.full((len(batch.x),), math.nan) if batch.energies is None else batch.energies
         return batch.x.cpu(), values.cpu()
-    if config.top is None or config.decode == "final":
-        states, values = trace.final_state.x[None], trace.final_state.energy[None]
-    else:
-        states, values = trace.samples[trace.burn_in:], trace.energies[trace.burn_in:]
+    states, values = trace.candidates(config.decode, config.top)
     if config.top is not None and config.decode == "diverse":
         scored = [(states, values), (batch.starts[None], torch.full_like(values[:1], math.nan))]
         if trace.proposals is not None:
-            scored.append((trace.proposals[trace.burn_in:], trace.proposal_energies[trace.burn_in:]))
+            proposed = trace.proposal_energies[trace.burn_in:] * trace.temperature
+            scored.append((trace.proposals[trace.burn_in:], proposed))
         states, values = (torch.cat([part[i].to(states.device) for part in scored]) for i in (0, 1))
-    return states.flatten(0, 1).cpu(), (values * config.token_temperature).flatten().cpu()
+    return states.flatten(0, 1).cpu(), values.flatten().cpu()
 
 
 def distinct(rows: Tensor) -> tuple[Tensor, Tensor, Tensor]:

@@ -133,7 +133,7 @@ def _rescored(batch: Batch, chosen: Chosen) -> Optional[Trace]:
         return trace
     energies = trace.energies.clone()
     visited = energies[trace.burn_in:]
-    visited[:] = (chosen.values[:visited.numel()] / config.token_temperature).view(-1, config.num_samples).to(
+    visited[:] = (chosen.values[:visited.numel()] / trace.temperature).view(-1, config.num_samples).to(
         energies.device)
     return dataclasses.replace(trace, energies=energies)
 
