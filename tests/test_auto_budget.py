@@ -24,10 +24,15 @@ def test_auto_resolves_by_the_number_of_blanks():
     chains = for_blanks(config, AUTO_CHAIN_BLANKS)
     assert (chains.method, chains.init, chains.num_samples, chains.decode) == ("gibbs", "confident-first", 50, "diverse")
     assert chains.budget == AUTO_BUDGET_PER_BLANK * AUTO_CHAIN_BLANKS
-    draws = for_blanks(config, 6)
-    assert draws.method == AUTO_ORDER and draws.budget == AUTO_BUDGET_PER_BLANK * 6 and draws.decode == "visited"
-    assert draws.num_samples == (draws.budget - 1) // (6 - 1 + 6)  # each draw: 5 passes after the shared one, 6 to score
-    assert for_blanks(RunConfig.create(num_samples=7), 6).num_samples == 7  # without top every draw is a sample
+    particles = for_blanks(config, 6)
+    assert (particles.method, particles.options, particles.decode) == ("smc", {"tilt": 2.0}, "diverse")
+    assert particles.budget == AUTO_BUDGET_PER_BLANK * 6 and particles.diversity == 12.0
+    assert particles.num_samples == (particles.budget - 1) // (6 - 1 + 6)  # 5 passes after the shared one, 6 to score
+    assert for_blanks(config, 8).diversity == 40.0 and for_blanks(config, 12).diversity == 40.0
+    assert for_blanks(RunConfig.create(top=5, diversity=3.0), 8).diversity == 3.0  # the user's, where named
+    assert for_blanks(RunConfig.create(top=5, decode="final"), 8).diversity is None  # no diverse pick: no diversity
+    draws = for_blanks(RunConfig.create(num_samples=7), 6)  # without top every draw is a sample
+    assert (draws.method, draws.num_samples, draws.budget) == (AUTO_ORDER, 7, None)
     assert RunConfig.create(method="gibbs").num_samples == 25 and RunConfig.create(method="gibbs").steps == 12
     assert for_blanks(RunConfig.create(num_samples=3, steps=2), 2).num_samples == 3
     words = for_words(RunConfig.create())  # word blanks: the span sampler at the named methods' defaults
@@ -62,7 +67,8 @@ def test_auto_runs_chains_or_draws(infiller):
     assert two.diagnostics.sampler == "gibbs" and two.diagnostics.init == "confident-first"
     assert two.diagnostics.budget == 2 * AUTO_BUDGET_PER_BLANK
     six = infiller.sample(SIX, top=5, seed=0)
-    assert six.diagnostics.sampler == AUTO_ORDER and six.diagnostics.steps == 0
+    assert six.diagnostics.sampler == "smc" and six.diagnostics.steps == 0
+    assert six.diagnostics.encoder_sequences <= 6 * AUTO_BUDGET_PER_BLANK
     assert infiller.sample(SIX, top=5, seed=0).samples == six.samples
     assert len(infiller.sample(SIX, num_samples=4, seed=0).samples) == 4
 

@@ -30,20 +30,27 @@ DECODES = ("visited", "final", "diverse")
 every state the run scored (the chains' starts, the visited states and the proposals a kernel scored)
 chosen for quality and diversity (:func:`infill.pipeline.choose.spread`)."""
 AUTO = "auto"
-"""The method that picks by the number of blank tokens ``d`` (resolved in :mod:`.policy`): chains where they beat the masked LM's best
-one-pass order re-ranked by PLL at equal encoder sequences, that order where nothing of ours does
+"""The method that picks by the number of blank tokens ``d`` (resolved in :mod:`.policy`): what beat the masked
+LM's best one-pass order re-ranked by PLL at equal encoder sequences, on a check half of templates not tuned on
 (``eval/default-minilm``, ``eval/particles-minilm``); its compute is ``budget`` (default
 :data:`AUTO_BUDGET_PER_BLANK` x ``d``)."""
 AUTO_CHAIN_BLANKS = 4
-"""``auto`` runs chains on templates of up to this many blank tokens, and draws in one pass above it."""
+"""``auto`` runs chains on templates of up to this many blank tokens, and particles (or without ``top`` draws in
+one pass) above it."""
 AUTO_CHAINS = {"method": "gibbs", "num_samples": 50, "init": "confident-first", "steps": 100}
 """``auto``'s chains: random-scan Gibbs from confident-first draws, stepping until the budget is spent; its
 default chains and most steps (``num_samples`` and ``steps`` override them)."""
 SAMPLES, STEPS = 25, 12
 """The default chains (or draws) and steps of a named method."""
+AUTO_PARTICLES = {"method": "smc", "options": {"tilt": 2.0}, "decode": "diverse"}
+"""``auto`` above :data:`AUTO_CHAIN_BLANKS` blank tokens with ``top``: particles through the confident-first order
+weighted toward the PLL (:mod:`infill.samplers.particles`), every particle and move a candidate, kept for quality
+and diversity at the :data:`AUTO_DIVERSITY` of the blanks."""
+AUTO_DIVERSITY = ((7, 12.0), (None, 40.0))
+"""``(most blank tokens, diversity)``: the ``--diversity`` of ``auto``'s particles, chosen on the tuning half so
+that the kept fillings are as diverse as the best one-pass order's (``eval/particles-minilm``); None: any more."""
 AUTO_ORDER = "confident-first"
-"""``auto``'s one-pass order above :data:`AUTO_CHAIN_BLANKS` blanks: the draws re-ranked by PLL (neither chains
-nor particles beat them there at equal encoder sequences and as diverse: ``eval/particles-minilm``)."""
+"""``auto``'s one-pass order above :data:`AUTO_CHAIN_BLANKS` blank tokens without ``top`` (every draw a sample)."""
 AUTO_BUDGET_PER_BLANK = 100
 """``auto``'s default budget: encoder sequences per blank token."""
 MAX_DRAWS = 1 << 20
@@ -119,9 +126,9 @@ class RunConfig:
     lines and protocols are read from them (:func:`settings`). A configuration is hashable."""
 
     method: str = field(default=AUTO, metadata={
-        "help": f"{AUTO} (chains up to {AUTO_CHAIN_BLANKS} blank tokens, {AUTO_ORDER} draws above; it sets its own "
-                "chains and steps), a sampler (see `infill samplers`) or a baseline: independent, left-to-right, "
-                "argmax, confident-first, random-order",
+        "help": f"{AUTO} (chains up to {AUTO_CHAIN_BLANKS} blank tokens, particles (smc) above; it sets its own "
+                "chains, steps and budget), a sampler (see `infill samplers`) or a baseline: independent, left-to-right, "
+                "argmax, confident-first, random-order, smc",
         "flag": "--sampler", "key": "sampler", "metavar": "NAME"})
     num_samples: Optional[int] = field(default=None, metadata={
         "help": f"chains (or draws) per template (default {SAMPLES}; {AUTO}: {AUTO_CHAINS['num_samples']} chains on "

@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InfillError
-from .config import (AUTO, AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_CHAINS, AUTO_ORDER, MAX_DRAWS, SAMPLES,
-                     STEPS, RunConfig)
+from .config import (AUTO, AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_CHAINS, AUTO_DIVERSITY, AUTO_ORDER,
+                     AUTO_PARTICLES, MAX_DRAWS, SAMPLES, STEPS, RunConfig)
 
 
 @dataclass(frozen=True)
@@ -60,8 +60,8 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
 
     ``auto``: with one blank token (and no terms) the PLL is the masked LM's one conditional, so one pass is
     exact: ``argmax``'s ``top`` most likely tokens, or without ``top`` independent draws; with terms, chains
-    whatever ``d`` (one-pass draws never see a term); else chains up to :data:`AUTO_CHAIN_BLANKS` blank tokens
-    and :data:`AUTO_ORDER` draws above. A budget too small for the request is refused (:func:`least_budget`)."""
+    whatever ``d`` (one-pass draws never see a term); else :func:`_auto`. A budget too small for the request is
+    refused (:func:`least_budget`)."""
     if config.method == AUTO:
         if config.anneal_from is not None:
             raise InfillError(f"{AUTO} picks its own run on token blanks, which is not annealed: drop --anneal-from "
@@ -71,18 +71,27 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
                             num_samples=config.num_samples or AUTO_CHAINS["num_samples"]) if config.top is None else \
                 replace(config, method="argmax", num_samples=config.top, decode="visited")
             return checked_budget(exact, d)
-        chains = d <= AUTO_CHAIN_BLANKS or constrained
-        diverse = chains or config.diversity is not None
-        auto, config = config, replace(
-            config, method=AUTO_CHAINS["method"] if chains else AUTO_ORDER, init=AUTO_CHAINS["init"],
-            num_samples=config.num_samples or AUTO_CHAINS["num_samples"], steps=config.steps or AUTO_CHAINS["steps"],
-            budget=config.budget or AUTO_BUDGET_PER_BLANK * d, decode=config.decode or ("diverse" if diverse else
-                                                                                       "visited"))
-        if not chains and auto.top is None:  # every draw is a sample: as many as asked
-            config = replace(config, budget=auto.budget)
+        config = _auto(config, d, constrained)
     if config.is_baseline and config.budget is not None and not (config.method == "argmax" and d == 1):
         config = replace(config, num_samples=max(1, (config.budget - 1) // draw_cost(config, d)))
     return checked_budget(config, d)
+
+
+def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
+    """``auto`` on ``d > 1`` blank tokens: chains up to :data:`AUTO_CHAIN_BLANKS` blank tokens or with terms,
+    above it particles with ``top`` and one-pass draws without (every draw a sample, as many as asked)."""
+    auto, config = config, replace(config, init=AUTO_CHAINS["init"], steps=config.steps or AUTO_CHAINS["steps"],
+                                   num_samples=config.num_samples or AUTO_CHAINS["num_samples"],
+                                   budget=config.budget or AUTO_BUDGET_PER_BLANK * d)
+    if d <= AUTO_CHAIN_BLANKS or constrained:
+        return replace(config, method=AUTO_CHAINS["method"], decode=auto.decode or "diverse")
+    if auto.top is None:
+        return replace(config, method=AUTO_ORDER, budget=auto.budget,
+                       decode=auto.decode or ("diverse" if auto.diversity is not None else "visited"))
+    decode = auto.decode or AUTO_PARTICLES["decode"]
+    diversity = next(value for most, value in AUTO_DIVERSITY if most is None or d <= most)
+    return replace(config, method=AUTO_PARTICLES["method"], options=AUTO_PARTICLES["options"], decode=decode,
+                   diversity=auto.diversity if auto.diversity is not None or decode != "diverse" else diversity)
 
 
 def for_words(config: RunConfig) -> RunConfig:
