@@ -1,13 +1,15 @@
-"""Wall per encoder sequence of the same ``Infiller.sample`` runs from two trees: the package as it was before the
-layout of issue 29 (a worktree of the commit ``--before-commit``) and this checkout.
+"""Wall per encoder sequence of the same ``Infiller.sample`` runs from two trees: the package as it was before a
+refactor (a worktree of the commit ``--before-commit``; first the layout of issue 29) and this checkout.
 
     git worktree add /tmp/before 2a3497d
     python scripts/bench_layout.py [--before /tmp/before] [--rounds 8] [--templates 2] [--out eval/layout.md]
+        [--title "Layout of issue 29"]
 
 Each tree runs in its own subprocess whose working directory and ``PYTHONPATH`` are that tree (so its
 ``infill`` shadows the installed one), the model loaded once and warmed up; each round runs every case once in
 each, the trees' order alternating between rounds. A case is a calibration template (corpora/calibration/tune.jsonl) on the dev MLM, with its token blanks
-as written (the batched kernel) and as ``[MASK*?]`` word blanks (the span sampler). The ratio of this tree's
+as written (the batched kernel, a named sampler and the default ``auto``) and as ``[MASK*?]`` word blanks (the
+span sampler). The ratio of this tree's
 wall per encoder sequence to the before tree's is reported per round, as the median with its spread: the
 machine is shared, so only the interleaved ratio means anything.
 """
@@ -26,6 +28,7 @@ DEV_MODEL = ROOT.parent / "shared" / "models" / "infill-dev-minilm-mlm"
 TUNE = ROOT / "corpora" / "calibration" / "tune.jsonl"
 FIXED = {"sampler": "dmala", "num_samples": 8, "steps": 10, "top": 5}
 SPAN = {"num_samples": 4, "steps": 5, "top": 5}
+AUTO = {"top": 5}
 WORKER = r"""
 import json, sys, time
 import torch
@@ -48,6 +51,7 @@ for line in sys.stdin:
 def cases(templates: int) -> list[dict]:
     lines = [json.loads(line) for line in TUNE.read_text().splitlines() if line.strip()][:templates]
     return ([{"template": t["template"], "options": FIXED} for t in lines]
+            + [{"template": t["template"], "options": AUTO} for t in lines]
             + [{"template": t["template"].replace("[MASK]", "[MASK*?]"), "options": SPAN} for t in lines])
 
 
@@ -74,6 +78,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--templates", type=int, default=2)
     parser.add_argument("--out", type=Path, default=ROOT / "eval" / "layout.md")
+    parser.add_argument("--title", default="Layout of issue 29")
     args = parser.parse_args()
     work = cases(args.templates)
     workers = {"before": worker(args.before), "after": worker(ROOT)}
@@ -96,11 +101,11 @@ def main() -> None:
     median = statistics.median(ratios)
     sequences = sum(c["sequences"] for c in per["after"])
     report = "\n".join([
-        "# Layout of issue 29: wall per encoder sequence, before and after",
+        f"# {args.title}: wall per encoder sequence, before and after",
         "",
         f"`python scripts/bench_layout.py --rounds {args.rounds} --templates {args.templates}`: the first "
         f"{args.templates} template(s) of corpora/calibration/tune.jsonl on the dev MLM (CPU, one thread), each with "
-        f"its token blanks ({FIXED}) and as `[MASK*?]` word blanks ({SPAN}), seed 0; {sequences} encoder "
+        f"its token blanks ({FIXED}; the default, {AUTO}) and as `[MASK*?]` word blanks ({SPAN}), seed 0; {sequences} encoder "
         f"sequences per tree and round, after a warm-up round. Before: {args.before_commit}; after: this "
         "checkout. The fillings are the same in every round. The machine (2 cores) was shared with other "
         "work: the ratio, interleaved, is the number to read.",
