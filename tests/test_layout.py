@@ -56,3 +56,11 @@ def test_the_documented_import_paths_import():
     from infill.pipeline.config import RunConfig as Config
 
     assert RunConfig is Config and infill.Infiller is Infiller
+
+
+def test_no_function_of_the_pipeline_or_the_spans_is_over_40_lines():
+    long = [f"{path.relative_to(PACKAGE)}:{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+            for folder in ("pipeline", "spans") for path in sorted((PACKAGE / folder).glob("*.py"))
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 40]
+    assert not long, long
