@@ -22,7 +22,9 @@ ratio is reported as its median with its range over templates (and repeats):
   the whole vocabulary before the categories' columns are taken (the energy's head before issue 39 item 2);
 - ``batch``: ``Infiller.sample_many(templates, top=5, seed=0)`` over the bare forward at the pass size, on
   those templates' shapes (``--batch-repeats`` times);
-- ``cache``: the default's wall with the cache of conditionals on over off (``Infiller(cache_mib=0)``);
+- ``cache``: the default's wall with the cache of conditionals on over off (``Infiller(cache_mib=0)``): at the
+  same budget, so the two sides may buy different work; and for runs of chains at the same work, both sides
+  running the steps the cached run took (no budget to stop them), their fillings compared;
 - ``bfloat16``: ``Infiller(dtype="bfloat16")`` against float32 where the device has native bfloat16 (on a CPU,
   ``avx512_bf16`` or ``amx_bf16`` in /proc/cpuinfo), else skipped with the reason;
 - ``gpu busy`` (CUDA only): the sum of CUDA kernel time over the wall of one more batch call under
@@ -250,9 +252,22 @@ def one_template(bench: Bench, text: str, seed: int, on_first: bool, pass_size: 
            "same_passes_wall_vocabulary": bench.bare_seconds(text, passes, vocabulary=True),
            "bare_rate": {str(size): bench.bare_rate([text], size, min_seconds=min_seconds) for size in SIZES},
            "full_rate": bench.bare_rate([text], pass_size, full=True, min_seconds=min_seconds)}
+    if result.diagnostics.steps:
+        row |= same_steps(bench, text, seed, result.diagnostics.steps, not on_first)
     if bench.bf16 is not None:
         row["bf16"] = bf16_pair(bench, text, seed, on_first)
     return row
+
+
+def same_steps(bench: Bench, text: str, seed: int, steps: int, on_first: bool) -> dict:
+    """The default's chains with the cache on and off for the same ``steps`` (a budget too large to stop them):
+    the cache's wall at equal work, and whether the two give the same fillings (they must)."""
+    runs = {}
+    for side in (("on", "off") if on_first else ("off", "on")):
+        infiller = bench.on if side == "on" else bench.off
+        runs[side] = bench.call(infiller.sample, text, top=5, seed=seed, steps=steps, budget=10**9)
+    return {"wall_same_steps": runs["on"][1], "wall_off_same_steps": runs["off"][1],
+            "same_fillings_same_steps": runs["on"][0].texts == runs["off"][0].texts}
 
 
 def bf16_pair(bench: Bench, text: str, seed: int, float32_first: bool) -> dict:
@@ -341,7 +356,11 @@ def summarize(rows: list[dict], batches: list[dict], busy, pass_size: int) -> di
     host = [(r["wall"] / r["sequences"]) / (r["same_passes_wall"] / r["pass_sequences"]) for r in rows]
     chains = [r for r in rows if r.get("steps_off")]  # runs of chains (one-pass draws take no steps)
     bf16 = [r["bf16"] for r in rows if "bf16" in r and "error" not in r["bf16"]]
-    out = {"rows": len(rows), "cache_on_slower": sum(r["wall"] > r["wall_off"] for r in rows)}
+    same = [r for r in rows if "wall_same_steps" in r]
+    out = {"rows": len(rows), "cache_on_slower": sum(r["wall"] > r["wall_off"] for r in rows),
+           "same_steps_rows": len(same), "same_steps_slower": sum(r["wall_same_steps"] > r["wall_off_same_steps"]
+                                                                for r in same),
+           "same_steps_same_fillings": sum(r["same_fillings_same_steps"] for r in same)}
     out |= {f"default_over_bare_{size}": spread([x / r["bare_rate"][str(size)] for x, r in zip(rate, rows)])
            for size in SIZES}
     out |= {
@@ -358,6 +377,8 @@ def summarize(rows: list[dict], batches: list[dict], busy, pass_size: int) -> di
         "cache_on_over_off": spread([r["wall"] / r["wall_off"] for r in rows]),
         "cache_sequences_on_over_off": spread([r["sequences"] / r["sequences_off"] for r in rows]),
         "cache_steps_on_over_off": spread([r["steps"] / r["steps_off"] for r in chains]),
+        "cache_on_over_off_same_steps": spread([r["wall_same_steps"] / r["wall_off_same_steps"] for r in rows
+                                                if "wall_same_steps" in r]),
         "bf16_over_float32": spread([b["wall_ratio"] for b in bf16]),
         "bf16_same_top5": spread([sum(b["same_top5_set"] for b in bf16) / len(bf16)] if bf16 else []),
     }
@@ -430,6 +451,7 @@ def markdown(report: dict) -> str:
         "cache_on_over_off": "cache on / off: wall of the default",
         "cache_sequences_on_over_off": "cache on / off: encoder sequences",
         "cache_steps_on_over_off": "cache on / off: chain steps (runs of chains)",
+        "cache_on_over_off_same_steps": "cache on / off: wall at the same work (runs of chains, the same steps)",
         "bf16_over_float32": "bfloat16 / float32: wall of the default",
         "bf16_same_top5": "bfloat16: share of templates with the same top-5 set",
     }
@@ -458,7 +480,9 @@ def markdown(report: dict) -> str:
               f"- Cache on slower than off on {every['cache_on_slower']} of {every['rows']} templates "
               f"({calm['cache_on_slower']} of {calm['rows']} quiet ones; the target says never). `auto` spends a "
               "budget of encoder sequences, so both sides send about as many through the encoder; the steps row "
-              "says how much chain work each bought.",
+              "says how much chain work each bought. At the same work (runs of chains, the same steps) cache on "
+              f"was slower on {every['same_steps_slower']} of {every['same_steps_rows']}, with the same fillings on "
+              f"{every['same_steps_same_fillings']} of {every['same_steps_rows']}.",
               f"- Batch call / one a call, sequences per second (medians of the two loops, not interleaved): "
               f"{every.get('batch_over_one_a_call', 'n/a')}x.",
               f"- Runs the library refused (InfillError, listed in the JSON): {s['errors']}.",
