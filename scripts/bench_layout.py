@@ -55,8 +55,8 @@ def cases(templates: int) -> list[dict]:
             + [{"template": t["template"].replace("[MASK]", "[MASK*?]"), "options": SPAN} for t in lines])
 
 
-def worker(tree: Path) -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, "-c", WORKER, str(DEV_MODEL)], cwd=tree, text=True,
+def worker(tree: Path, model: Path) -> subprocess.Popen:
+    process = subprocess.Popen([sys.executable, "-c", WORKER, str(model)], cwd=tree, text=True,
                                env={**os.environ, "PYTHONPATH": str(tree)}, stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE)
     where = json.loads(process.stdout.readline())
@@ -79,9 +79,10 @@ def main() -> None:
     parser.add_argument("--templates", type=int, default=2)
     parser.add_argument("--out", type=Path, default=ROOT / "eval" / "layout.md")
     parser.add_argument("--title", default="Layout of issue 29")
+    parser.add_argument("--model", type=Path, default=DEV_MODEL, help="a masked-LM checkpoint (default the dev MLM)")
     args = parser.parse_args()
     work = cases(args.templates)
-    workers = {"before": worker(args.before), "after": worker(ROOT)}
+    workers = {"before": worker(args.before, args.model), "after": worker(ROOT, args.model)}
     for process in workers.values():
         run(process, work)  # warm-up
     rows, ratios = [], []
@@ -104,7 +105,7 @@ def main() -> None:
         f"# {args.title}: wall per encoder sequence, before and after",
         "",
         f"`python scripts/bench_layout.py --rounds {args.rounds} --templates {args.templates}`: the first "
-        f"{args.templates} template(s) of corpora/calibration/tune.jsonl on the dev MLM (CPU, one thread), each with "
+        f"{args.templates} template(s) of corpora/calibration/tune.jsonl on `{args.model.name}` (CPU, one thread), each with "
         f"its token blanks ({FIXED}; the default, {AUTO}) and as `[MASK*?]` word blanks ({SPAN}), seed 0; {sequences} encoder "
         f"sequences per tree and round, after a warm-up round. Before: {args.before_commit}; after: this "
         "checkout. The fillings are the same in every round. The machine (2 cores) was shared with other "
