@@ -49,6 +49,10 @@ and diversity at the :data:`AUTO_DIVERSITY` of the blanks."""
 AUTO_DIVERSITY = ((7, 12.0), (None, 40.0))
 """``(most blank tokens, diversity)``: the ``--diversity`` of ``auto``'s particles, chosen on the tuning half so
 that the kept fillings are as diverse as the best one-pass order's (``eval/particles-minilm``); None: any more."""
+def _auto_diversity() -> str:
+    return ", ".join(f"{value:g} up to {most} blank tokens" if most else f"{value:g} above" for most, value in AUTO_DIVERSITY)
+
+
 AUTO_ORDER = "confident-first"
 """``auto``'s one-pass order above :data:`AUTO_CHAIN_BLANKS` blank tokens without ``top`` (every draw a sample)."""
 AUTO_BUDGET_PER_BLANK = 100
@@ -156,7 +160,7 @@ class RunConfig:
     diversity: Optional[float] = field(default=None, metadata={
         "help": "with --decode diverse, how many nats below the best candidate not yet kept another may be and be "
                 "kept for differing more from those kept (default 1, among the 4 x --top best; named, among every "
-                "candidate; more: more diverse, lower PLL)",
+                f"candidate; {AUTO}'s particles: {_auto_diversity()}; more: more diverse, lower PLL)",
         "type": float, "metavar": "NATS"})
     allow_subwords: bool = field(default=False, metadata={
         "help": "let token blanks take word-continuation pieces (##ing)"})
