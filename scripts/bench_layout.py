@@ -105,8 +105,9 @@ def main() -> None:
         f"# {args.title}: wall per encoder sequence, before and after",
         "",
         f"`python scripts/bench_layout.py --rounds {args.rounds} --templates {args.templates}`: the first "
-        f"{args.templates} template(s) of corpora/calibration/tune.jsonl on `{args.model.name}` (CPU, one thread), each with "
-        f"its token blanks ({FIXED}; the default, {AUTO}) and as `[MASK*?]` word blanks ({SPAN}), seed 0; {sequences} encoder "
+        f"{args.templates} template(s) of corpora/calibration/tune.jsonl on `{args.model.name}` (CPU, one thread), "
+        f"each with its token blanks ({FIXED}; the default, {AUTO}) and as `[MASK*?]` word blanks ({SPAN}), seed 0; "
+        f"{sequences} encoder "
         f"sequences per tree and round, after a warm-up round. Before: {args.before_commit}; after: this "
         "checkout. The fillings are the same in every round. The machine (2 cores) was shared with other "
         "work: the ratio, interleaved, is the number to read.",

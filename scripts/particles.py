@@ -1,6 +1,7 @@
 """Particles (``smc``) against the best one-pass order at equal compute (issue 40, items 2-4).
 
-    python scripts/particles.py tune  [--shard 0/2] [--grid SPEC;SPEC...] [--templates N] [--seeds 0,1,2] [--regime 8-10]
+    python scripts/particles.py tune  [--shard 0/2] [--grid SPEC;SPEC...] [--templates N] [--seeds 0,1,2]
+                                      [--regime 8-10]
     python scripts/particles.py check [--shard 0/2] --ours 6-7=SPEC --ours 8-10=SPEC  (the regimes named)
     python scripts/particles.py report
 
@@ -73,7 +74,8 @@ def run(infiller, task: dict, seed: int, budget: int, **kwargs) -> dict:
     seconds = time.perf_counter() - start
     fills = [list(s.fills) for s in result.samples]
     return {"energies": [float(s.energy) for s in result.samples], "fills": fills,
-            "texts": [fill(task["template"], f) for f in fills], "encoder_sequences": result.diagnostics.encoder_sequences,
+            "texts": [fill(task["template"], f) for f in fills],
+            "encoder_sequences": result.diagnostics.encoder_sequences,
             "seconds": seconds, "candidates": result.diagnostics.candidates, "draws": result.diagnostics.num_samples}
 
 

@@ -49,10 +49,6 @@ and diversity at the :data:`AUTO_DIVERSITY` of the blanks."""
 AUTO_DIVERSITY = ((7, 12.0), (None, 40.0))
 """``(most blank tokens, diversity)``: the ``--diversity`` of ``auto``'s particles, chosen on the tuning half so
 that the kept fillings are as diverse as the best one-pass order's (``eval/particles-minilm``); None: any more."""
-def _auto_diversity() -> str:
-    return ", ".join(f"{value:g} up to {most} blank tokens" if most else f"{value:g} above" for most, value in AUTO_DIVERSITY)
-
-
 AUTO_ORDER = "confident-first"
 """``auto``'s one-pass order above :data:`AUTO_CHAIN_BLANKS` blank tokens without ``top`` (every draw a sample)."""
 AUTO_BUDGET_PER_BLANK = 100
@@ -74,6 +70,12 @@ def _number(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InfillError(f"{name} must be a finite number, got {value!r}")
     return float(value)
+
+
+def _auto_diversity() -> str:
+    """:data:`AUTO_DIVERSITY` in words, for the help."""
+    return ", ".join(f"{value:g} up to {most} blank tokens" if most else f"{value:g} above"
+                     for most, value in AUTO_DIVERSITY)
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
@@ -131,8 +133,8 @@ class RunConfig:
 
     method: str = field(default=AUTO, metadata={
         "help": f"{AUTO} (chains up to {AUTO_CHAIN_BLANKS} blank tokens, particles (smc) above; it sets its own "
-                "chains, steps and budget), a sampler (see `infill samplers`) or a baseline: independent, left-to-right, "
-                "argmax, confident-first, random-order, smc",
+                "chains, steps and budget), a sampler (see `infill samplers`) or a baseline: independent, "
+                "left-to-right, argmax, confident-first, random-order, smc",
         "flag": "--sampler", "key": "sampler", "metavar": "NAME"})
     num_samples: Optional[int] = field(default=None, metadata={
         "help": f"chains (or draws) per template (default {SAMPLES}; {AUTO}: {AUTO_CHAINS['num_samples']} chains on "

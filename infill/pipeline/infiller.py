@@ -44,8 +44,8 @@ from ..text.blanks import quote
 from ..text.template import Template, parse
 from ..text.vocabulary import sampleable_token_ids, spelled, word_piece_ids
 from .config import AUTO, MAX_DRAWS, REWRITE_SAMPLER, RunConfig, positive_integer
-from .policy import Run, draw_cost, least_budget, resolve
 from .choose import float32_cost
+from .policy import Run, draw_cost, least_budget, resolve
 from .postprocess import Batch, postprocess
 from .results import InfillResult
 
@@ -453,9 +453,9 @@ def _draws_to_budget(energy: MaskedLMEnergy, config: RunConfig, d: int, draw: Dr
     """Draws ``(N, d)`` of ``config``'s one-pass method until its budget is spent, with their PLLs ``(N,)``: each
     distinct draw is scored as it comes (where ``draw`` did not), so a sequence a pass or an earlier draw computed
     is not paid twice (the cache), and the next round takes as many draws as what is left surely buys
-    (:func:`~infill.pipeline.policy.draw_cost` each; the first round ``config.num_samples``). The draws stop when the rest
-    buys none, a round brings no new filling or cannot be paid, or :data:`~infill.pipeline.config.MAX_DRAWS` are
-    drawn."""
+    (:func:`~infill.pipeline.policy.draw_cost` each; the first round ``config.num_samples``). The draws stop when
+    the rest buys none, a round brings no new filling or cannot be paid, or
+    :data:`~infill.pipeline.config.MAX_DRAWS` are drawn."""
     cost = draw_cost(config, d)
     draws, scores, n = [], {}, config.num_samples
     while n >= 1 and sum(map(len, draws)) + n <= MAX_DRAWS:
