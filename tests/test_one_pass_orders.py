@@ -129,3 +129,23 @@ def test_orders_are_methods_and_chain_starts(method):
     assert method in BASELINES and method in INITS
     assert RunConfig.create(sampler=method).is_baseline
     assert RunConfig.create(init=method).init == method
+
+
+def reading_only_masked_blanks(energy, monkeypatch) -> list:
+    """Wrap ``energy.blank_logits`` to record, per call, whether every blank it read was masked."""
+    calls, original = [], energy.blank_logits
+
+    def blank_logits(x_idx, masked, read=None):
+        calls.append(bool(masked.gather(1, read).all()) if read is not None else bool(masked.all()))
+        return original(x_idx, masked, read)
+    monkeypatch.setattr(energy, "blank_logits", blank_logits)
+    return calls
+
+
+@pytest.mark.parametrize("method", mlm_draws.ORDERS)
+def test_the_head_reads_no_filled_blank(energy, method, monkeypatch):
+    """A filled blank's logits are never used: reading them would cost head work and, where the cache holds the
+    masked blanks' entries of a sequence but not those, the sequence again."""
+    calls = reading_only_masked_blanks(energy, monkeypatch)
+    mlm_draws.draw(energy, method, 50, torch.Generator().manual_seed(0))
+    assert len(calls) == D and all(calls)

@@ -121,3 +121,13 @@ def test_a_named_diversity_reaches_every_candidate(dev_model_path, monkeypatch):
     best, wide = fills(decode="diverse"), fills(decode="diverse", diversity=1e6)
     assert best == fills(decode="visited")  # the pool of the top best: those
     assert wide[0] == best[0] and nearest(wide) > nearest(best)
+
+
+@pytest.mark.parametrize("order", ["confident-first", "random-order"])
+def test_the_particles_read_no_filled_blank(tiny_pll, order, monkeypatch):
+    from test_one_pass_orders import reading_only_masked_blanks
+
+    energy = tiny_pll[0]
+    calls = reading_only_masked_blanks(energy, monkeypatch)
+    smc(energy, SMC(order=order, tilt=2.0), 3, 8, torch.Generator().manual_seed(0))
+    assert len(calls) == D and all(calls)

@@ -36,8 +36,8 @@ Logits = Callable[[Tensor, Tensor, Tensor], Tensor]
 def sample_categorical(logits: Tensor, generator: Optional[torch.Generator]) -> Tensor:
     """One draw per row of ``logits (..., K)`` by the Gumbel-max trick (``-inf`` logits are never drawn)."""
     u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=logits.dtype)
-    gumbel = -torch.log(-torch.log(u.clamp_min(torch.finfo(u.dtype).tiny)))
-    return torch.argmax(logits + gumbel, dim=-1)
+    gumbel = u.clamp_min_(torch.finfo(u.dtype).tiny).log_().neg_().log_().neg_()  # in place: one buffer
+    return torch.argmax(gumbel.add_(logits), dim=-1)
 
 
 def encoder_sequences(method: str, d: int, num_chains: int, templates: int = 1) -> int:
@@ -63,9 +63,20 @@ def all_masked_logits(energy, num_chains: int) -> Tensor:
     return logits.repeat_interleave(num_chains // templates, dim=0)
 
 
-def most_peaked(log_p: Tensor, open_: Tensor) -> Tensor:
-    """Per row, the column of ``log_p (N, S, K)`` among ``open_ (N, S)`` with the highest maximum probability."""
-    return log_p.amax(-1).masked_fill(~open_, -torch.inf).argmax(-1)
+def most_peaked(log_p: Tensor) -> Tensor:
+    """Per row, the column of ``log_p (N, S, K)`` with the highest maximum probability (ties: the leftmost)."""
+    return log_p.amax(-1).argmax(-1)
+
+
+def still_masked(blanks: Tensor, masked: Tensor) -> Tensor:
+    """The columns ``(N, S)`` of ``blanks (N, m)`` whose blank ``masked (N, d)`` still holds, in their order; every
+    row has as many (the one-pass orders fill one blank a row a step)."""
+    return blanks[masked.gather(1, blanks)].view(len(blanks), -1)
+
+
+def scaled(logits: Tensor, temperature: float) -> Tensor:
+    """``logits`` in float32 divided by ``temperature`` (no copy at 1, where it changes nothing)."""
+    return logits.float() if temperature == 1 else logits.float() / temperature
 
 
 def fill(logits: Logits, z: Tensor, blanks: Tensor, confident: bool, generator: Optional[torch.Generator],
@@ -83,11 +94,11 @@ def fill(logits: Logits, z: Tensor, blanks: Tensor, confident: bool, generator: 
     masked[rows[:, None], blanks] = True
     log_q = torch.zeros(n, device=z.device)
     for t in range(m):
-        read = blanks if confident else blanks[:, t:t + 1]
+        read = still_masked(blanks, masked) if confident else blanks[:, t:t + 1]  # the head reads no filled blank
         step_logits = first if t == 0 and first is not None else logits(z, masked, read)
         first = step_logits if t == 0 else first
-        log_p = torch.log_softmax(step_logits.float() / temperature, dim=-1)
-        col = most_peaked(log_p, masked.gather(1, blanks)) if confident else torch.zeros_like(rows)
+        log_p = torch.log_softmax(scaled(step_logits, temperature), dim=-1)
+        col = most_peaked(log_p) if confident else torch.zeros_like(rows)
         j = read[rows, col]
         v = sample_categorical(step_logits[rows, col] / temperature, generator) if values is None else values[rows, j]
         log_q = log_q + log_p[rows, col, v]

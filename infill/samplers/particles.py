@@ -115,16 +115,19 @@ def smc(energy: Energy, settings: SMC, runs: int, particles: int, generator: Opt
         else None
     log_gamma = torch.zeros(n, device=device)  # the intermediate target of each particle's partial filling
     log_weight = torch.zeros(runs, particles, device=device)
+    confident = order is None
     for t in range(d):
-        confident = order is None
-        read = torch.arange(d, device=device).expand(n, d) if confident else order[:, t:t + 1]
-        logits = first.expand(n, d, k) if t == 0 else energy.blank_logits(z, masked, read)
-        if t == 0 and not confident:
-            logits = first[order[:, 0]][:, None]
-        log_p = torch.log_softmax(logits.float() / temperature, -1)
-        col = mlm_draws.most_peaked(log_p, masked) if confident else torch.zeros_like(rows)
+        read = mlm_draws.still_masked(rows.new_tensor(range(d)).expand(n, d), masked) if confident \
+            else order[:, t:t + 1]  # the head reads no filled blank
+        if t == 0:  # the first pass, shared: (1, d, K) until a particle's own row is taken
+            logits = first[None] if confident else first[order[:, 0]][:, None]
+        else:
+            logits = energy.blank_logits(z, masked, read)
+        log_p = torch.log_softmax(mlm_draws.scaled(logits, temperature), -1)
+        col = mlm_draws.most_peaked(log_p).expand(n) if confident else torch.zeros_like(rows)
+        logits, log_p = logits.expand(n, -1, -1), log_p.expand(n, -1, -1)
         j = read[rows, col]
-        v = mlm_draws.sample_categorical(logits[rows, col].float() / temperature, generator)
+        v = mlm_draws.sample_categorical(mlm_draws.scaled(logits[rows, col], temperature), generator)
         log_q = log_p[rows, col, v]
         z[rows, j], masked[rows, j] = v, False
         if t == d - 1:
