@@ -357,7 +357,12 @@ def summarize(rows: list[dict], batches: list[dict], busy, pass_size: int) -> di
     chains = [r for r in rows if r.get("steps_off")]  # runs of chains (one-pass draws take no steps)
     bf16 = [r["bf16"] for r in rows if "bf16" in r and "error" not in r["bf16"]]
     same = [r for r in rows if "wall_same_steps" in r]
+    by_template: dict[str, list[float]] = {}  # each template's on/off wall ratios over the repeats
+    for r in rows:
+        by_template.setdefault(r["template"], []).append(r["wall"] / r["wall_off"])
     out = {"rows": len(rows), "cache_on_slower": sum(r["wall"] > r["wall_off"] for r in rows),
+           "templates": len(by_template),
+           "cache_on_slower_templates": sum(statistics.median(v) > 1 for v in by_template.values()),
            "same_steps_rows": len(same), "same_steps_slower": sum(r["wall_same_steps"] > r["wall_off_same_steps"]
                                                                 for r in same),
            "same_steps_same_fillings": sum(r["same_fillings_same_steps"] for r in same)}
@@ -477,8 +482,10 @@ def markdown(report: dict) -> str:
               "during the rows" + (f"; with {m['threads']} threads on a shared machine, waits at each op's thread "
                                    "barrier can outweigh the compute: compare a run with `--threads 1`."
                                    if shared > s["quiet"] and m["threads"] > 1 else "."),
-              f"- Cache on slower than off on {every['cache_on_slower']} of {every['rows']} templates "
-              f"({calm['cache_on_slower']} of {calm['rows']} quiet ones; the target says never). `auto` spends a "
+              f"- Cache on slower than off on {every['cache_on_slower']} of {every['rows']} rows "
+              f"({calm['cache_on_slower']} of {calm['rows']} quiet ones; the target says never); by the median of "
+              f"each template's {a['repeats']} repeat(s), on {every.get('cache_on_slower_templates', '?')} of "
+              f"{every.get('templates', '?')} templates. `auto` spends a "
               "budget of encoder sequences, so both sides send about as many through the encoder; the steps row "
               "says how much chain work each bought. At the same work (runs of chains, the same steps) cache on "
               f"was slower on {every['same_steps_slower']} of {every['same_steps_rows']}, with the same fillings on "
