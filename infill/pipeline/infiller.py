@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 import re
 import secrets
 import sys
@@ -38,14 +37,14 @@ from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError
 from ..lm import default_model, mlm_draws, models, scoring
 from ..samplers import run_annealed
-from ..samplers.particles import SMC, smc
 from ..spans import MAX_PIECES, span_run
 from ..text.blanks import quote
 from ..text.template import Template, parse
 from ..text.vocabulary import sampleable_token_ids, spelled, word_piece_ids
-from .config import AUTO, MAX_DRAWS, REWRITE_SAMPLER, RunConfig, positive_integer
+from . import one_pass
 from .choose import float32_cost
-from .policy import Run, draw_cost, least_budget, resolve
+from .config import AUTO, REWRITE_SAMPLER, RunConfig, positive_integer
+from .policy import Run, least_budget, resolve
 from .postprocess import Batch, postprocess
 from .results import InfillResult
 
@@ -317,11 +316,10 @@ class Infiller:
 
     def _draw(self, prepared: Prepared, template: Template, config: RunConfig, meter: Meter,
               generator: torch.Generator, start: float) -> Batch:
-        """A one-pass method's draws (or ``smc``'s particles) on the float32 model (the chains' precision does
-        not apply), drawn until the budget is spent where one is set."""
-        pll, d = self._energy(self.model, template, prepared, meter), template.num_blanks
-        draw = _particles(pll, config, generator) if config.method == "smc" else _draws(pll, config, generator)
-        x, values = draw(config.num_samples) if config.budget is None else _draws_to_budget(pll, config, d, draw)
+        """A one-pass method's draws (:func:`~.one_pass.draw`) on the float32 model (the chains' precision does
+        not apply)."""
+        pll = self._energy(self.model, template, prepared, meter)
+        x, values = one_pass.draw(pll, config, generator)
         return Batch(template=template, config=dataclasses.replace(config, num_samples=len(x)), start=start, energy=pll,
                      target=pll, x=x, starts=x, energies=values)
 
@@ -399,10 +397,6 @@ def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
     return "".join(pieces) + text[at:], words, source
 
 
-Draw = Callable[[int], tuple[Tensor, Optional[Tensor]]]
-"""``draw(n) -> (x (m, d), energies (m,) or None)``: ``n`` draws (or particles) of a one-pass method."""
-
-
 def _chain_starts(config: RunConfig, sampler, pll: MaskedLMEnergy, target, rewrite: Optional[tuple[Tensor, float]],
                   generator: torch.Generator) -> tuple:
     """The target and the chains' starts: draws from the masked LM (at ``anneal_from`` where the run is
@@ -429,54 +423,3 @@ def _budget_stop(config: RunConfig, d: int, x: Tensor, meter: Meter, held_back: 
             keep = d * (config.top or 1)
         return meter.spent + keep + held_back >= config.budget
     return stop
-
-
-def _draws(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> Draw:
-    """``config``'s one-pass order (:func:`mlm_draws.draw`), unscored."""
-    return lambda n: (mlm_draws.draw(energy, config.method, n, generator, config.token_temperature), None)
-
-
-def _particles(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> Draw:
-    """One ``smc`` run of ``n`` particles (:func:`~infill.samplers.particles.smc`), scored: with ``top`` every
-    particle and every state its moves visited are candidates; without, its samples (resampled and moved)."""
-    settings = SMC(**config.options)
-
-    def draw(n: int) -> tuple[Tensor, Tensor]:
-        out = smc(energy, settings, 1, n, generator, config.token_temperature)
-        if config.top is None:
-            return out.samples[0], out.sample_energy[0].cpu()
-        return torch.cat([out.x[0], out.visited]), torch.cat([out.energy[0], out.visited_energy]).cpu()
-    return draw
-
-
-def _draws_to_budget(energy: MaskedLMEnergy, config: RunConfig, d: int, draw: Draw) -> tuple[Tensor, Tensor]:
-    """Draws ``(N, d)`` of ``config``'s one-pass method until its budget is spent, with their PLLs ``(N,)``: each
-    distinct draw is scored as it comes (where ``draw`` did not), so a sequence a pass or an earlier draw computed
-    is not paid twice (the cache), and the next round takes as many draws as what is left surely buys
-    (:func:`~infill.pipeline.policy.draw_cost` each; the first round ``config.num_samples``). The draws stop when
-    the rest buys none, a round brings no new filling or cannot be paid, or
-    :data:`~infill.pipeline.config.MAX_DRAWS` are drawn."""
-    cost = draw_cost(config, d)
-    draws, scores, n = [], {}, config.num_samples
-    while n >= 1 and sum(map(len, draws)) + n <= MAX_DRAWS:
-        try:
-            x, values = draw(n)
-        except BudgetSpent:  # the round cost more than it surely would (a cache that kept too little)
-            if not draws:
-                raise InfillError(f"a budget of {config.budget} encoder sequences buys no round of {n} "
-                                  f"{config.method} draws on {d} blank tokens: raise --budget") from None
-            break
-        keys = list(map(tuple, x.tolist()))
-        fresh = {key: value for key, value in zip(keys, [math.nan] * len(keys) if values is None else values.tolist())
-                 if key not in scores}
-        draws.append(x)
-        if not fresh:
-            break
-        unscored = [key for key, value in fresh.items() if math.isnan(value)]
-        if unscored:
-            fresh.update(zip(unscored, energy.of_indices(torch.tensor(unscored, device=x.device)).tolist()))
-        scores.update(fresh)
-        n = (energy.meter.limit - energy.meter.spent - 1) // cost  # the first pass again, if the cache let it go
-    x = torch.cat(draws)
-    return x, torch.tensor([scores[tuple(row)] for row in x.tolist()])
-

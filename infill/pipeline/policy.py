@@ -55,7 +55,7 @@ def make_sampler(config: RunConfig):
 
 def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfig:
     """``config`` for a template of ``d`` blank tokens: ``auto`` resolved, and a one-pass method's first round
-    of draws set by the budget (what it surely buys, :func:`draw_cost` each, the shared first pass one
+    of draws set by the budget (what it surely buys, :func:`~.one_pass.draw_cost` each, the shared first pass one
     sequence; the pipeline draws more while the budget lasts).
 
     ``auto``: with one blank token (and no terms) the PLL is the masked LM's one conditional, so one pass is
@@ -73,6 +73,8 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
             return checked_budget(exact, d)
         config = _auto(config, d, constrained)
     if config.is_baseline and config.budget is not None and not (config.method == "argmax" and d == 1):
+        from .one_pass import draw_cost
+
         config = replace(config, num_samples=max(1, (config.budget - 1) // draw_cost(config, d)))
     return checked_budget(config, d)
 
@@ -108,18 +110,6 @@ def for_words(config: RunConfig) -> RunConfig:
     return config
 
 
-def draw_cost(config: RunConfig, d: int) -> int:
-    """Encoder sequences one more distinct draw (or particle) of a one-pass method costs on ``d`` blank tokens,
-    re-ranked by PLL (:func:`infill.lm.mlm_draws.draw_cost`; ``smc``: :meth:`~infill.samplers.particles.SMC.passes`)."""
-    if config.method == "smc":
-        from ..samplers.particles import SMC
-
-        return SMC(**config.options).passes(d)
-    from ..lm.mlm_draws import draw_cost as one_pass
-
-    return one_pass(config.method, d)
-
-
 def least_budget(config: RunConfig, d: int) -> int:
     """The fewest encoder sequences that surely buy ``config``'s run of ``d`` blank tokens, whatever the cache
     spares: for a one-pass method its first pass and ``top`` draws, each with its later passes and its PLL's
@@ -128,6 +118,7 @@ def least_budget(config: RunConfig, d: int) -> int:
     have nothing to return, so there one step is counted as a gradient sampler's (a value and gradient at the
     start and at the proposal)."""
     from ..lm.mlm_draws import encoder_sequences
+    from .one_pass import draw_cost
 
     if config.is_baseline:
         return 1 + (config.top or 1) * draw_cost(config, d)

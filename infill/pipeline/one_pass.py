@@ -1,0 +1,103 @@
+"""The one-pass methods (:data:`~.config.BASELINES`): fillings drawn from the masked LM without chains, by one
+of the methods of :mod:`infill.lm.mlm_draws` or as ``smc``'s particles (:mod:`infill.samplers.particles`).
+
+This is the one place that tells them apart: the options each takes, what one more draw costs, the forward
+passes a draw takes, and the draws themselves, until the budget is spent where one is set. The policy and the
+options' check import it only when they need it (it imports torch).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional
+
+import torch
+from torch import Tensor
+
+from ..energies.budget import BudgetSpent
+from ..energies.masked_lm import MaskedLMEnergy
+from ..errors import InfillError
+from ..lm import mlm_draws
+from ..samplers import options_of
+from ..samplers.particles import SMC, smc
+from .config import MAX_DRAWS, RunConfig
+
+PARTICLES = "smc"
+"""The one-pass method that draws particles; the others are :data:`infill.lm.mlm_draws.FORWARDS`' methods."""
+Draw = Callable[[int], tuple[Tensor, Optional[Tensor]]]
+"""``draw(n) -> (x (m, d), energies (m,) or None)``: ``n`` draws (or particles) of a one-pass method."""
+
+
+def options(method: str) -> dict:
+    """The options ``method`` takes, with their defaults (only the particles take any)."""
+    return options_of(SMC()) if method == PARTICLES else {}
+
+
+def draw_cost(config: RunConfig, d: int) -> int:
+    """Encoder sequences one more distinct draw (or particle) of ``config``'s method costs on ``d`` blank tokens,
+    re-ranked by PLL (:func:`infill.lm.mlm_draws.draw_cost`; the particles: :meth:`SMC.passes`)."""
+    if config.method == PARTICLES:
+        return SMC(**config.options).passes(d)
+    return mlm_draws.draw_cost(config.method, d)
+
+
+def forwards(config: RunConfig, d: int) -> int:
+    """The forward passes one draw of ``config``'s method takes on ``d`` blank tokens (the particles': their
+    order's)."""
+    return mlm_draws.FORWARDS[SMC(**config.options).order if config.method == PARTICLES else config.method](d)
+
+
+def draw(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> tuple[Tensor, Optional[Tensor]]:
+    """``config``'s draws ``(N, d)`` with their PLLs ``(N,)`` where the method scored them (None where not):
+    ``config.num_samples`` of them, or without end until the budget is spent (:func:`_to_budget`)."""
+    method = _particles(energy, config, generator) if config.method == PARTICLES else _order(energy, config, generator)
+    return method(config.num_samples) if config.budget is None else _to_budget(energy, config, method)
+
+
+def _order(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> Draw:
+    """``config``'s one-pass order (:func:`mlm_draws.draw`), unscored."""
+    return lambda n: (mlm_draws.draw(energy, config.method, n, generator, config.token_temperature), None)
+
+
+def _particles(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> Draw:
+    """One ``smc`` run of ``n`` particles (:func:`~infill.samplers.particles.smc`), scored: with ``top`` every
+    particle and every state its moves visited are candidates; without, its samples (resampled and moved)."""
+    settings = SMC(**config.options)
+
+    def particles(n: int) -> tuple[Tensor, Tensor]:
+        out = smc(energy, settings, 1, n, generator, config.token_temperature)
+        if config.top is None:
+            return out.samples[0], out.sample_energy[0].cpu()
+        return torch.cat([out.x[0], out.visited]), torch.cat([out.energy[0], out.visited_energy]).cpu()
+    return particles
+
+
+def _to_budget(energy: MaskedLMEnergy, config: RunConfig, method: Draw) -> tuple[Tensor, Tensor]:
+    """Draws ``(N, d)`` of ``method`` until ``config``'s budget is spent, with their PLLs ``(N,)``: each distinct
+    draw is scored as it comes (where the method did not), so a sequence a pass or an earlier draw computed is
+    not paid twice (the cache), and the next round takes as many draws as what is left surely buys
+    (:func:`draw_cost` each; the first round ``config.num_samples``). The draws stop when the rest buys none, a
+    round brings no new filling or cannot be paid, or :data:`~.config.MAX_DRAWS` are drawn."""
+    d = energy.num_blanks
+    cost = draw_cost(config, d)
+    draws, scores, n = [], {}, config.num_samples
+    while n >= 1 and sum(map(len, draws)) + n <= MAX_DRAWS:
+        try:
+            x, values = method(n)
+        except BudgetSpent:  # the round cost more than it surely would (a cache that kept too little)
+            if not draws:
+                raise InfillError(f"a budget of {config.budget} encoder sequences buys no round of {n} "
+                                  f"{config.method} draws on {d} blank tokens: raise --budget") from None
+            break
+        keys = list(map(tuple, x.tolist()))
+        fresh = {key: value for key, value in zip(keys, [math.nan] * len(keys) if values is None else values.tolist())
+                 if key not in scores}
+        draws.append(x)
+        if not fresh:
+            break
+        unscored = [key for key, value in fresh.items() if math.isnan(value)]
+        if unscored:
+            fresh.update(zip(unscored, energy.of_indices(torch.tensor(unscored, device=x.device)).tolist()))
+        scores.update(fresh)
+        n = (energy.meter.limit - energy.meter.spent - 1) // cost  # the first pass again, if the cache let it go
+    x = torch.cat(draws)
+    return x, torch.tensor([scores[tuple(row)] for row in x.tolist()])
