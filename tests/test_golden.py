@@ -8,7 +8,9 @@ every single-call case unchanged, the batched one now equal to its single calls)
 method with a budget draw until the budget is spent (re-recorded then: only the cases of one-pass draws with a
 budget changed, spending more of it); issue 40 made ``auto`` above 4 blank tokens with ``top`` run particles
 (``smc``), which beat the one-pass draws on the check half (re-recorded then: only ``auto-6blanks``,
-``auto-8blanks`` and ``auto-batch-3``, whose 6-blank template is ``auto-6blanks``'s).
+``auto-8blanks`` and ``auto-batch-3``, whose 6-blank template is ``auto-6blanks``'s); the one-pass fills
+then stopped reading filled blanks (re-recorded: only ``fixed-mlm-independence-4blanks``' seed 1, its fillings
+unchanged, its encoder sequences 73 where 77 were).
 ``tests/golden/fillings.json`` holds, per case and seed, every returned sample's ``text`` and
 ``fills`` (compared exactly), its ``energy`` and ``terms`` (within 1e-4 absolute), and the run's
 ``diagnostics.encoder_sequences`` (exactly).
