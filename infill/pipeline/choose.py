@@ -193,9 +193,10 @@ def spread(rows: Tensor, values: Tensor, k: int, margin: float = DIVERSE_MARGIN)
     quality and diversity: the best, then each time, among the candidates within ``margin`` of the best one
     left, the one whose nearest kept filling differs from it in the most blanks (ties to the better). So no two
     kept fillings differ in one blank while a comparable candidate differs from every kept one in more."""
-    left, kept = list(range(1, len(rows))), [0]
+    rows, value, floor = rows.cpu(), values.tolist(), (values - margin).tolist()  # on the host at once, compared
+    left, kept = list(range(1, len(rows))), [0]  # as float32 tensors compare
     while left and len(kept) < k:
-        comparable = [i for i in left if values[i] >= values[left[0]] - margin] or left[:1]
+        comparable = [i for i in left if value[i] >= floor[left[0]]] or left[:1]
         nearest = (rows[comparable, None] != rows[None, kept]).sum(-1).amin(1)
         kept.append(comparable[int(nearest.argmax())])
         left.remove(kept[-1])
