@@ -210,14 +210,14 @@ class MaskedLMEnergy:
         logits where one pass read every output in order; else gathered from the cache at the end where it
         holds every entry read; else written pass by pass."""
         n, s = read.shape
-        rows = torch.where(masked, MASKED, x_idx)
-        keys = self.cache.keys(self._template_keys[template].repeat_interleave(s), read.flatten(),
-                               rows.repeat_interleave(s, 0))
+        host = torch.cat([self._template_keys[template][:, None], read, torch.where(masked, MASKED, x_idx)], 1).cpu()
+        template_key, read_at, rows = host[:, :1], host[:, 1:1 + s], host[:, 1 + s:]  # one copy to the host a read
+        keys = self.cache.keys(template_key.repeat_interleave(s), read_at.flatten(), rows.repeat_interleave(s, 0))
         found = self.cache.find(keys)
         wanted: dict[bytes, dict[int, list[int]]] = {}  # a sequence (template, row) -> slot -> outputs
         first: dict[bytes, int] = {}  # a sequence -> the first row holding it
         if min(found) < 0:
-            sequences, slots = as_bytes(torch.cat([template[:, None], rows], 1)), read.flatten().tolist()
+            sequences, slots = as_bytes(torch.cat([template_key, rows], 1)), read_at.flatten().tolist()
             for o, row in enumerate(found):
                 if row < 0:
                     first.setdefault(sequences[o // s], o // s)
