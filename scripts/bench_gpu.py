@@ -4,6 +4,7 @@
     python scripts/bench_gpu.py                               # the dev MLM on the CPU
     python scripts/bench_gpu.py --device cuda --model PATH    # on a GPU (a float16 checkpoint is widened)
     python scripts/bench_gpu.py --proxy --profile 25          # where one default call's time goes
+    python scripts/bench_gpu.py --proxy --host-ops            # the host ops the issue counted, per template
 
 Templates come from ``corpora/calibration/check.jsonl`` (regimes "2-4" and "6-10", taken in turn). One
 process; the two sides of every ratio run one after the other, template by template (A, B, A, B...), and each
@@ -35,7 +36,8 @@ every thread of the run a core of its own (within ``--slack`` of a core) are sum
 shared CPU ``--threads 1`` keeps the ratios meaningful: with more threads than free cores every op waits at its
 thread barrier. ``--bf16 on`` runs the bfloat16 pair where it is emulated too (to try the path). Writes
 ``OUT.json`` and ``OUT.md`` (default ``eval/bench-gpu/<device>-<proxy|devmlm>``); ``--markdown-only``
-re-summarizes a written ``OUT.json``; ``--profile N`` writes instead a cProfile of one default call per regime.
+re-summarizes a written ``OUT.json``; ``--profile N`` writes instead a cProfile of one default call per regime;
+``--host-ops`` counts instead the host ops the issue counted (scalar reads, selects, clones, logsumexp calls).
 """
 from __future__ import annotations
 
@@ -324,6 +326,30 @@ def gpu_busy(bench: Bench, texts: list[str]) -> dict:
     return {"wall": wall, "kernel_seconds": busy, "kernels": len(kernels), "busy_share": busy / wall}
 
 
+HOST_OPS = {"aten::_local_scalar_dense": "scalar reads (.item(), bool(): each a device sync on a GPU)",
+            "aten::select": "select", "aten::clone": "clone", "aten::logsumexp": "logsumexp"}
+"""The host ops the issue counted on an H100, by their ATen names."""
+
+
+def host_ops(bench: Bench, texts: list[str]) -> str:
+    """The :data:`HOST_OPS` that one default call on each of ``texts`` dispatches (torch.profiler, CPU side:
+    the counts are the host's work, whatever the device), in all and per template, as a markdown table."""
+    from collections import Counter
+
+    from torch.profiler import ProfilerActivity, profile
+
+    counts = []
+    for text in texts:
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            bench.on.sample(text, top=5, seed=0)
+        counts.append(Counter(e.name for e in prof.events() if e.name in HOST_OPS))
+    lines = [f"| op | in all ({len(texts)} templates) | per template: median (min-max) |", "|---|---|---|"]
+    for name, what in HOST_OPS.items():
+        each = [c[name] for c in counts]
+        lines.append(f"| `{name}`: {what} | {sum(each)} | {statistics.median(each)} ({min(each)}-{max(each)}) |")
+    return "\n".join(lines) + "\n"
+
+
 def profile_default(bench: Bench, texts: list[str], top: int) -> str:
     """cProfile of one default call on each of ``texts`` (after a warm-up call): the ``top`` functions by
     cumulative and by own time."""
@@ -413,8 +439,12 @@ def machine(device: str, bf16_reason: str) -> dict:
             "bf16": bf16_reason}
     if device.startswith("cuda"):
         info["gpu"] = torch.cuda.get_device_name()
+    import infill
+
+    tree = Path(infill.__file__).resolve().parents[1]  # the tree measured (PYTHONPATH may name another)
+
     def git(*args) -> str:
-        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout
+        return subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True).stdout
 
     try:  # the tree measured: its commit and the files of infill/ changed since
         info["commit"], info["changed"] = git("rev-parse", "--short", "HEAD").strip(), len(
@@ -518,6 +548,8 @@ def main(argv=None) -> int:
                         help="a row is quiet when others left each thread a core, less this much (default 0.2)")
     parser.add_argument("--out", type=Path, help="OUT.json and OUT.md (default eval/bench-gpu/<device>-<model>)")
     parser.add_argument("--markdown-only", action="store_true", help="re-summarize OUT.json's rows, rewrite both")
+    parser.add_argument("--host-ops", action="store_true",
+                        help="instead: count the host ops of one default call per template, to OUT-host-ops.md")
     parser.add_argument("--profile", type=int, metavar="N",
                         help="instead: cProfile one default call per regime, its top N functions, to OUT-profile.txt")
     args = parser.parse_args(argv)
@@ -548,6 +580,14 @@ def main(argv=None) -> int:
     if args.profile:
         text = f"    {' '.join(['python', *sys.argv])}\n\n" + profile_default(bench, one[:2], args.profile)
         (out.parent / f"{out.name}-profile.txt").write_text(text)
+        print(text)
+        return 0
+    if args.host_ops:
+        info = machine(args.device, reason)
+        text = (f"# Host ops of the default, one template a call\n\n    {' '.join(['python', *sys.argv])}\n\n"
+                f"{info['cpu']}, torch {info['torch']}; commit {info.get('commit', '?')} with "
+                f"{info.get('changed', '?')} files of infill/ changed.\n\n" + host_ops(bench, one))
+        (out.parent / f"{out.name}-host-ops.md").write_text(text)
         print(text)
         return 0
     for size, full in [(n, False) for n in SIZES] + [(pass_size, True)]:
