@@ -68,10 +68,12 @@ def most_peaked(log_p: Tensor) -> Tensor:
     return log_p.amax(-1).argmax(-1)
 
 
-def still_masked(blanks: Tensor, masked: Tensor) -> Tensor:
-    """The columns ``(N, S)`` of ``blanks (N, m)`` whose blank ``masked (N, d)`` still holds, in their order; every
-    row has as many (the one-pass orders fill one blank a row a step)."""
-    return blanks[masked.gather(1, blanks)].view(len(blanks), -1)
+def still_masked(blanks: Tensor, masked: Tensor, left: int) -> Tensor:
+    """The ``left`` entries ``(N, left)`` of each row of ``blanks (N, m)`` that ``masked (N, d)`` still masks, in
+    their order: every row has as many (the orders fill one blank a row a step). A stable sort finds them, so the
+    host need not wait for the device to learn how many there are."""
+    filled = (~masked.gather(1, blanks)).to(torch.uint8)
+    return blanks.gather(1, torch.sort(filled, dim=1, stable=True).indices[:, :left])
 
 
 def scaled(logits: Tensor, temperature: float) -> Tensor:
@@ -94,7 +96,7 @@ def fill(logits: Logits, z: Tensor, blanks: Tensor, confident: bool, generator: 
     masked[rows[:, None], blanks] = True
     log_q = torch.zeros(n, device=z.device)
     for t in range(m):
-        read = still_masked(blanks, masked) if confident else blanks[:, t:t + 1]  # the head reads no filled blank
+        read = still_masked(blanks, masked, m - t) if confident else blanks[:, t:t + 1]  # no filled blank is read
         step_logits = first if t == 0 and first is not None else logits(z, masked, read)
         first = step_logits if t == 0 else first
         log_p = torch.log_softmax(scaled(step_logits, temperature), dim=-1)

@@ -115,10 +115,9 @@ def smc(energy: Energy, settings: SMC, runs: int, particles: int, generator: Opt
         else None
     log_gamma = torch.zeros(n, device=device)  # the intermediate target of each particle's partial filling
     log_weight = torch.zeros(runs, particles, device=device)
-    confident = order is None
+    confident, blanks = order is None, torch.arange(d, device=device).expand(n, d)
     for t in range(d):
-        read = mlm_draws.still_masked(rows.new_tensor(range(d)).expand(n, d), masked) if confident \
-            else order[:, t:t + 1]  # the head reads no filled blank
+        read = mlm_draws.still_masked(blanks, masked, d - t) if confident else order[:, t:t + 1]  # no filled blank
         if t == 0:  # the first pass, shared: (1, d, K) until a particle's own row is taken
             logits = first[None] if confident else first[order[:, 0]][:, None]
         else:
