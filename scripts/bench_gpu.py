@@ -327,8 +327,9 @@ def gpu_busy(bench: Bench, texts: list[str]) -> dict:
 
 
 HOST_OPS = {"aten::_local_scalar_dense": "scalar reads (.item(), bool(): each a device sync on a GPU)",
+            "aten::nonzero": "nonzero (boolean indexing: a device sync on a GPU too)",
             "aten::select": "select", "aten::clone": "clone", "aten::logsumexp": "logsumexp"}
-"""The host ops the issue counted on an H100, by their ATen names."""
+"""The host ops the issue counted on an H100 (and ``nonzero``, which syncs too), by their ATen names."""
 
 
 def host_ops(bench: Bench, texts: list[str]) -> str:
