@@ -273,14 +273,14 @@ class RunConfig:
         for key, value in self.options.items():  # checked before the sampler registry (torch) is imported
             if isinstance(value, float):
                 _number(f"{self.method} option {key}", value)
-        from ..samplers import SAMPLERS, sampler_options
-        from .one_pass import options
+        from ..samplers import SAMPLERS, options_of, sampler_options
+        from ..samplers.particles import METHOD as PARTICLES, SMC
 
         if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *BASELINES, AUTO):
             raise InfillError(f"unknown sampler {self.method!r}; choose from {AUTO}, "
                               f"{', '.join(sorted(SAMPLERS))} or a baseline: {', '.join(BASELINES)}")
-        defaults = options(self.method) if self.is_baseline else {} if self.method == AUTO else \
-            sampler_options(self.method)
+        defaults = options_of(SMC()) if self.method == PARTICLES else {} if self.is_baseline or self.method == AUTO \
+            else sampler_options(self.method)
         object.__setattr__(self, "options", check_hyperparameters(self.method, self.options, defaults))
 
     def __hash__(self) -> int:

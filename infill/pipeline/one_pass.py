@@ -1,9 +1,10 @@
 """The one-pass methods (:data:`~.config.BASELINES`): fillings drawn from the masked LM without chains, by one
 of the methods of :mod:`infill.lm.mlm_draws` or as ``smc``'s particles (:mod:`infill.samplers.particles`).
 
-This is the one place that tells them apart: the options each takes, what one more draw costs, the forward
-passes a draw takes, and the draws themselves, until the budget is spent where one is set. The policy and the
-options' check import it only when they need it (it imports torch).
+This is the one place in the pipeline that tells them apart (the options' check knows that the particles take
+:class:`~infill.samplers.particles.SMC`'s): what one more draw costs, the forward passes a draw takes, and the
+draws themselves, until the budget is spent where one is set. The policy imports it only when it needs it (it
+imports torch).
 """
 from __future__ import annotations
 
@@ -17,19 +18,11 @@ from ..energies.budget import BudgetSpent
 from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError
 from ..lm import mlm_draws
-from ..samplers import options_of
-from ..samplers.particles import SMC, smc
+from ..samplers.particles import METHOD as PARTICLES, SMC, smc
 from .config import MAX_DRAWS, RunConfig
 
-PARTICLES = "smc"
-"""The one-pass method that draws particles; the others are :data:`infill.lm.mlm_draws.FORWARDS`' methods."""
 Draw = Callable[[int], tuple[Tensor, Optional[Tensor]]]
 """``draw(n) -> (x (m, d), energies (m,) or None)``: ``n`` draws (or particles) of a one-pass method."""
-
-
-def options(method: str) -> dict:
-    """The options ``method`` takes, with their defaults (only the particles take any)."""
-    return options_of(SMC()) if method == PARTICLES else {}
 
 
 def draw_cost(config: RunConfig, d: int) -> int:
@@ -48,7 +41,7 @@ def forwards(config: RunConfig, d: int) -> int:
 
 def draw(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> tuple[Tensor, Optional[Tensor]]:
     """``config``'s draws ``(N, d)`` with their PLLs ``(N,)`` where the method scored them (None where not):
-    ``config.num_samples`` of them, or without end until the budget is spent (:func:`_to_budget`)."""
+    ``config.num_samples`` of them, or with a budget as many as it buys (:func:`_to_budget`)."""
     method = _particles(energy, config, generator) if config.method == PARTICLES else _order(energy, config, generator)
     return method(config.num_samples) if config.budget is None else _to_budget(energy, config, method)
 

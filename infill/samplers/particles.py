@@ -34,6 +34,8 @@ from ..errors import InfillError
 from ..lm import mlm_draws
 from . import make_sampler
 
+METHOD = "smc"
+"""The name the pipeline runs these particles by, a one-pass method (:mod:`infill.pipeline.one_pass`)."""
 ORDERS = ("confident-first", "random-order")
 WEIGHTS = ("path", "partial")
 
