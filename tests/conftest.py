@@ -24,6 +24,17 @@ def tiny_bert(vocab_size: int = 30522, seed: int = 0, init: float = 0.02) -> Ber
     return BertForMaskedLM(config).eval()
 
 
+def reading_only_masked_blanks(energy, monkeypatch) -> list:
+    """Wrap ``energy.blank_logits`` to record, per call, whether every blank it read was masked."""
+    calls, original = [], energy.blank_logits
+
+    def blank_logits(x_idx, masked, read=None):
+        calls.append(bool(masked.gather(1, read).all()) if read is not None else bool(masked.all()))
+        return original(x_idx, masked, read)
+    monkeypatch.setattr(energy, "blank_logits", blank_logits)
+    return calls
+
+
 @pytest.fixture(scope="session")
 def dev_model_path() -> Path:
     if not DEV_MODEL.is_dir():

@@ -10,7 +10,7 @@ from infill.energies.exact import all_states, empirical_distribution, total_vari
 from infill.lm import mlm_draws
 from infill.pipeline.config import BASELINES, INITS, RunConfig
 
-from conftest import tiny_bert
+from conftest import reading_only_masked_blanks, tiny_bert
 from test_samplers_exact import bound, exact_floor
 
 D, K = 3, 4
@@ -129,17 +129,6 @@ def test_orders_are_methods_and_chain_starts(method):
     assert method in BASELINES and method in INITS
     assert RunConfig.create(sampler=method).is_baseline
     assert RunConfig.create(init=method).init == method
-
-
-def reading_only_masked_blanks(energy, monkeypatch) -> list:
-    """Wrap ``energy.blank_logits`` to record, per call, whether every blank it read was masked."""
-    calls, original = [], energy.blank_logits
-
-    def blank_logits(x_idx, masked, read=None):
-        calls.append(bool(masked.gather(1, read).all()) if read is not None else bool(masked.all()))
-        return original(x_idx, masked, read)
-    monkeypatch.setattr(energy, "blank_logits", blank_logits)
-    return calls
 
 
 @pytest.mark.parametrize("method", mlm_draws.ORDERS)

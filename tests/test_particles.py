@@ -13,7 +13,7 @@ from infill.pipeline.config import SAMPLES
 from infill.pipeline.choose import spread
 from infill.samplers.particles import SMC, effective_size, smc, systematic
 
-from conftest import tiny_bert
+from conftest import reading_only_masked_blanks, tiny_bert
 from test_samplers_exact import bound, exact_floor
 
 D, K = 3, 4
@@ -125,8 +125,6 @@ def test_a_named_diversity_reaches_every_candidate(dev_model_path, monkeypatch):
 
 @pytest.mark.parametrize("order", ["confident-first", "random-order"])
 def test_the_particles_read_no_filled_blank(tiny_pll, order, monkeypatch):
-    from test_one_pass_orders import reading_only_masked_blanks
-
     energy = tiny_pll[0]
     calls = reading_only_masked_blanks(energy, monkeypatch)
     smc(energy, SMC(order=order, tilt=2.0), 3, 8, torch.Generator().manual_seed(0))

@@ -279,8 +279,9 @@ class RunConfig:
         if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *BASELINES, AUTO):
             raise InfillError(f"unknown sampler {self.method!r}; choose from {AUTO}, "
                               f"{', '.join(sorted(SAMPLERS))} or a baseline: {', '.join(BASELINES)}")
-        defaults = options_of(SMC()) if self.method == PARTICLES else {} if self.is_baseline or self.method == AUTO \
-            else sampler_options(self.method)
+        defaults = {} if self.is_baseline or self.method == AUTO else sampler_options(self.method)
+        if self.method == PARTICLES:  # the one baseline with options
+            defaults = options_of(SMC())
         object.__setattr__(self, "options", check_hyperparameters(self.method, self.options, defaults))
 
     def __hash__(self) -> int:

@@ -199,8 +199,8 @@ def _diagnostics(batch: Batch, choice: Choice, model_name: str, seed: int) -> Di
             tuned=None if trace is None or trace.final_state.tuning is None else trace.final_state.tuning.to_dict(),
             burn_in=0 if trace is None else config.steps - trace.samples.shape[0] + trace.burn_in,
             evaluations=0 if trace is None else trace.evaluations,
-            forwards=one_pass.forwards(config, batch.template.num_blanks) if trace is None else
-            mlm_draws.FORWARDS[config.init](batch.template.num_blanks))
+            forwards=(one_pass.forwards(config, batch.template.num_blanks) if trace is None
+                      else mlm_draws.FORWARDS[config.init](batch.template.num_blanks)))
     return Diagnostics(**run, model=model_name, num_samples=config.num_samples, seed=seed, decode=config.decode,
                        encoder_sequences=choice.encoder_sequences, cache_hits=choice.cache_hits,
                        candidates=choice.candidates, budget=config.budget, seconds=time.perf_counter() - batch.start)
