@@ -1,4 +1,4 @@
-"""The default method ``auto``, a budget in encoder sequences, and ``decode="diverse"`` (issue 33)."""
+"""The default method ``auto``, a budget in encoder sequences, and ``decode="diverse"``."""
 import pytest
 import torch
 
@@ -21,11 +21,17 @@ def infiller(tiny_model_dir):
 def test_auto_resolves_by_the_number_of_blanks():
     config = RunConfig.create(top=5)
     assert config.method == "auto" and config.num_samples is None and config.decode is None
-    chains = for_blanks(config, AUTO_CHAIN_BLANKS)
+    search = for_blanks(config, AUTO_CHAIN_BLANKS)
+    assert (search.method, search.decode, search.target) == ("product-search", "diverse", "repeat-masked")
+    assert search.budget == AUTO_BUDGET_PER_BLANK * AUTO_CHAIN_BLANKS and search.diversity == 2.0
+    assert for_blanks(config, 2).diversity == 1.0
+    chains = for_blanks(RunConfig.create(), AUTO_CHAIN_BLANKS)  # without top every chain's final state a sample
     assert (chains.method, chains.init, chains.num_samples, chains.decode) == ("gibbs", "confident-first", 50, "diverse")
-    assert chains.budget == AUTO_BUDGET_PER_BLANK * AUTO_CHAIN_BLANKS
+    assert chains.target == "repeat-masked" and for_blanks(RunConfig.create(target="pll"), 2).target == "pll"
+    assert for_blanks(RunConfig.create(top=5, include=("cat",)), 3, constrained=True).method == "gibbs"
     particles = for_blanks(config, 6)
     assert (particles.method, particles.options, particles.decode) == ("smc", {"tilt": 2.0}, "diverse")
+    assert particles.target == "repeat-masked"
     assert particles.budget == AUTO_BUDGET_PER_BLANK * 6 and particles.diversity == 12.0
     assert particles.num_samples == (particles.budget - 1) // (6 - 1 + 6)  # 5 passes after the shared one, 6 to score
     assert for_blanks(config, 8).diversity == 40.0 and for_blanks(config, 12).diversity == 40.0
@@ -62,10 +68,12 @@ def test_chains_stop_when_the_budget_is_spent(infiller, sampler):
     assert torch.equal(unbudgeted.trace.samples, runs[60].trace.samples)  # the same chains, cut
 
 
-def test_auto_runs_chains_or_draws(infiller):
+def test_auto_runs_search_chains_or_draws(infiller):
     two = infiller.sample(TWO, top=5, seed=0)
-    assert two.diagnostics.sampler == "gibbs" and two.diagnostics.init == "confident-first"
-    assert two.diagnostics.budget == 2 * AUTO_BUDGET_PER_BLANK
+    assert two.diagnostics.sampler == "product-search" and two.diagnostics.budget == 2 * AUTO_BUDGET_PER_BLANK
+    assert two.diagnostics.encoder_sequences <= 2 * AUTO_BUDGET_PER_BLANK
+    chains = infiller.sample(TWO, seed=0)
+    assert chains.diagnostics.sampler == "gibbs" and chains.diagnostics.init == "confident-first"
     six = infiller.sample(SIX, top=5, seed=0)
     assert six.diagnostics.sampler == "smc" and six.diagnostics.steps == 0
     assert six.diagnostics.encoder_sequences <= 6 * AUTO_BUDGET_PER_BLANK

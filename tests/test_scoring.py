@@ -212,3 +212,23 @@ def test_cli_too_long_sentence_names_its_line(tiny_model_dir, tmp_path, capsys):
     assert main(["score", str(path), "--model", str(tiny_model_dir)]) == 2
     assert f"{path}:3 is 82 tokens, longer than the model's maximum of 64" in capsys.readouterr().err
 
+
+
+def test_repeat_masked_scores_mask_every_copy_of_the_token(model, bert_tokenizer):
+    """``the`` twice: each is scored with both masked; the other tokens as the plain PLL scores them."""
+    text = "the cat sat on the mat."
+    enc = bert_tokenizer(text)
+    ids = torch.tensor(enc["input_ids"])
+    want = []
+    with torch.no_grad():
+        for t in range(1, len(ids) - 1):
+            copy = ids.clone()
+            copy[(ids == ids[t]) & (torch.arange(len(ids)) > 0) & (torch.arange(len(ids)) < len(ids) - 1)] = MASK
+            want.append(torch.log_softmax(model(input_ids=copy[None]).logits[0, t], -1)[ids[t]].item())
+    got = score(model, bert_tokenizer, [text], mode="repeat-masked", max_copies=4)[0]
+    plain = score(model, bert_tokenizer, [text])[0]
+    assert [v for _, v in got.tokens] == pytest.approx(want, abs=1e-5)
+    the = [i for i, (token, _) in enumerate(got.tokens) if token == "the"]
+    assert len(the) == 2 and all(abs(got.tokens[i][1] - plain.tokens[i][1]) > 1e-4 for i in the)
+    assert [v for i, (_, v) in enumerate(got.tokens) if i not in the] == \
+        pytest.approx([v for i, (_, v) in enumerate(plain.tokens) if i not in the], abs=1e-5)

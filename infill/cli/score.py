@@ -28,9 +28,9 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
             description="Print the PLL (Salazar et al. 2020) of each sentence of FILE or stdin, one per line "
                         "(empty lines skipped): the sum over tokens of log p(token | the rest), in nats.")
         parser.add_argument("file", nargs="?", default="-", help="a text file, one sentence a line (- or none: stdin)")
-    parser.add_argument("--mode", choices=("pll", "word-l2r"), default="pll",
+    parser.add_argument("--mode", choices=("pll", "word-l2r", "repeat-masked"), default="pll",
                         help="pll: each token masked alone; word-l2r (Kauf & Ivanova 2023): with the rest of "
-                             "its word masked too")
+                             "its word masked too; repeat-masked: with every other copy of the token masked too")
     parser.add_argument("--word-l2r", dest="mode", action="store_const", const="word-l2r",
                         help="same as --mode word-l2r")
     parser.add_argument("--json", action="store_true", help="print JSONL with the per-token scores")

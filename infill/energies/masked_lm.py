@@ -25,6 +25,11 @@ class MaskedLMEnergy:
     ``category_ids (K,)`` are the token ids a blank may take (category ``k`` is token ``category_ids[k]``);
     each conditional is normalised over those ``K`` tokens, the sample space.
 
+    ``mask_repeats`` gives the repeat-masked PLL: in blank ``i``'s masked copy every other blank that holds the
+    same token as blank ``i`` is masked too, so a repeated token is not predicted by its own copy (the plain PLL
+    pays a word repeated at two blanks twice, each copy predicting the other). It equals the PLL wherever no two
+    blanks hold the same token, and costs no more sequences.
+
     The one-hot ``x (B, d, K)`` enters through ``inputs_embeds``: blank ``j`` gets ``x_j @ E[category_ids]``.
     For each chain and each blank ``i`` there is one copy of the sequence with slot ``i`` holding the real
     ``[MASK]`` embedding; all ``B * d`` copies run in one forward pass, and the LM head runs only at the
@@ -50,7 +55,8 @@ class MaskedLMEnergy:
 
     def __init__(self, model: nn.Module, input_ids: Tensor, blank_positions: Tensor, category_ids: Tensor,
                  mask_token_id: int, chunk_size: Optional[int] = None, cache: Optional[ConditionalCache] = None,
-                 meter: Optional[Meter] = None):
+                 meter: Optional[Meter] = None, mask_repeats: bool = False):
+        self.mask_repeats = mask_repeats
         self.model = model.eval().requires_grad_(False)
         device = model.get_input_embeddings().weight.device
         self.input_ids = torch.atleast_2d(input_ids).to(device)
@@ -120,11 +126,18 @@ class MaskedLMEnergy:
         """The energy ``(B,)`` of category indices ``x_idx (B, d)``, its terms read through the cache (no
         one-hot tensor built)."""
         b, d = x_idx.shape
-        masked = torch.eye(d, dtype=torch.bool, device=x_idx.device).repeat(b, 1)
+        masked = self.copies(x_idx).flatten(0, 1)
         read = torch.arange(d, device=x_idx.device).repeat(b)[:, None]
         logits = self._read(x_idx.repeat_interleave(d, 0), masked, read,
                             self._template_of(b).repeat_interleave(d)).view(b, d, -1)
         return torch.log_softmax(logits, dim=-1).gather(-1, x_idx[..., None]).squeeze(-1).sum(1)
+
+    def copies(self, x_idx: Tensor) -> Tensor:
+        """Which blanks each PLL term masks, bool ``(B, d, d)``: entry ``[b, i, j]`` where term ``i`` of state ``b``
+        masks blank ``j`` (blank ``i`` itself, and with ``mask_repeats`` every blank holding its token)."""
+        d = x_idx.shape[1]
+        own = torch.eye(d, dtype=torch.bool, device=x_idx.device).expand(len(x_idx), d, d)
+        return own | (x_idx[:, :, None] == x_idx[:, None, :]) if self.mask_repeats else own
 
     def _chunks(self, x: Tensor) -> tuple[Tensor, ...]:
         """Chain indices in chunks of at most ``chunk_size`` copies (at least one chain each)."""
@@ -142,7 +155,11 @@ class MaskedLMEnergy:
         filled = embeddings[ids]  # (B, L, H)
         filled[rows, positions] = x.to(embeddings.dtype) @ embeddings[self.category_ids]
         copies = filled.unsqueeze(1).expand(b, d, ids.shape[1], -1).clone()  # (B, d, L, H)
-        copies[rows, torch.arange(d, device=x.device), positions] = embeddings[self.mask_token_id]
+        if self.mask_repeats:
+            chain, term, blank = self.copies(x.detach().argmax(-1)).nonzero(as_tuple=True)
+            copies[chain, term, positions[chain, blank]] = embeddings[self.mask_token_id]
+        else:
+            copies[rows, torch.arange(d, device=x.device), positions] = embeddings[self.mask_token_id]
         logits = self._logits_at(positions.reshape(-1, 1), b * d if backward else 0,
                                  inputs_embeds=copies.flatten(0, 1)).reshape(b, d, -1)
         if _is_one_hot(x):
@@ -158,8 +175,7 @@ class MaskedLMEnergy:
         entry ``j * B + b`` is blank ``j`` masked in state ``b``."""
         b, d = x_idx.shape
         slot = torch.arange(d, device=x_idx.device).repeat_interleave(b)
-        rows = x_idx.repeat(d, 1)
-        rows[torch.arange(b * d, device=x_idx.device), slot] = MASKED
+        rows = torch.where(self.copies(x_idx).transpose(0, 1).flatten(0, 1), MASKED, x_idx.repeat(d, 1))
         return self.cache.keys(self._template_keys[t].repeat(d), slot, rows)
 
     def bound(self, x_idx: Tensor) -> Tensor:

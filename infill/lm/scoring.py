@@ -16,7 +16,7 @@ from ..errors import InfillError
 from ..text.blanks import BLANK
 from .models import max_length, prediction_head
 
-MODES = ("pll", "word-l2r")
+MODES = ("pll", "word-l2r", "repeat-masked")
 
 
 def masked_spans(scored: Tensor, attention_mask: Tensor, word_starts: Optional[Tensor]) -> Tensor:
@@ -43,12 +43,13 @@ def _logits_at(model: nn.Module, head, ids: Tensor, attention: Tensor, slots: Te
 def token_scores(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, scored: Tensor,
                  word_l2r: bool = False, word_starts: Optional[Tensor] = None,
                  max_copies: int = 512, *, mask_token_id: Optional[int] = None,
-                 charge: Optional[Callable[[int], None]] = None) -> tuple[Tensor, int]:
+                 charge: Optional[Callable[[int], None]] = None, repeats: bool = False) -> tuple[Tensor, int]:
     """``log p(token_t | sequence with t masked)`` at every ``scored`` position of the (B, L) right-padded
     batch (0 elsewhere), as float32, and the number of masked copies that went through the encoder.
 
     With ``word_l2r``, token ``t`` is scored with ``t`` and the following pieces of its word masked
-    (``word_starts`` marks word-initial tokens; mark special tokens as starts). All copies of all sequences
+    (``word_starts`` marks word-initial tokens; mark special tokens as starts); with ``repeats``, with every
+    other scored token equal to it masked too. All copies of all sequences
     go through the model in passes of at most ``max_copies``, each pass cut to its longest sequence, and a
     copy that several sentences share (duplicates, options of one blank) goes through once; the LM head
     runs only at the scored slot of each copy where the family's head is known. ``mask_token_id``
@@ -65,8 +66,10 @@ def token_scores(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, sc
     if mask_id is None:
         raise InfillError("token_scores needs the mask token id: pass mask_token_id=tokenizer.mask_token_id")
     positions = torch.arange(input_ids.shape[1], device=input_ids.device)
-    copies = input_ids[rows].masked_fill((positions >= slots[:, None]) & (positions < (slots + spans[rows, slots])[:, None]),
-                                         mask_id)
+    masked = (positions >= slots[:, None]) & (positions < (slots + spans[rows, slots])[:, None])
+    if repeats:
+        masked |= scored[rows] & (input_ids[rows] == input_ids[rows, slots][:, None])
+    copies = input_ids[rows].masked_fill(masked, mask_id)
     copies = torch.cat([copies, attention_mask[rows], slots[:, None]], 1)  # ids first; all of it is the key
     unique, inverse = torch.unique(copies, dim=0, return_inverse=True)  # a copy shared by sentences runs once
     if charge is not None:
@@ -141,6 +144,7 @@ def score(model: nn.Module, tokenizer, texts: Sequence[str], mode: str = "pll",
             for t in range(1, len(words)):
                 starts[b, t] = words[t] is None or words[t] != words[t - 1]
     logp, _ = token_scores(model, ids, attention, scored, word_l2r=mode == "word-l2r", word_starts=starts,
+                           repeats=mode == "repeat-masked",
                            max_copies=max_copies, mask_token_id=tokenizer.mask_token_id)
     out = []
     for b in range(len(texts)):

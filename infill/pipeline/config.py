@@ -13,10 +13,16 @@ from typing import Any, Optional
 from ..errors import InfillError
 from ..text.blanks import UNITS
 
-BASELINES = ("independent", "left-to-right", "argmax", "confident-first", "random-order", "smc")
+SEARCH = "product-search"
+"""The one-pass method that searches a product of per-blank candidate sets (:mod:`infill.lm.product_search`)."""
+BASELINES = ("independent", "left-to-right", "argmax", "confident-first", "random-order", "smc", SEARCH)
 """Methods that draw from the masked LM directly, without chains: usable wherever a sampler name is. ``smc``
 draws particles through the confident-first order, weighted and resampled toward the PLL
-(:mod:`infill.samplers.particles`)."""
+(:mod:`infill.samplers.particles`); ``product-search`` scores every filling of a product of per-blank candidate
+sets exactly, for the best ones (:mod:`infill.lm.product_search`)."""
+TARGETS = ("pll", "repeat-masked")
+"""The energies over token blanks: the PLL, or the repeat-masked PLL, in which a blank's masked copy also masks
+every other blank holding its token (:class:`~infill.energies.masked_lm.MaskedLMEnergy`)."""
 INITS = ("uniform", "independent", "left-to-right", "confident-first", "random-order")
 """Chain starts: uniform tokens, or draws from the masked LM (see :mod:`infill.lm.mlm_draws`)."""
 SPAN_METHODS = ("rjmcmc", "per-length")
@@ -35,20 +41,25 @@ LM's best one-pass order re-ranked by PLL at equal encoder sequences, on a check
 (``eval/default-minilm``, ``eval/particles-minilm``); its compute is ``budget`` (default
 :data:`AUTO_BUDGET_PER_BLANK` x ``d``)."""
 AUTO_CHAIN_BLANKS = 4
-"""``auto`` runs chains on templates of up to this many blank tokens, and particles (or without ``top`` draws in
-one pass) above it."""
+"""``auto`` runs the product search (with ``top``) or chains (without) on templates of up to this many blank tokens,
+and particles (with ``top``) or draws in one pass (without) above it."""
 AUTO_CHAINS = {"method": "gibbs", "num_samples": 50, "init": "confident-first", "steps": 100}
 """``auto``'s chains: random-scan Gibbs from confident-first draws, stepping until the budget is spent; its
 default chains and most steps (``num_samples`` and ``steps`` override them)."""
 SAMPLES, STEPS = 25, 12
 """The default chains (or draws) and steps of a named method."""
-AUTO_PARTICLES = {"method": "smc", "options": {"tilt": 2.0}, "decode": "diverse"}
-"""``auto`` above :data:`AUTO_CHAIN_BLANKS` blank tokens with ``top``: particles through the confident-first order
-weighted toward the PLL (:mod:`infill.samplers.particles`), every particle and move a candidate, kept for quality
-and diversity at the :data:`AUTO_DIVERSITY` of the blanks."""
-AUTO_DIVERSITY = ((7, 12.0), (None, 40.0))
-"""``(most blank tokens, diversity)``: the ``--diversity`` of ``auto``'s particles, chosen on the tuning half so
-that the kept fillings are as diverse as the best one-pass order's (``eval/particles-minilm``); None: any more."""
+AUTO_TARGET = "repeat-masked"
+"""``auto``'s energy on more than one blank token (:data:`TARGETS`): the repeat-masked PLL, which kept fewer
+repeated content words at as high a plain PLL (``eval/reader-minilm``)."""
+AUTO_TOP = ((SEARCH, {}), ("smc", {"tilt": 2.0}))
+"""``auto``'s method with ``top`` up to :data:`AUTO_CHAIN_BLANKS` blank tokens and above it: the product search
+(:mod:`infill.lm.product_search`), and particles through the confident-first order weighted toward the target
+(:mod:`infill.samplers.particles`), every particle and move a candidate; the fillings kept for quality and diversity
+at the :data:`AUTO_DIVERSITY` of the blanks."""
+AUTO_DIVERSITY = ((2, 1.0), (3, 2.0), (4, 2.0), (7, 12.0), (None, 40.0))
+"""``(most blank tokens, diversity)``: the ``--diversity`` of ``auto``'s fillings with ``top``, chosen on the
+tuning half so that the kept fillings are about as diverse as the best one-pass order's (``eval/reader-minilm``,
+``eval/particles-minilm``); None: any more."""
 AUTO_ORDER = "confident-first"
 """``auto``'s one-pass order above :data:`AUTO_CHAIN_BLANKS` blank tokens without ``top`` (every draw a sample)."""
 AUTO_BUDGET_PER_BLANK = 100
@@ -132,9 +143,10 @@ class RunConfig:
     lines and protocols are read from them (:func:`settings`). A configuration is hashable."""
 
     method: str = field(default=AUTO, metadata={
-        "help": f"{AUTO} (chains up to {AUTO_CHAIN_BLANKS} blank tokens, particles (smc) above; it sets its own "
-                "chains, steps and budget), a sampler (see `infill samplers`) or a baseline: independent, "
-                "left-to-right, argmax, confident-first, random-order, smc",
+        "help": f"{AUTO} (with --top the product search up to {AUTO_CHAIN_BLANKS} blank tokens and particles (smc) "
+                f"above, without --top chains up to it and one-pass draws above, with --include chains; it sets its "
+                "own target, chains, steps and budget), a sampler (see `infill samplers`) or a baseline: independent, "
+                "left-to-right, argmax, confident-first, random-order, smc, product-search",
         "flag": "--sampler", "key": "sampler", "metavar": "NAME"})
     num_samples: Optional[int] = field(default=None, metadata={
         "help": f"chains (or draws) per template (default {SAMPLES}; {AUTO}: {AUTO_CHAINS['num_samples']} chains on "
@@ -162,7 +174,7 @@ class RunConfig:
     diversity: Optional[float] = field(default=None, metadata={
         "help": "with --decode diverse, how many nats below the best candidate not yet kept another may be and be "
                 "kept for differing more from those kept (default 1, among the 4 x --top best; named, among every "
-                f"candidate; {AUTO}'s particles: {_auto_diversity()}; more: more diverse, lower PLL)",
+                f"candidate; {AUTO} with --top: {_auto_diversity()}; more: more diverse, lower PLL)",
         "type": float, "metavar": "NATS"})
     allow_subwords: bool = field(default=False, metadata={
         "help": "let token blanks take word-continuation pieces (##ing)"})
@@ -180,6 +192,10 @@ class RunConfig:
                 "every length, the best kept)", "metavar": "NAME"})
     include: tuple[str, ...] = field(default=(), metadata={
         "help": "a word that must appear in the filled blanks (repeatable)", "metavar": "WORD"})
+    target: Optional[str] = field(default=None, metadata={
+        "help": "the energy over token blanks: pll, or repeat-masked (a blank's masked copy also masks every other "
+                "blank that holds its token, so a repeated word is not predicted by its own copy); default pll "
+                f"({AUTO}: {AUTO_TARGET} on more than one blank token)", "metavar": "NAME"})
     budget: Optional[int] = field(default=None, metadata={
         "help": "the most encoder sequences a template may spend, choosing the fillings included: a one-pass "
                 "method draws until it is spent; chains stop when it is spent (or after --steps); auto's default: "
@@ -220,6 +236,8 @@ class RunConfig:
             if self.seed >= 2**63:
                 raise InfillError(f"seed must be below 2**63, got {self.seed}")
         _choice("init", self.init, INITS)
+        if self.target is not None:
+            _choice("target", self.target, TARGETS)
         if self.decode is not None:
             _choice("decode", self.decode, DECODES)
         if self.diversity is not None:
@@ -298,6 +316,11 @@ class RunConfig:
         return SPAN_TEMPERATURE if self.temperature is None else self.temperature
 
     @property
+    def mask_repeats(self) -> bool:
+        """Whether the energy over token blanks is the repeat-masked PLL."""
+        return self.target == "repeat-masked"
+
+    @property
     def is_baseline(self) -> bool:
         return self.method in BASELINES
 
@@ -307,6 +330,7 @@ class RunConfig:
                 "temperature": self.token_temperature, "anneal_from": self.anneal_from, "decode": self.decode,
                 "seed": self.seed, "options": self.options,
                 **({"include": list(self.include)} if self.include else {}),
+                **({"target": self.target} if self.target not in (None, "pll") else {}),
                 **({"budget": self.budget} if self.budget is not None else {}),
                 **({"diversity": self.diversity} if self.diversity is not None else {}),
                 **({"blank_unit": self.blank_unit, "span_temperature": self.span_temperature}

@@ -309,16 +309,17 @@ class Infiller:
             return self._draw(prepared, template, run.config, meter, generator, start)
         return self._run_chains(prepared, template, run, meter, generator, callback, terms, rewrite, start)
 
-    def _energy(self, model: nn.Module, template: Template, prepared: Prepared, meter: Meter) -> MaskedLMEnergy:
+    def _energy(self, model: nn.Module, template: Template, prepared: Prepared, meter: Meter,
+                config: RunConfig) -> MaskedLMEnergy:
         return MaskedLMEnergy(model, template.input_ids, template.blank_positions, prepared.categories,
                               self.tokenizer.mask_token_id, self.chunk_size, ConditionalCache(self.cache_mib << 20),
-                              meter)
+                              meter, config.mask_repeats)
 
     def _draw(self, prepared: Prepared, template: Template, config: RunConfig, meter: Meter,
               generator: torch.Generator, start: float) -> Batch:
         """A one-pass method's draws (:func:`~.one_pass.draw`) on the float32 model (the chains' precision does
         not apply)."""
-        pll = self._energy(self.model, template, prepared, meter)
+        pll = self._energy(self.model, template, prepared, meter, config)
         x, values = one_pass.draw(pll, config, generator)
         return Batch(template=template, config=dataclasses.replace(config, num_samples=len(x)), start=start, energy=pll,
                      target=pll, x=x, starts=x, energies=values)
@@ -331,8 +332,9 @@ class Infiller:
         float32 PLLs too: :func:`~infill.pipeline.choose.float32_cost`), and stop early as
         :data:`RESCORE_PER_BLANK` says; choosing them spends the rest."""
         config, sampler, d = run.config, run.sampler, template.num_blanks
-        pll = self._energy(self.chain_model, template, prepared, meter)
-        float32 = None if self.chain_model is self.model else self._energy(self.model, template, prepared, meter)
+        pll = self._energy(self.chain_model, template, prepared, meter, config)
+        float32 = None if self.chain_model is self.model else self._energy(self.model, template, prepared, meter,
+                                                                                 config)
         target = pll if prepared.include is None and not terms else constrained_energy(pll, terms, prepared.include)
         held_back = 0 if float32 is None else float32_cost(config, d, target is not pll)  # choosing takes it
         if config.budget is not None and config.budget < least_budget(config, d) + held_back:

@@ -17,7 +17,7 @@ from torch import Tensor
 from ..energies.budget import BudgetSpent
 from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError
-from ..lm import mlm_draws
+from ..lm import mlm_draws, product_search
 from ..samplers.particles import METHOD as PARTICLES, SMC, smc
 from .config import MAX_DRAWS, RunConfig
 
@@ -30,18 +30,25 @@ def draw_cost(config: RunConfig, d: int) -> int:
     re-ranked by PLL (:func:`infill.lm.mlm_draws.draw_cost`; the particles: :meth:`SMC.passes`)."""
     if config.method == PARTICLES:
         return SMC(**config.options).passes(d)
+    if config.method == product_search.METHOD:  # a filling's d masked copies, at most
+        return d
     return mlm_draws.draw_cost(config.method, d)
 
 
 def forwards(config: RunConfig, d: int) -> int:
     """The forward passes one draw of ``config``'s method takes on ``d`` blank tokens (the particles': their
-    order's)."""
+    order's; the product search: its first pass and a read at each blank)."""
+    if config.method == product_search.METHOD:
+        return d + 1
     return mlm_draws.FORWARDS[SMC(**config.options).order if config.method == PARTICLES else config.method](d)
 
 
 def draw(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> tuple[Tensor, Optional[Tensor]]:
     """``config``'s draws ``(N, d)`` with their PLLs ``(N,)`` where the method scored them (None where not):
-    ``config.num_samples`` of them, or with a budget as many as it buys (:func:`_to_budget`)."""
+    ``config.num_samples`` of them, or with a budget as many as it buys (:func:`_to_budget`); the product
+    search's every filling scored (:func:`infill.lm.product_search.search`)."""
+    if config.method == product_search.METHOD:
+        return product_search.search(energy)
     method = _particles(energy, config, generator) if config.method == PARTICLES else _order(energy, config, generator)
     return method(config.num_samples) if config.budget is None else _to_budget(energy, config, method)
 

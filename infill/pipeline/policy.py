@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import InfillError
 from .config import (AUTO, AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_CHAINS, AUTO_DIVERSITY, AUTO_ORDER,
-                     AUTO_PARTICLES, MAX_DRAWS, SAMPLES, STEPS, RunConfig)
+                     AUTO_TARGET, AUTO_TOP, MAX_DRAWS, SAMPLES, SEARCH, STEPS, RunConfig)
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,10 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
                 replace(config, method="argmax", num_samples=config.top, decode="visited")
             return checked_budget(exact, d)
         config = _auto(config, d, constrained)
-    if config.is_baseline and config.budget is not None and not (config.method == "argmax" and d == 1):
+    if config.method == SEARCH and config.budget is None:
+        config = replace(config, budget=AUTO_BUDGET_PER_BLANK * d)
+    if config.is_baseline and config.budget is not None and config.method != SEARCH and \
+            not (config.method == "argmax" and d == 1):
         from .one_pass import draw_cost
 
         config = replace(config, num_samples=max(1, (config.budget - 1) // draw_cost(config, d)))
@@ -80,19 +83,23 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
 
 
 def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
-    """``auto`` on ``d > 1`` blank tokens: chains up to :data:`AUTO_CHAIN_BLANKS` blank tokens or with terms,
-    above it particles with ``top`` and one-pass draws without (every draw a sample, as many as asked)."""
+    """``auto`` on ``d > 1`` blank tokens, on the :data:`AUTO_TARGET` (unless ``target`` is named): with terms, or up
+    to :data:`AUTO_CHAIN_BLANKS` blank tokens without ``top``, chains; up to it with ``top`` the product search,
+    above it particles (:data:`AUTO_TOP`), kept for quality and diversity at the :data:`AUTO_DIVERSITY` of the
+    blanks; above it without ``top`` one-pass draws (every draw a sample, as many as asked)."""
     auto, config = config, replace(config, init=AUTO_CHAINS["init"], steps=config.steps or AUTO_CHAINS["steps"],
                                    num_samples=config.num_samples or AUTO_CHAINS["num_samples"],
-                                   budget=config.budget or AUTO_BUDGET_PER_BLANK * d)
-    if d <= AUTO_CHAIN_BLANKS or constrained:
+                                   budget=config.budget or AUTO_BUDGET_PER_BLANK * d,
+                                   target=config.target or AUTO_TARGET)
+    if constrained or (d <= AUTO_CHAIN_BLANKS and auto.top is None):
         return replace(config, method=AUTO_CHAINS["method"], decode=auto.decode or "diverse")
     if auto.top is None:
         return replace(config, method=AUTO_ORDER, budget=auto.budget,
                        decode=auto.decode or ("diverse" if auto.diversity is not None else "visited"))
-    decode = auto.decode or AUTO_PARTICLES["decode"]
+    decode = auto.decode or "diverse"
     diversity = next(value for most, value in AUTO_DIVERSITY if most is None or d <= most)
-    return replace(config, method=AUTO_PARTICLES["method"], options=AUTO_PARTICLES["options"], decode=decode,
+    method, options = AUTO_TOP[0] if d <= AUTO_CHAIN_BLANKS else AUTO_TOP[1]
+    return replace(config, method=method, options=options, decode=decode,
                    diversity=auto.diversity if auto.diversity is not None or decode != "diverse" else diversity)
 
 
@@ -100,6 +107,9 @@ def for_words(config: RunConfig) -> RunConfig:
     """``config`` for a template with word blanks: the span sampler (``auto``; a named sampler or diverse
     decoding is refused in one line) with the named methods' chains and steps; annealing goes down to the span
     temperature."""
+    if config.target is not None:
+        raise InfillError("--target sets the energy over token blanks; word blanks are scored by the span sampler's "
+                          "own: drop --target, or use token blanks")
     if config.method != AUTO or config.decode == "diverse":
         named = f"--sampler {config.method}" if config.method != AUTO else "--decode diverse"
         raise InfillError(f"this template has word blanks, which the span sampler fills (--span-method): drop "

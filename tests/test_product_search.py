@@ -1,0 +1,72 @@
+"""The product search: exact scores, the budget as a hard cap, the exhaustive best where the sets cover all."""
+import pytest
+import torch
+
+from infill import Infiller
+from infill.energies import MaskedLMEnergy
+from infill.energies.budget import Meter
+from infill.energies.exact import all_states
+from infill.lm.product_search import cost, grow, search
+
+from conftest import tiny_bert
+
+CATEGORIES = torch.arange(20, 26)
+
+
+def energy_of(blanks, budget, mask_repeats=False, seed=1):
+    input_ids = torch.tensor([2, 10, 4, 11, 4, 12, 4, 13, 3])[: 2 * blanks + 3].clone()
+    input_ids[-1] = 3
+    positions = torch.arange(2, 2 * blanks + 1, 2)
+    return MaskedLMEnergy(tiny_bert(vocab_size=32, seed=seed, init=0.25), input_ids, positions, CATEGORIES,
+                          mask_token_id=4, meter=Meter(budget), mask_repeats=mask_repeats)
+
+
+def test_cost_counts_one_read_per_blank_and_context():
+    assert cost([99, 99]) == 198
+    assert cost([5, 5, 4, 4]) == 80 + 80 + 100 + 100
+    assert cost([7]) == 1  # one blank: its read is the first pass's
+
+
+def test_a_peaked_blank_keeps_few_values():
+    sets = [[0], [0]]
+    offers = [[(-5.0, 1), (-6.0, 2)], [(-0.5, 1), (-0.7, 2), (-0.9, 3), (-8.0, 4)]]
+    assert grow(sets, offers, 3) == 3
+    assert sets == [[0], [0, 1, 2, 3]]
+
+
+@pytest.mark.parametrize("mask_repeats", [False, True])
+@pytest.mark.parametrize("blanks,budget", [(2, 9), (3, 40)])
+def test_scores_are_exact_and_the_budget_a_hard_cap(blanks, budget, mask_repeats):
+    energy = energy_of(blanks, budget, mask_repeats)
+    x, values = search(energy)
+    assert energy.meter.spent <= budget
+    assert len(set(map(tuple, x.tolist()))) == len(x)
+    fresh = energy_of(blanks, None, mask_repeats)
+    torch.testing.assert_close(values, fresh.of_indices(x), atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("mask_repeats", [False, True])
+def test_with_room_for_every_filling_it_finds_the_best(mask_repeats):
+    energy = energy_of(3, 1 + 3 * 36 + 36, mask_repeats)
+    x, values = search(energy)
+    states = all_states(3, 6)
+    exhaustive = energy_of(3, None, mask_repeats).of_indices(states)
+    assert len(x) == 6 ** 3
+    assert values.max().item() == pytest.approx(exhaustive.max().item(), abs=1e-4)
+    assert x[values.argmax()].tolist() == states[exhaustive.argmax()].tolist()
+
+
+@pytest.fixture(scope="module")
+def infiller(tiny_model_dir):
+    return Infiller(str(tiny_model_dir))
+
+
+def test_through_the_pipeline(infiller):
+    template = "the [MASK] of the [MASK] was [MASK] ."
+    first = infiller.sample(template, sampler="product-search", top=5, seed=0, budget=150, decode="diverse")
+    again = infiller.sample(template, sampler="product-search", top=5, seed=1, budget=150, decode="diverse")
+    assert first.diagnostics.encoder_sequences <= 150
+    assert len(first.samples) == 5
+    assert [s.text for s in first.samples] == [s.text for s in again.samples]  # a search: no randomness
+    scores = infiller.sample(template, sampler="product-search", top=5, seed=0, budget=150)
+    assert [s.energy for s in scores.samples] == sorted((s.energy for s in scores.samples), reverse=True)
