@@ -127,6 +127,8 @@ def create_app(infiller, queue_size: int = 32, time_limit: float = 60.0, max_bod
             except asyncio.CancelledError:  # the client went away
                 queue.cancel(job)
                 raise
+            except Exception as exc:  # answered here: an exception left to Starlette is logged with its traceback
+                raise failure(exc) from None
 
         return endpoint
 
