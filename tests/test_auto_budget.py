@@ -1,4 +1,4 @@
-"""The default method ``auto``, a budget in encoder sequences, and ``decode="diverse"`` (issue 33)."""
+"""The default method ``auto``, a budget in encoder sequences, and ``decode="diverse"`` (as the equal-compute study chose them)."""
 import pytest
 import torch
 
