@@ -256,7 +256,7 @@ def test_cancel_a_running_job(url):
     assert job["state"] == "cancelled" and job["status"] == 409 and "cancelled" in job["error"]
 
 
-def test_time_limit_full_queue_and_internal_errors(infiller, monkeypatch):
+def test_time_limit_full_queue_and_internal_errors(infiller, monkeypatch, caplog):
     app = create_app(infiller, queue_size=1, time_limit=0.5)
     with running(app) as base:
         status, got = request(base + "/api/sample", {"template": "a [MASK] .", "sampler": "gibbs", "steps": 100000,
@@ -273,6 +273,14 @@ def test_time_limit_full_queue_and_internal_errors(infiller, monkeypatch):
         monkeypatch.setattr(infiller, "run", lambda *a, **k: 1 / 0)
         status, got = request(base + "/api/sample", {"template": "a [MASK] ."})
         assert status == 500 and got["error"] == "internal error (ZeroDivisionError): division by zero"
+        caplog.clear()
+        _, created = request(base + "/api/jobs", {"template": "a [MASK] ."})
+        job = app.state.queue.get(created["id"])
+        job.future.exception(10)
+        for _ in range(3):  # polled three times, logged once
+            status, got = request(f"{base}/api/jobs/{created['id']}")
+            assert got["status"] == 500 and "ZeroDivisionError" in got["error"]
+        assert [r.getMessage() for r in caplog.records] == [f"run {created['id']} failed"]
         monkeypatch.undo()
         assert request(base + "/api/sample", {"template": "a [MASK] .", **FAST})[0] == 200  # still serving
 

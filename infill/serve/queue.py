@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from ..errors import InfillError
+
 log = logging.getLogger("infill.serve")
 
 
@@ -130,6 +132,9 @@ class RunQueue:
                 if not job.cancelled:
                     log.warning("run %s stopped after %.1f s: past the time limit of %g s", job.id,
                                 time.monotonic() - job.started, job.time_limit)
-            except Exception as exc:  # reported to the request; the worker goes on
+            except InfillError as exc:  # bad input: a 400, nothing to log
+                outcome, state = exc, "failed"
+            except Exception as exc:  # a bug: logged once here, reported to the request; the worker goes on
+                log.error("run %s failed", job.id, exc_info=exc)
                 outcome, state = exc, "failed"
             self._finish(job, state, outcome)
