@@ -1,4 +1,4 @@
-"""Text infilling by gradient-based MCMC over discrete tokens: ``infill.Infiller(model).sample("The [MASK] sat.")``.
+"""Text infilling by MCMC and particles over a masked LM's tokens: ``infill.Infiller(model).sample("The [MASK] sat.")``.
 
 ``Infiller`` and ``InfillResult`` are imported on first use, so ``import infill`` stays light.
 """

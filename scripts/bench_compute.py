@@ -1,6 +1,6 @@
 """Encoder sequences and wall time of the default run: the cache of conditionals, pass sizes, bfloat16.
 
-    git worktree add /tmp/infill-before 06f5af7     # the tree before the cache (issue 28)
+    git worktree add /tmp/infill-before 06f5af7     # the tree before the cache of conditionals
     python scripts/bench_compute.py --before /tmp/infill-before --out eval/compute-minilm [--seeds 0,1]
 
 On the calibration templates with 2-4 one-token blanks (``corpora/calibration/tune.jsonl``, or ``--suite``),

@@ -1,4 +1,4 @@
-"""The default path against a bare forward, batching, the cache and bfloat16, as ratios in one run (issue 39).
+"""The default path against a bare forward, batching, the cache and bfloat16, as ratios in one run.
 
     python scripts/bench_gpu.py --proxy                       # CPU proxy: 2-layer 128-wide random BERT
     python scripts/bench_gpu.py                               # the dev MLM on the CPU
@@ -20,7 +20,7 @@ ratio is reported as its median with its range over templates (and repeats):
 - ``host``: the default's wall per encoder sequence over a bare forward of exactly the passes it made, the
   head at as many slots as each read (recorded by a hook on the encoder and by the energy's category head):
   what the run adds to the model's own work. Beside it, the same against a bare forward whose head runs over
-  the whole vocabulary before the categories' columns are taken (the energy's head before issue 39 item 2);
+  the whole vocabulary before the categories' columns are taken (the energy's head as it was before);
 - ``batch``: ``Infiller.sample_many(templates, top=5, seed=0)`` over the bare forward at the pass size, on
   those templates' shapes (``--batch-repeats`` times);
 - ``cache``: the default's wall with the cache of conditionals on over off (``Infiller(cache_mib=0)``): at the
@@ -481,7 +481,7 @@ def markdown(report: dict) -> str:
                                  "(same sequences, same head reads)",
         **{k: f"same, runs of `{k.rsplit('_', 1)[1]}`" for k in every if k.startswith("host_over_same_passes_")},
         "host_over_vocabulary_head_passes": "same, the bare forward's head over the whole vocabulary, then the "
-                                            "categories' columns (the energy's head before issue 39 item 2)",
+                                            "categories' columns (the energy's head as it was before)",
         "batch_over_bare": f"{a['batch']} templates in one call: sequences/s over the bare forward's",
         "gpu_busy": "GPU busy: CUDA kernel time / wall of the batch call",
         "cache_on_over_off": "cache on / off: wall of the default",

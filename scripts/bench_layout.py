@@ -1,9 +1,9 @@
 """Wall per encoder sequence of the same ``Infiller.sample`` runs from two trees: the package as it was before a
-refactor (a worktree of the commit ``--before-commit``; first the layout of issue 29) and this checkout.
+refactor (a worktree of the commit ``--before-commit``; first the move into subpackages) and this checkout.
 
     git worktree add /tmp/before 2a3497d
     python scripts/bench_layout.py [--before /tmp/before] [--rounds 8] [--templates 2] [--out eval/layout.md]
-        [--title "Layout of issue 29"]
+        [--title "Layout of the subpackages"]
 
 Each tree runs in its own subprocess whose working directory and ``PYTHONPATH`` are that tree (so its
 ``infill`` shadows the installed one), the model loaded once and warmed up; each round runs every case once in
@@ -78,7 +78,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--templates", type=int, default=2)
     parser.add_argument("--out", type=Path, default=ROOT / "eval" / "layout.md")
-    parser.add_argument("--title", default="Layout of issue 29")
+    parser.add_argument("--title", default="Layout of the subpackages")
     parser.add_argument("--model", type=Path, default=DEV_MODEL, help="a masked-LM checkpoint (default the dev MLM)")
     args = parser.parse_args()
     work = cases(args.templates)

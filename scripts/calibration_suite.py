@@ -1,4 +1,4 @@
-"""The calibration suite of issue 33: templates with one-token word blanks from Wang & Cho's bert-gen corpora.
+"""The calibration suite of the equal-compute study: templates with one-token word blanks from Wang & Cho's bert-gen corpora.
 
 Sentences of 12-30 words from ``wiki103.5k.txt`` and ``tbc.5k.txt`` (normalised as the protocols do), with
 2-4 blanks (``few``) or 6-10 blanks (``many``) at words the dev tokenizer spells as one word-start token

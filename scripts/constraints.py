@@ -1,4 +1,4 @@
-"""Fillings under constraints on bert-gen sentences (issue 20): keywords (``include=``) and rewrite, against
+"""Fillings under constraints on bert-gen sentences: keywords (``include=``) and rewrite, against
 the masked LM's own draws with rejection at equal encoder sequences.
 
     python scripts/constraints.py --model ../shared/models/infill-dev-minilm-mlm --out eval/constraints-minilm
@@ -438,7 +438,7 @@ def markdown(report: dict) -> str:
                ("mean_pll", "PLL of satisfying ↑", 2), ("self_bleu", "self-BLEU ↓", 1),
                ("encoder_sequences", "enc. seqs", 0), ("seconds", "s/task", 1), ("found", "found any", 2)]
     header = ["row", *(t for _, t, _ in columns)]
-    lines = ["# Fillings under constraints (issue 20)", "", f"Keywords: {kw['tasks']} tasks done; rewrite: "
+    lines = ["# Fillings under constraints", "", f"Keywords: {kw['tasks']} tasks done; rewrite: "
              f"{rw['tasks']} (sentence, change) pairs done.", "", "## Keywords", "",
              *table(header, [[n, *(fmt(r[k], dg) for k, _, dg in columns)] for n, r in kw["rows"].items()]), "",
              "satisfied: fraction of returned fillings (top 5) holding every include word; chains' finals sat.: the "

@@ -18,7 +18,7 @@ At equal compute: each method of ``--equal-sequences`` (a baseline) also runs as
 with, per template, as many draws as it takes to use the default row's encoder sequences on that template
 (within one draw's cost; its PLL re-ranking counted; see ``infill.evaluation.compute``), right after it.
 
-Targets (issue 10), for the default row against ``left-to-right`` at T = 1: top-5 mean PLL higher on >= 75% of the
+Targets (set when the frontier study was planned), for the default row against ``left-to-right`` at T = 1: top-5 mean PLL higher on >= 75% of the
 templates; pooled self-BLEU of the samples no higher; wall time at most 10x (median and spread of per-template
 ratios).
 """

@@ -1,4 +1,4 @@
-"""One-pass draws at a perfect cache's cost (issue 39, item 1), on the held-out suite of issue 38.
+"""One-pass draws at a perfect cache's cost , on the promises study's held-out suite.
 
     python scripts/perfect_cache.py [--templates 6=10,8=5] [--seeds 0,1,2] [--out eval/perfect-cache-minilm]
 
@@ -15,7 +15,7 @@ For each template (6 and 8 blank tokens, ``corpora/promises/heldout.jsonl``) and
 - ``before``: what the project did before: ``(B - 1) // draw_cost`` draws, whatever the cache spared.
 
 Reported per regime: the mean top-5 PLL of each, the mean difference ours - perfect with its spread over
-(template, seed) pairs, the sequences each spent and the draws each made. Target (issue 39): ours within 0.05
+(template, seed) pairs, the sequences each spent and the draws each made. Target: ours within 0.05
 nats of perfect at 6 and 8 blanks.
 """
 from __future__ import annotations
@@ -120,7 +120,7 @@ def main() -> None:
 def report(out: Path, args) -> None:
     """``report.md`` from every run in ``runs.jsonl``."""
     rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
-    lines = ["# One-pass draws at a perfect cache's cost (issue 39, item 1)", "",
+    lines = ["# One-pass draws at a perfect cache's cost", "",
              f"{datetime.date.today()}, `python scripts/perfect_cache.py --templates {args.templates} --seeds "
              f"{args.seeds}` (every call's runs go to `runs.jsonl`); dev MLM, float32, {METHOD} draws re-ranked by "
              f"PLL, top {TOP}, budget {PER_BLANK} per blank token; held-out suite `corpora/promises/heldout.jsonl`; CPU: "

@@ -1,4 +1,4 @@
-"""The benchmark of issue 38 ("The default keeps every promise") on a held-out template suite.
+"""The benchmark "The default keeps every promise" on a held-out template suite.
 
 The suite, ``corpora/promises/heldout.jsonl``, comes from Wang & Cho's bert-gen files (``wiki103.5k.txt``,
 ``tbc.5k.txt``) only, normalised and blanked as ``scripts/calibration_suite.py`` does (its helpers, imported),
@@ -592,7 +592,7 @@ def write_report(out: Path, env: dict, settings: dict, results: dict) -> None:
     (out / "report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     v = env["versions"]
     lines = [
-        "# Issue 38: the default keeps every promise", "",
+        "# The default keeps every promise", "",
         f"Written by `scripts/promises.py` on {env['date']}: `{env['command']}`.", "",
         f"- Machine: {env['cpu']}, {env['cores']} cores, torch threads {env['torch_threads']}, CPU only",
         f"- Versions: Python {v['python']}, torch {v['torch']}, transformers {v['transformers']}, "

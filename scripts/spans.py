@@ -1,4 +1,4 @@
-"""Benchmark of blanks of any length (issue 19, item 4): ``[MASK*?]`` against fixed lengths and baselines.
+"""Benchmark of blanks of any length: ``[MASK*?]`` against fixed lengths and baselines.
 
     nice python scripts/spans.py [--model ../shared/models/infill-dev-minilm-mlm] [--tasks 200] [--seed 0]
                                  [--full-every 1] [--out eval/spans-minilm] [--shard I/N] [--report-only]
@@ -382,7 +382,7 @@ def write_report(out: Path, done: list[dict], args, planned: int) -> None:
     table, c = summarise(done)
     versions = ", ".join(f"{k} {v}" for k, v in library_versions(("torch", "transformers")).items())
     lines = [
-        "# Blanks of any length: the benchmark (issue 19, item 4)", "",
+        "# Blanks of any length: the benchmark", "",
         f"`nice python scripts/spans.py --model {args.model} --tasks {args.tasks} --seed {args.seed} "
         f"--full-every {args.full_every}` "
         f"({versions}; the shared 2-core CPU, one thread).", "",
@@ -422,7 +422,7 @@ def write_report(out: Path, done: list[dict], args, planned: int) -> None:
               "energy prefers other fills, and finding higher-energy fills recovers less.".format(*c["missed"])]
     text, ok = decision(c)
     lines += ["", "## Do `[MASK]` and `[MASK*n]` become word blanks by default?", "", text, "",
-              "Rule (issue 19, item 1): yes unless word blanks are worse on one-word spans (here: lower recovery@5 "
+              "Rule (set when word blanks were planned): yes unless word blanks are worse on one-word spans (here: lower recovery@5 "
               "or lower mean energy than token blanks) or take more than 2x their time (per-task median). "
               f"**Verdict: {'word blanks become the default' if ok else 'token blanks stay the default'}** "
               f"(on {c['one_word']} one-word tasks).", "", "![spans](spans.png)", ""]

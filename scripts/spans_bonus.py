@@ -1,4 +1,4 @@
-"""The span energy's per-word bonus, fitted on the default sampler's own visited states (issue 19).
+"""The span energy's per-word bonus, fitted on the default sampler's own visited states.
 
     nice python scripts/spans_bonus.py [--model ../shared/models/infill-dev-minilm-mlm] [--tasks 50]
                                        [--shard I/N] [--out eval/spans-bonus] [--report-only]
@@ -83,7 +83,7 @@ def report(out: Path) -> None:
                   key=lambda r: r["task"])
     rows = [r for r in rows if len(r["best"]) == 4]  # every length visited
     shares = Counter(r["words"] for r in rows)
-    lines = ["# The span energy's bonus, fitted on the sampler's visited states (issue 19)", "",
+    lines = ["# The span energy's bonus, fitted on the sampler's visited states", "",
              f"`python scripts/spans_bonus.py --tasks {len(rows)}`: {len(rows)} calibration spans (removed spans of "
              f"1, 2, 3, 4 words: {', '.join(str(shares[n]) for n in range(1, 5))}), the default sampler at "
              f"temperature 0.5 with bonus {rows[0]['bonus']:g} (every length visited on every task). Best fixed "

@@ -175,7 +175,7 @@ def write(path: Path, args, rows, table, fixed, seconds: float, runs: list[dict]
     counts = [sum(r["true"] == n for r in rows) for n in range(1, 5)]
     versions = ", ".join(f"{k} {v}" for k, v in library_versions(("torch", "transformers")).items())
     lines = [
-        "# Span energy calibration (issue 19)", "",
+        "# Span energy calibration", "",
         f"`python scripts/spans_calibration.py --model {args.model} --corpus {args.corpus} --tasks {args.tasks} "
         f"--draws {args.draws} --seed {args.seed} --sampler-tasks {args.sampler_tasks} --chains {args.chains} "
         f"--steps {args.steps}` (candidates scored in {seconds:.0f} s on the shared CPU; "

@@ -1,12 +1,12 @@
 """Golden test: 30 cases x 3 seeds through the public API give the recorded fillings and energies.
 
-The first 20 cases were recorded BEFORE the refactor of issue 29 (modules moved into subpackages, the
+The first 20 cases were recorded BEFORE the refactor into subpackages (modules moved into subpackages, the
 fixed-blank and span-blank pipelines unified), from the tree of commit 54d2c27, so that the refactor can show
-it changed nothing a user sees; issue 38 added the default's cases (``auto``: one to eight blanks, include
+it changed nothing a user sees; the promises work added the default's cases (``auto``: one to eight blanks, include
 words, a budget, a batch) and made a batch give each template what a single call gives (re-recorded then:
-every single-call case unchanged, the batched one now equal to its single calls); issue 39 made a one-pass
+every single-call case unchanged, the batched one now equal to its single calls); the perfect-cache work made a one-pass
 method with a budget draw until the budget is spent (re-recorded then: only the cases of one-pass draws with a
-budget changed, spending more of it); issue 40 made ``auto`` above 4 blank tokens with ``top`` run particles
+budget changed, spending more of it); the particles study made ``auto`` above 4 blank tokens with ``top`` run particles
 (``smc``), which beat the one-pass draws on the check half (re-recorded then: only ``auto-6blanks``,
 ``auto-8blanks`` and ``auto-batch-3``, whose 6-blank template is ``auto-6blanks``'s); the one-pass fills
 then stopped reading filled blanks (re-recorded: only ``fixed-mlm-independence-4blanks``' seed 1, its fillings
@@ -53,7 +53,7 @@ GWG = {"sampler": "gwg", "path_length": 1.0, "balancing": "sqrt", "adapt_steps":
 DMALA = {"sampler": "dmala", "step_size": 0.1, "preconditioner": None, "adapt_steps": None, "target_accept": 0.574}
 BLOCK_MH = {"sampler": "block-mh", "block_size": 2, "order": "left-to-right"}
 MLM_INDEPENDENCE = {"sampler": "mlm-independence", "independence": 0.5, "order": "confident-first"}
-# The default (issue 38): auto chooses its run, chains, steps, decoding and budget by the blanks and the terms.
+# The default: auto chooses its run, chains, steps, decoding and budget by the blanks and the terms.
 AUTO = {**TOKEN, "sampler": "auto", "num_samples": None, "steps": None, "init": "left-to-right", "top": 5,
         "decode": None, "budget": None}
 
@@ -120,7 +120,7 @@ CASES: dict[str, tuple[str, object, dict]] = {
     "batched-sample-many": ("sample_many", ["the others wanted to [MASK] him and [MASK] him free .",
                                             "the cats wanted to [MASK] him and [MASK] him home ."],
                             {**TOKEN, **GIBBS, "init": "left-to-right", "top": 5, "decode": "visited"}),
-    # --- the default, auto (issue 38)
+    # --- the default, auto
     "auto-1blank-exact": ("sample", "The studio reluctantly agreed and showed the [MASK] to a young audience .", AUTO),
     "auto-2blanks": ("sample", "i pinched her and [MASK] laughed as she pressed [MASK] face into my collarbone .", AUTO),
     "auto-4blanks": ("sample", "i got dressed [MASK] , trying [MASK] make the time [MASK] longer before id [MASK] to "
@@ -214,7 +214,7 @@ def record() -> None:
         print(f"recorded {name}", file=sys.stderr)
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
     GOLDEN.write_text(json.dumps({
-        "about": "Golden fillings of tests/test_golden.py, recorded before the issue 29 refactor; re-record "
+        "about": "Golden fillings of tests/test_golden.py, recorded before the refactor into subpackages; re-record "
                  "(python tests/test_golden.py --record) only for an intended change of behaviour, saying why "
                  "in the commit.",
         "model": "../shared/models/infill-dev-minilm-mlm",

@@ -1,4 +1,4 @@
-"""What the README promises of the default path (issue 38), asserted through the public API and the CLI:
+"""What the README promises of the default path, asserted through the public API and the CLI:
 include words present whatever the number of blanks, the budget a hard cap (choosing the fillings included),
 a too-small or too-large budget refused in one line, a batch equal to single calls, no option ignored
 silently, one blank answered exactly from one pass."""

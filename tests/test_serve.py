@@ -3,6 +3,7 @@ Python API gives, and bad input with a 400 of one line), and the run queue on it
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 import time
@@ -255,7 +256,7 @@ def test_cancel_a_running_job(url):
     assert job["state"] == "cancelled" and job["status"] == 409 and "cancelled" in job["error"]
 
 
-def test_time_limit_full_queue_and_internal_errors(infiller, monkeypatch):
+def test_time_limit_full_queue_and_internal_errors(infiller, monkeypatch, caplog):
     app = create_app(infiller, queue_size=1, time_limit=0.5)
     with running(app) as base:
         status, got = request(base + "/api/sample", {"template": "a [MASK] .", "sampler": "gibbs", "steps": 100000,
@@ -272,8 +273,29 @@ def test_time_limit_full_queue_and_internal_errors(infiller, monkeypatch):
         monkeypatch.setattr(infiller, "run", lambda *a, **k: 1 / 0)
         status, got = request(base + "/api/sample", {"template": "a [MASK] ."})
         assert status == 500 and got["error"] == "internal error (ZeroDivisionError): division by zero"
+        caplog.clear()
+        _, created = request(base + "/api/jobs", {"template": "a [MASK] ."})
+        job = app.state.queue.get(created["id"])
+        job.future.exception(10)
+        for _ in range(3):  # polled three times, logged once
+            status, got = request(f"{base}/api/jobs/{created['id']}")
+            assert got["status"] == 500 and "ZeroDivisionError" in got["error"]
+        assert [r.getMessage() for r in caplog.records] == [f"run {created['id']} failed"]
         monkeypatch.undo()
         assert request(base + "/api/sample", {"template": "a [MASK] .", **FAST})[0] == 200  # still serving
+
+
+def test_a_run_past_the_time_limit_is_a_503_and_one_log_line(infiller, caplog, capfd):
+    with caplog.at_level(logging.WARNING, logger="infill.serve"), \
+            running(create_app(infiller, time_limit=0.5)) as base:
+        status, got = request(base + "/api/sample", {"template": "a [MASK] .", "sampler": "gibbs", "steps": 100000,
+                                                        "num_samples": 2})
+    assert status == 503 and "time limit of 0.5 s" in got["error"] and "infill serve --time-limit" in got["error"]
+    assert len(got["error"].splitlines()) == 1
+    logged = caplog.text + capfd.readouterr().err
+    assert "Traceback" not in logged and "Exception in ASGI application" not in logged
+    assert [r.getMessage() for r in caplog.records if "time limit" in r.getMessage()] == [
+        next(r.getMessage() for r in caplog.records if "past the time limit of 0.5 s" in r.getMessage())]
 
 
 def test_page_and_info(url):

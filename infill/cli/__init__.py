@@ -43,7 +43,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
     """The parser with ``command``'s full subparser (its module imported); the others are listed with
     their help from ``COMMANDS`` (the modules' ``add_parser`` need not repeat it)."""
-    parser = _Parser(prog="infill", description="Text infilling by gradient-based MCMC over discrete tokens.")
+    parser = _Parser(prog="infill", description="Text infilling by MCMC and particles over a masked LM's tokens.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, spec in COMMANDS.items():

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -51,7 +50,6 @@ EXAMPLES = {
     "score": ["the cat sat on the mat .", "the mat sat on the cat .", "cat the on sat mat the ."],
     "rank": {"template": "the [MASK] played a song .", "options": ["pianist", "violinist", "xylophonist", "ice cream"]},
 }
-log = logging.getLogger("infill.serve")
 
 
 def shown_name(model: str) -> str:
@@ -102,7 +100,6 @@ def create_app(infiller, queue_size: int = 32, time_limit: float = 60.0, max_bod
             return HTTPError(400, str(exc))
         if isinstance(exc, Stopped):
             return HTTPError(409 if "cancelled" in str(exc) else 503, str(exc))
-        log.error("run failed", exc_info=exc)
         first = (str(exc).strip().splitlines() or [""])[0]
         return HTTPError(500, f"internal error ({type(exc).__name__}): {first}")
 
@@ -127,6 +124,8 @@ def create_app(infiller, queue_size: int = 32, time_limit: float = 60.0, max_bod
             except asyncio.CancelledError:  # the client went away
                 queue.cancel(job)
                 raise
+            except Exception as exc:  # answered here: an exception left to Starlette is logged with its traceback
+                raise failure(exc) from None
 
         return endpoint
 

@@ -10,10 +10,15 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import itertools
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
+
+from ..errors import InfillError
+
+log = logging.getLogger("infill.serve")
 
 
 class Stopped(Exception):
@@ -44,8 +49,9 @@ class Job:
         if self.cancelled:
             raise Stopped("the run was cancelled")
         if time.monotonic() > self.deadline:
-            raise Stopped(f"the run took longer than the time limit of {self.time_limit:g} s; ask for fewer "
-                          "steps or samples")
+            raise Stopped(f"the run took longer than the server's time limit of {self.time_limit:g} s (waiting "
+                          "included); ask for fewer steps or samples, or start the server with a longer "
+                          "`infill serve --time-limit SECONDS`")
 
 
 class RunQueue:
@@ -123,6 +129,12 @@ class RunQueue:
                 outcome, state = job.run(job.step), "done"
             except Stopped as exc:
                 outcome, state = exc, "cancelled" if job.cancelled else "failed"
-            except Exception as exc:  # reported to the request; the worker goes on
+                if not job.cancelled:
+                    log.warning("run %s stopped after %.1f s: past the time limit of %g s", job.id,
+                                time.monotonic() - job.started, job.time_limit)
+            except InfillError as exc:  # bad input: a 400, nothing to log
+                outcome, state = exc, "failed"
+            except Exception as exc:  # a bug: logged once here, reported to the request; the worker goes on
+                log.error("run %s failed", job.id, exc_info=exc)
                 outcome, state = exc, "failed"
             self._finish(job, state, outcome)

@@ -1,4 +1,4 @@
-"""Blanks of any length: fills whose length the sampler chooses (issue 19).
+"""Blanks of any length: fills whose length the sampler chooses.
 
 The span sampler is a sampler of the one contract (:class:`~infill.samplers.Sampler`), run by the samplers'
 driver (:meth:`~infill.samplers.Sampler.run`, :func:`~infill.samplers.run_annealed`: budget, annealing and

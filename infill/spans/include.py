@@ -1,4 +1,4 @@
-"""Words that must appear in span fills, whole words of any pieces (issue 20 on word blanks).
+"""Words that must appear in span fills, whole words of any pieces (include words on word blanks).
 
 :class:`SpanInclude` adds to a span energy ``weight x include``, where ``include`` is minus the number of
 listed words that no fill holds as a whole word: a word-start piece and its continuation pieces, matching
