@@ -1,4 +1,4 @@
-"""Choose the default of `infill sample` at equal compute against every one-pass order (issue 33, items 6-7).
+"""Choose the default of `infill sample` at equal compute against every one-pass order.
 
     python scripts/equal_compute.py tune  [--shard 0/2] [--grid SPEC,SPEC...] [--templates 2-4=N,6-10=N]
     python scripts/equal_compute.py check [--shard 0/2] [--ours 2-4=SPEC --ours 6-10=SPEC] [--frontier 2-4=N,6-10=N]
@@ -23,7 +23,7 @@ row it is matched to as its budget (:func:`infill.evaluation.compute.matched`: i
 Every (phase, template, seed, row) is one JSON file under ``OUT/runs``: a run resumes where it stopped, and
 ``--shard i/n`` runs the i-th of n disjoint parts (templates dealt by estimated cost). Metrics per run: the
 top-5 mean PLL, the self-BLEU of the 5 (nltk, ``infill.metrics``), the top-1 word accuracy against the
-removed words, encoder sequences, wall seconds. The targets (issue 33) compare a candidate with the best
+removed words, encoder sequences, wall seconds. The targets compare a candidate with the best
 one-pass order of the regime (highest mean top-5 PLL over the same runs).
 """
 from __future__ import annotations
@@ -428,7 +428,7 @@ def report(out: Path, argv: list[str]) -> None:
     data = {"model": MODEL_NOTE, "targets": TARGETS, "tune": tune, "check": check, "frontier": points,
             "torch_threads": torch.get_num_threads(), "runs": records}
     (out / "report.json").write_text(json.dumps(data, indent=1))
-    lines = ["# The default of `infill sample` at equal encoder sequences (issue 33, items 6-7)", "",
+    lines = ["# The default of `infill sample` at equal encoder sequences", "",
              f"Model: `{MODEL_NOTE}`; every run temperature 1, `top=5`; one-pass orders re-ranked by PLL with "
              "the matched row's encoder sequences as their budget (they draw until it is spent). Written by "
              "`scripts/equal_compute.py report` from the runs under `runs/`.", "",

@@ -1,4 +1,4 @@
-"""Particles (``smc``) against the best one-pass order at equal compute (issue 40, items 2-4).
+"""Particles (``smc``) against the best one-pass order at equal compute.
 
     python scripts/particles.py tune  [--shard 0/2] [--grid SPEC;SPEC...] [--templates N] [--seeds 0,1,2]
                                       [--regime 8-10]
@@ -17,7 +17,7 @@ choose, the check half to judge). ``tune`` runs ``--templates`` templates per re
 every template of the check half. Each (phase, template, seed, row) is one JSON file under ``OUT/runs``: a run
 resumes where it stopped; ``--shard i/n`` runs the i-th of n parts. The report compares each row with the
 order on the same (template, seed) pairs: top-5 mean PLL higher / lower (pairs where they differ), self-BLEU
-of the 5, top-1 word accuracy, wall per encoder sequence (issue 40's targets: ``equal_compute.TARGETS``). The
+of the 5, top-1 word accuracy, wall per encoder sequence (the targets: ``equal_compute.TARGETS``). The
 other orders run as rows (``check --ours 8-10=left-to-right``), given the row's budget whole; the report's last
 sections set what ``auto`` runs in each regime against every order run.
 """
