@@ -1,4 +1,4 @@
-"""Golden test: 30 cases x 3 seeds through the public API give the recorded fillings and energies.
+"""Golden test: 33 cases x 3 seeds through the public API give the recorded fillings and energies.
 
 The first 20 cases were recorded BEFORE the refactor into subpackages (modules moved into subpackages, the
 fixed-blank and span-blank pipelines unified), from the tree of commit 54d2c27, so that the refactor can show
@@ -10,7 +10,9 @@ budget changed, spending more of it); the particles study made ``auto`` above 4 
 (``smc``), which beat the one-pass draws on the check half (re-recorded then: only ``auto-6blanks``,
 ``auto-8blanks`` and ``auto-batch-3``, whose 6-blank template is ``auto-6blanks``'s); the one-pass fills
 then stopped reading filled blanks (re-recorded: only ``fixed-mlm-independence-4blanks``' seed 1, its fillings
-unchanged, its encoder sequences 73 where 77 were).
+unchanged, its encoder sequences 73 where 77 were); the reader study made ``auto`` run the repeat-masked target on
+more than one blank token and the product search with ``top`` up to 4 (re-recorded then: only the ``auto`` cases
+of more than one blank token, and the new cases of the target, the search and ``auto`` without ``top``).
 ``tests/golden/fillings.json`` holds, per case and seed, every returned sample's ``text`` and
 ``fills`` (compared exactly), its ``energy`` and ``terms`` (within 1e-4 absolute), and the run's
 ``diagnostics.encoder_sequences`` (exactly).
@@ -138,6 +140,15 @@ CASES: dict[str, tuple[str, object, dict]] = {
     "auto-batch-3": ("sample_many", ["the others wanted to [MASK] him and [MASK] him free .",
                                      "[MASK] [MASK] [MASK] [MASK] hostilities , [MASK] squadron [MASK] disbanded in "
                                      "march 1946 .", "I [MASK] it ."], AUTO),
+    "auto-3blanks-samples": ("sample", "The ship was [MASK] at 16 [MASK] in [MASK] .",
+                             {**AUTO, "top": None, "num_samples": 6}),
+    # --- the repeat-masked target and the product search
+    "product-search-3blanks": ("sample", "the [MASK] of the [MASK] was [MASK] by the river .",
+                               {**TOKEN, "sampler": "product-search", "init": "left-to-right", "top": 5,
+                                "decode": "diverse", "diversity": 2.0, "budget": 300, "target": "repeat-masked"}),
+    "fixed-gibbs-mh-repeat-masked": ("sample", "the [MASK] of the [MASK] was [MASK] by the river .",
+                                     {**TOKEN, **GIBBS_MH, "init": "left-to-right", "top": 3, "decode": "visited",
+                                      "target": "repeat-masked"}),
 }
 CASE_IDS = [f"{name}/seed{seed}" for name in CASES for seed in SEEDS]
 
