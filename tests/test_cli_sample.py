@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -146,12 +147,43 @@ def test_same_seed_same_output_across_processes(tiny_model_dir):
     assert len(samples(first)) == 8 and samples(first) == samples(second)
 
 
-def test_offline_hub_model_error_has_no_traceback():
+OFFLINE_HINT = ("to run offline, give --model the path of a saved checkpoint (or set INFILL_MODEL to it), or set "
+                "HF_HUB_OFFLINE=1 with the model in the cache")
+
+
+def test_hf_hub_offline_is_one_line_that_says_how_to_run_offline():
     code, _, err = finish(start_process("sample", "A [MASK].", "--model", "no-such-org/no-such-model", "-q"))
-    assert code == 2 and "Traceback" not in err
-    assert err.strip().splitlines() == [
-        "infill: error: cannot load model 'no-such-org/no-such-model': not found locally and the hub is unreachable; "
-        "give the path of a local checkpoint (or set INFILL_MODEL)"]
+    assert code == 2 and err.splitlines() == [
+        "infill: error: cannot load model 'no-such-org/no-such-model': it is not in the local cache and "
+        f"HF_HUB_OFFLINE is set; {OFFLINE_HINT}"]
+
+
+def test_an_unreachable_hub_is_one_line_at_once_without_a_request(capsys, monkeypatch):
+    from huggingface_hub import constants
+
+    from infill.lm import hub
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hub, "hub_reachable", lambda: False)
+    monkeypatch.setattr("socket.socket.connect", lambda *a: pytest.fail("a request went out"))
+    start = time.perf_counter()
+    code, out, err = run_main(capsys, "sample", "a [MASK] day", "--model", "no-such-org/no-such-model")
+    assert time.perf_counter() - start < 5
+    assert code == 2 and out == "" and err.splitlines() == [
+        f"infill: error: cannot load model 'no-such-org/no-such-model': it is not in the local cache and the hub "
+        f"({constants.ENDPOINT}) is unreachable; {OFFLINE_HINT}"]
+
+
+def test_the_reachability_check_is_one_short_request_and_a_path_pays_none(capsys, monkeypatch, tiny):
+    from infill.lm import hub
+
+    hub.hub_reachable.cache_clear()
+    monkeypatch.setattr("huggingface_hub.constants.ENDPOINT", "http://127.0.0.1:9")  # nothing listens: refused
+    assert hub.hub_reachable() is False and hub.hub_reachable.cache_info().misses == 1
+    hub.hub_reachable.cache_clear()
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hub, "hub_reachable", lambda: pytest.fail("a local path asked the hub"))
+    assert run_main(capsys, "sample", "a [MASK] day", *tiny)[0] == 0
 
 
 @pytest.mark.slow

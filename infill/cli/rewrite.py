@@ -42,6 +42,9 @@ def run(args) -> int:
     RunConfig.create(**options)  # every option checked before the model loads
     if not args.sentence.strip():
         raise InfillError("give a sentence to rewrite")
+    from ..lm.hub import check_available
+
+    check_available(args.model)
     from ..pipeline.infiller import Infiller
 
     infiller = Infiller(args.model, device=args.device, dtype=args.dtype, chunk_size=args.chunk_size)

@@ -161,6 +161,9 @@ def run(args) -> int:
             configs.append(RunConfig.create(**options))
         except InfillError as exc:
             raise InfillError(f"{where}{exc}") from None
+    from ..lm.hub import check_available
+
+    check_available(args.model)
     from ..lm import models
     from ..pipeline.infiller import Infiller, prepare
 

@@ -73,6 +73,9 @@ def run(args) -> int:
         splice(args.template, options)  # checked before the model loads
     else:
         sentences = _sentences(args.file)
+    from ..lm.hub import check_available
+
+    check_available(args.model)
     from ..lm import models, scoring
 
     model, tokenizer = models.load(args.model, args.device, args.dtype)
