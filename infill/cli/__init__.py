@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from typing import NamedTuple, Optional
 
@@ -33,6 +34,12 @@ COMMANDS = {
     "rank": Command("score", "rank given fills of a [MASK] blank by the PLL of the sentence each makes", None),
     "serve": Command("serve", "a local web page and JSON API for sampling fillings", "serve"),
 }
+
+
+def plain(doc: str) -> str:
+    """Docstring text as help text: ``code`` and :role:`target` markup dropped (``~.a.B`` reads ``B``)."""
+    doc = re.sub(r":\w+:`(~?)\.?([^`]+)`", lambda m: m[2].rsplit(".", 1)[-1] if m[1] else m[2], doc)
+    return doc.replace("``", "")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -14,20 +14,22 @@ import tempfile
 from pathlib import Path
 
 from ..errors import InfillError
-from .summarize import (DEFAULT_METHOD, DEFAULT_SAMPLER, add_objective_arguments, chain_settings, objective_config,
-                        positive_int)
+from . import plain
+from .summarize import (DEFAULT_METHOD, DEFAULT_SAMPLER, DEFAULT_WORDS, add_objective_arguments, chain_settings,
+                        objective_config, positive_int)
 
 DEFAULT_METHODS = "lead,greedy,lexrank,textrank,luhn,lsa,lb,una,mana"
 
 
 def add_parser(subparsers, name: str) -> None:
     parser = subparsers.add_parser(name, help="summarization benchmark (ACLSum): F(S), ROUGE, peers, runtime",
-                                   description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", choices=["aclsum"], default="aclsum")
-    parser.add_argument("--split", choices=["train", "val", "test"], default="val")
+                                   description=plain(__doc__.split("\n\n")[0]))
+    parser.add_argument("--dataset", choices=["aclsum"], default="aclsum", help="the corpus (default aclsum)")
+    parser.add_argument("--split", choices=["train", "val", "test"], default="val",
+                        help="the corpus split (default val)")
     parser.add_argument("--limit", type=positive_int, default=None, help="first N documents only")
     budget = parser.add_mutually_exclusive_group()
-    budget.add_argument("--words", type=positive_int, default=None, help="word budget (default 150)")
+    budget.add_argument("--words", type=positive_int, default=None, help=f"word budget (default {DEFAULT_WORDS})")
     budget.add_argument("--sentences", type=positive_int, default=None, help="sentence budget")
     parser.add_argument("--methods", default=DEFAULT_METHODS,
                         help=f"comma-separated: lead, greedy, sumy peers and sampler names (default {DEFAULT_METHODS})")
@@ -71,7 +73,7 @@ def run(args) -> int:
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     check_methods(methods)
-    budget = Budget(args.sentences, "sentences") if args.sentences else Budget(args.words or 150, "words")
+    budget = Budget(args.sentences, "sentences") if args.sentences else Budget(args.words or DEFAULT_WORDS, "words")
     config, settings = objective_config(args), chain_settings(args, DEFAULT_SAMPLER)
     md_path, json_path, replaces = output_paths(args)
     documents = load_aclsum(args.split, args.limit)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Optional
 
 from ..errors import InfillError
 from ..pipeline.config import settings
@@ -46,9 +47,9 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     return parser
 
 
-def add_run_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
-    """``--json``, a flag per run setting (RunConfig's fields but ``skip``), the model's and the
-    sampler's flags: what ``sample`` and ``rewrite`` share."""
+def add_run_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = (), helps: Optional[dict] = None) -> None:
+    """``--json``, a flag per run setting (RunConfig's fields but ``skip``; ``helps``: a setting's own help, its
+    default included), the model's and the sampler's flags: what ``sample`` and ``rewrite`` share."""
     parser.add_argument("--json", action="store_true",
                         help="print JSONL: one object per sample, then one {'diagnostics', 'marginals'} per template")
     for setting in settings():  # the run settings: one list, RunConfig's fields
@@ -61,9 +62,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = (
         elif setting.name in ("forbid", "include"):
             parser.add_argument(*flags, dest=setting.name, action="append", metavar=meta["metavar"], help=meta["help"])
         else:
+            default = f" (default: {setting.default})" if setting.default is not None else ""
             parser.add_argument(*flags, dest=setting.name, type=meta.get("type", str), metavar=meta.get("metavar"),
-                                help=meta["help"] + (f" (default: {setting.default})" if setting.default is not None
-                                                     else ""))
+                                help=(helps or {}).get(setting.name, meta["help"] + default))
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
     parser.add_argument("--device", default="cpu", help="torch device (cpu)")
     parser.add_argument("--dtype", help="float32 (default), bfloat16, float16 or auto")
