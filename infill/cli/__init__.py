@@ -30,7 +30,7 @@ COMMANDS = {
     "summarize": Command("summarize", "extractive summary of a text file by MCMC", "summarize"),
     "eval-summarization": Command("eval_summarization", "summarization benchmark (ACLSum): F(S), ROUGE, ESS, "
                                   "runtime", "summarize"),
-    "score": Command("score", "pseudo-log-likelihood (PLL) of sentences, one per line", None),
+    "score": Command("score", "pseudo-log-likelihood (PLL) of sentences", None),
     "rank": Command("score", "rank given fills of a [MASK] blank by the PLL of the sentence each makes", None),
     "serve": Command("serve", "a local web page and JSON API for sampling fillings", "serve"),
 }

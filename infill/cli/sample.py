@@ -105,27 +105,31 @@ def _words(item: str) -> list[str]:
     return [w.strip() for w in item.split(",") if w.strip()]
 
 
-def _read_lines(args) -> tuple[str, list[str]]:
-    if args.file is not None:
-        if args.template is not None:
-            raise InfillError("give a TEMPLATE or --file, not both")
+def read_lines(given: list[str], file: Optional[str], what: str) -> tuple[str, list[str]]:
+    """``(source, lines)``: FILE's lines, stdin's for a lone ``-``, or the arguments ``given`` themselves (source
+    ``""``); ``what`` names an argument in messages (``"a TEMPLATE (e.g. ...)"``). What ``sample`` and ``score``
+    share."""
+    if file is not None:
+        if given:
+            raise InfillError(f"give {what.split(' (')[0]} or --file, not both")
         try:
-            with open(args.file, encoding="utf-8") as f:
-                return args.file, f.read().splitlines()
+            with open(file, encoding="utf-8") as f:
+                return file, f.read().splitlines()
         except (OSError, UnicodeDecodeError) as exc:
-            raise InfillError(f"cannot read {args.file}: {getattr(exc, 'strerror', None) or exc}") from None
-    if args.template == "-":
+            raise InfillError(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}") from None
+    if given == ["-"]:
         return "<stdin>", sys.stdin.read().splitlines()
-    if args.template is None:
-        raise InfillError("give a TEMPLATE (e.g. 'The [MASK] sat on the mat.'), - for stdin, or --file FILE")
-    return "", [args.template]
+    if not given:
+        raise InfillError(f"give {what}, - for stdin, or --file FILE")
+    return "", given
 
 
 def read_jobs(args) -> list[tuple[str, str, dict]]:
     """``(where, template, options)`` per non-empty input line (``where`` is ``FILE:LINE: `` for error
     messages), per-line JSON options over the command line's."""
     defaults = cli_options(args)
-    source, lines = _read_lines(args)
+    given = [] if args.template is None else [args.template]
+    source, lines = read_lines(given, args.file, "a TEMPLATE (e.g. 'The [MASK] sat on the mat.')")
     jobs = []
     for number, line in enumerate(lines, 1):
         where = f"{source}:{number}: " if source else ""
