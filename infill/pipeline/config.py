@@ -54,8 +54,10 @@ AUTO_ORDER = "confident-first"
 AUTO_BUDGET_PER_BLANK = 100
 """``auto``'s default budget: encoder sequences per blank token."""
 MAX_DRAWS = 1 << 20
-"""The most draws of a one-pass method per template (a budget that buys more is refused): the draws and their
-deduplication stay within memory."""
+"""The most draws of a one-pass method per template: the draws and their deduplication stay within memory."""
+MAX_BUDGET = MAX_DRAWS
+"""The largest budget accepted, whatever the blanks and the method: a draw costs at least one encoder sequence,
+so no budget accepted buys more than :data:`MAX_DRAWS` draws."""
 
 
 def positive_integer(name: str, value: Any, minimum: int = 1) -> int:
@@ -182,8 +184,8 @@ class RunConfig:
         "help": "a word that must appear in the filled blanks (repeatable)", "metavar": "WORD"})
     budget: Optional[int] = field(default=None, metadata={
         "help": "the most encoder sequences a template may spend, choosing the fillings included: a one-pass "
-                "method draws until it is spent; chains stop when it is spent (or after --steps); auto's default: "
-                f"{AUTO_BUDGET_PER_BLANK} per blank token", "type": int, "metavar": "N"})
+                "method draws until it is spent; chains stop when it is spent (or after --steps); at most "
+                f"{MAX_BUDGET}; auto's default: {AUTO_BUDGET_PER_BLANK} per blank token", "type": int, "metavar": "N"})
     options: dict = field(default_factory=dict)
 
     @classmethod
@@ -234,6 +236,8 @@ class RunConfig:
         its run is resolved (:mod:`.policy`)."""
         if self.budget is not None:
             positive_integer("budget", self.budget)
+            if self.budget > MAX_BUDGET:
+                raise InfillError(f"budget must be at most {MAX_BUDGET} encoder sequences, got {self.budget}")
             if self.anneal_from is not None:
                 raise InfillError("a budget stops the chains when it is spent, so it cannot be annealed: drop "
                                   "--anneal-from or --budget")
