@@ -138,7 +138,7 @@ def test_bad_batch_file_lines(capsys, tiny, tmp_path):
 
 
 def test_same_seed_same_output_across_processes(tiny_model_dir):
-    argv = ["sample", "-", "--model", str(tiny_model_dir), "--steps", "3", "-n", "4", "--seed", "11", "--json"]
+    argv = ["sample", "-", "--model", str(tiny_model_dir), "--steps", "3", "-n", "4", "--seed", "11", "--json", "-q"]
     stdin = "The [MASK] sat on the [MASK].\nA [MASK] day.\n"
     processes = [start_process(*argv), start_process(*argv)]  # concurrently: two cores
     (code, first, err), (_, second, _) = [finish(p, stdin) for p in processes]

@@ -36,7 +36,9 @@ def add_parser(subparsers, name: str) -> None:
     add_objective_arguments(parser)
     parser.add_argument("--output", default=None,
                         help="report path without extension (default: a new runs/summarization-DATASET-SPLIT-TIME)")
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr (none when it is not a terminal)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress on stderr (by default a bar on a terminal, else a line per document done "
+                             "with an estimate of the time left)")
     parser.set_defaults(run=run)
 
 
@@ -67,6 +69,7 @@ def run(args) -> int:
     import json
 
     from ..evaluation.store import write_atomic
+    from ..pipeline.progress import progress
     from ..summarize import Budget
     from ..summarize.aclsum_data import load_aclsum
     from ..summarize.evaluation import check_methods, evaluate, markdown
@@ -80,11 +83,12 @@ def run(args) -> int:
     if not documents:
         raise InfillError(f"no documents in the aclsum {args.split} split")
 
-    def progress(n_doc, row):
-        if not args.quiet and sys.stderr.isatty():  # progress for a person watching, not for a log
-            print(f"[{n_doc + 1}/{len(documents)}] {row['id']} ({row['sentences']} sentences)", file=sys.stderr)
+    with progress(len(documents), "infill eval-summarization", "document", disable=args.quiet) as bar:
+        def done(_, row):
+            bar.set_postfix_str(f"{row['id']}, {row['sentences']} sentences")
+            bar.update()
 
-    report = evaluate(documents, budget, config, methods, settings, args.seed, progress, f"aclsum:{args.split}")
+        report = evaluate(documents, budget, config, methods, settings, args.seed, done, f"aclsum:{args.split}")
     command = "infill " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith(("infill", "__main__.py")) \
         else None
     report = {"split": args.split, "date": datetime.date.today().isoformat(), "command": command, **report}

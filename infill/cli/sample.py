@@ -72,7 +72,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = (
                         help="at most N masked copies per forward/backward pass (less memory; default: all at once)")
     parser.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
                         help="a sampler hyperparameter, for any sampler (repeatable; see `infill samplers`)")
-    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", "-q", action="store_true",
+                        help="no progress on stderr (by default a bar on a terminal, else a line per template done "
+                             "when there are several)")
     hyper = parser.add_argument_group("sampler hyperparameters (others: -o KEY=VALUE; see `infill samplers`)")
     for option in HYPERPARAMETER_FLAGS:
         hyper.add_argument("--" + option.replace("_", "-"), dest=f"hp_{option}", metavar="X")
@@ -171,6 +173,7 @@ def run(args) -> int:
     check_available(args.model)
     from ..lm import models
     from ..pipeline.infiller import Infiller, prepare
+    from ..pipeline.progress import Lines
 
     tokenizer = models.load_tokenizer(args.model)
     limit = models.max_length(tokenizer, models.load_config(args.model))
@@ -182,9 +185,12 @@ def run(args) -> int:
             raise InfillError(f"{where}{exc}") from None
     infiller = Infiller(args.model, device=args.device, dtype=args.dtype, tokenizer=tokenizer,
                         chunk_size=args.chunk_size)
-    progress = not args.quiet and sys.stderr.isatty()
-    for line in prepared:  # each line a run of its own: what a call with that line alone prints
-        print_result(infiller.run(line, progress=progress)[0], args.json)
+    bar = not args.quiet and sys.stderr.isatty()  # each run's; elsewhere a line per template of several
+    with Lines(len(prepared), "infill sample", "template", disable=args.quiet or bar or len(prepared) == 1) as lines:
+        for (where, _, _), line in zip(jobs, prepared):  # each line a run of its own: what it alone prints
+            print_result(infiller.run(line, progress=bar)[0], args.json)
+            lines.set_postfix_str(where.rstrip(": "))
+            lines.update()
     return 0
 
 
