@@ -81,6 +81,24 @@ def test_file_with_jsonl_options_and_empty_lines(capsys, tiny, tmp_path):
     assert [r["diagnostics"]["sampler"] for r in records if "diagnostics" in r] == [default, "gibbs", default]
 
 
+def test_plain_batch_output_heads_each_template_s_fillings_with_its_line(capsys, tiny, tmp_path, monkeypatch):
+    import io
+
+    path = tmp_path / "templates.txt"
+    path.write_text("A [MASK] day.\n\nThe [MASK] end.\n")
+    code, out, _ = run_main(capsys, "sample", "--file", str(path), *tiny)
+    lines = out.splitlines()
+    assert code == 0 and [lines[0], lines[4]] == ["# line 1", "# line 3"] and len(lines) == 8
+    assert all(line.endswith("day.") for line in lines[1:4]) and all(line.endswith("end.") for line in lines[5:])
+    monkeypatch.setattr("sys.stdin", io.StringIO(path.read_text()))
+    assert run_main(capsys, "sample", "-", *tiny)[1] == out
+    records = [json.loads(line) for line in run_main(capsys, "sample", "--file", str(path), *tiny, "--json")[1]
+               .splitlines()]  # JSONL unchanged: every line a record
+    assert len(records) == 8 and [r["template"] for r in records if "diagnostics" in r] == ["A [MASK] day.",
+                                                                                             "The [MASK] end."]
+    assert not run_main(capsys, "sample", "A [MASK] day.", *tiny)[1].startswith("#")  # one TEMPLATE: no header
+
+
 def test_samplers_lists_options(capsys):
     code, out, _ = run_main(capsys, "samplers")
     assert code == 0 and "dmala" in out and "--step-size=0.1" in out and "gibbs" in out
@@ -108,6 +126,8 @@ def test_samplers_lists_options(capsys):
     (["sample", "A [MASK].", "--model", "./no/such/dir"], "does not exist; give the path of a local checkpoint"),
     (["sample", "--file", "/no/such/file.txt"], "cannot read /no/such/file.txt"),
     (["sample"], "give a TEMPLATE"),
+    (["sample", ""], "the template is empty; give one with a [MASK] blank"),
+    (["sample", " "], "the template is empty"),
     (["sample", "A [MASK].", "--device", "nonsense"], "unknown device"),
 ])
 def test_bad_input_is_one_line(capsys, tiny, args, message):

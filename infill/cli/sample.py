@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from ..errors import InfillError
 from ..pipeline.config import settings
@@ -126,19 +126,30 @@ def read_lines(given: list[str], file: Optional[str], what: str) -> tuple[str, l
     return "", given
 
 
-def read_jobs(args) -> list[tuple[str, str, dict]]:
-    """``(where, template, options)`` per non-empty input line (``where`` is ``FILE:LINE: `` for error
-    messages), per-line JSON options over the command line's."""
+class Job(NamedTuple):
+    """A template to fill: its input ``line`` (None for the TEMPLATE argument), ``where`` error messages say it
+    is (``FILE:LINE: ``), and its options."""
+
+    line: Optional[int]
+    where: str
+    template: str
+    options: dict
+
+
+def read_jobs(args) -> list[Job]:
+    """A job per non-empty input line, per-line JSON options over the command line's."""
     defaults = cli_options(args)
     given = [] if args.template is None else [args.template]
     source, lines = read_lines(given, args.file, "a TEMPLATE (e.g. 'The [MASK] sat on the mat.')")
+    if not source and not lines[0].strip():
+        raise InfillError("the template is empty; give one with a [MASK] blank, e.g. 'The [MASK] sat on the mat.'")
     jobs = []
     for number, line in enumerate(lines, 1):
-        where = f"{source}:{number}: " if source else ""
+        number, where = (number, f"{source}:{number}: ") if source else (None, "")
         if not line.strip():
             continue
         if not line.lstrip().startswith("{"):
-            jobs.append((where, line.strip() if source else line, dict(defaults)))
+            jobs.append(Job(number, where, line.strip() if source else line, dict(defaults)))
             continue
         try:
             record = json.loads(line)
@@ -147,7 +158,7 @@ def read_jobs(args) -> list[tuple[str, str, dict]]:
         if not isinstance(record, dict) or not isinstance(record.get("template"), str):
             raise InfillError(f"{where}a JSON line needs a \"template\" string")
         template = record.pop("template")
-        jobs.append((where, template, {**defaults, **{k.replace("-", "_"): v for k, v in record.items()}}))
+        jobs.append(Job(number, where, template, {**defaults, **{k.replace("-", "_"): v for k, v in record.items()}}))
     if not jobs:
         raise InfillError(f"no templates in {source or 'the input'} (empty lines are skipped)")
     return jobs
@@ -158,16 +169,16 @@ def run(args) -> int:
 
     jobs = read_jobs(args)
     configs = []
-    for where, template, options in jobs:  # what needs no tokenizer (nor torch) first: the syntax
+    for job in jobs:  # what needs no tokenizer (nor torch) first: the syntax
         try:
-            scan(template, options.get("blank_unit", RunConfig.blank_unit))
+            scan(job.template, job.options.get("blank_unit", RunConfig.blank_unit))
         except InfillError as exc:
-            raise InfillError(f"{where}{exc}") from None
-    for where, _, options in jobs:
+            raise InfillError(f"{job.where}{exc}") from None
+    for job in jobs:
         try:
-            configs.append(RunConfig.create(**options))
+            configs.append(RunConfig.create(**job.options))
         except InfillError as exc:
-            raise InfillError(f"{where}{exc}") from None
+            raise InfillError(f"{job.where}{exc}") from None
     from ..lm.hub import check_available
 
     check_available(args.model)
@@ -178,18 +189,21 @@ def run(args) -> int:
     tokenizer = models.load_tokenizer(args.model)
     limit = models.max_length(tokenizer, models.load_config(args.model))
     prepared = []
-    for (where, template, _), config in zip(jobs, configs):  # every line checked first
+    for job, config in zip(jobs, configs):  # every line checked first
         try:
-            prepared.append(prepare([template], config, tokenizer, limit))
+            prepared.append(prepare([job.template], config, tokenizer, limit))
         except InfillError as exc:
-            raise InfillError(f"{where}{exc}") from None
+            raise InfillError(f"{job.where}{exc}") from None
     infiller = Infiller(args.model, device=args.device, dtype=args.dtype, tokenizer=tokenizer,
                         chunk_size=args.chunk_size)
     bar = not args.quiet and sys.stderr.isatty()  # each run's; elsewhere a line per template of several
     with Lines(len(prepared), "infill sample", "template", disable=args.quiet or bar or len(prepared) == 1) as lines:
-        for (where, _, _), line in zip(jobs, prepared):  # each line a run of its own: what it alone prints
-            print_result(infiller.run(line, progress=bar)[0], args.json)
-            lines.set_postfix_str(where.rstrip(": "))
+        for job, line in zip(jobs, prepared):  # each line a run of its own: what it alone prints
+            result = infiller.run(line, progress=bar)[0]
+            if job.line is not None and not args.json:  # which input line the fillings below are of
+                print(f"# line {job.line}")
+            print_result(result, args.json)
+            lines.set_postfix_str(job.where.rstrip(": "))
             lines.update()
     return 0
 
