@@ -47,7 +47,8 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     return parser
 
 
-def add_run_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = (), helps: Optional[dict] = None) -> None:
+def add_run_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = (),
+                      helps: Optional[dict] = None) -> None:
     """``--json``, a flag per run setting (RunConfig's fields but ``skip``; ``helps``: a setting's own help, its
     default included), the model's and the sampler's flags: what ``sample`` and ``rewrite`` share."""
     parser.add_argument("--json", action="store_true",

@@ -1,5 +1,6 @@
-"""``infill score`` (the PLL of sentences given as arguments, or one a line of stdin or a file) and ``infill rank`` (given fills of a blank, ranked
-by the PLL of the sentence each makes); see :mod:`infill.lm.scoring`. Input is checked before the model loads.
+"""``infill score`` (the PLL of sentences given as arguments, or one a line of stdin or a file) and ``infill
+rank`` (given fills of a blank, ranked by the PLL of the sentence each makes); see :mod:`infill.lm.scoring`.
+Input is checked before the model loads.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Loading a Hugging Face masked language model and its tokenizer (from where :mod:`.hub` says), with one-line errors, and the
-prediction head of each masked-LM family as one function of the base model's hidden states."""
+"""Loading a Hugging Face masked language model and its tokenizer (from where :mod:`.hub` says), with one-line
+errors, and the prediction head of each masked-LM family as one function of the base model's hidden states."""
 from __future__ import annotations
 
 import math
