@@ -124,6 +124,7 @@ def test_samplers_lists_options(capsys):
     (["sample", "A [MASK].", "--init", "zeros"], "init must be one of"),
     (["sample", "A [MASK].", "--temperature", "-1"], "temperature must be positive"),
     (["sample", "A [MASK].", "--model", "./no/such/dir"], "does not exist; give the path of a local checkpoint"),
+    (["sample", "A [MASK].", "--model", "no such/model!"], "is no local folder and no hub id"),
     (["sample", "--file", "/no/such/file.txt"], "cannot read /no/such/file.txt"),
     (["sample"], "give a TEMPLATE"),
     (["sample", ""], "the template is empty; give one with a [MASK] blank"),

@@ -25,7 +25,9 @@ def _check_folder(path: Path, name: str) -> None:
 
 
 def source(name: Optional[str]) -> tuple[str, str, bool]:
-    """``(name, what from_pretrained takes, whether it is a local folder)``, the folder checked."""
+    """``(name, what from_pretrained takes, whether it is a local folder)``, the folder or the hub id checked."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
     name = name or default_model()
     path = Path(name).expanduser()
     if name.startswith((".", "/", "~")) and not path.exists():
@@ -33,6 +35,12 @@ def source(name: Optional[str]) -> tuple[str, str, bool]:
     local = path.is_dir()
     if local:
         _check_folder(path, name)
+    else:
+        try:
+            validate_repo_id(name)
+        except HFValidationError:
+            raise InfillError(f"model {name!r} is no local folder and no hub id (such as 'bert-base-uncased' or "
+                              "'org/name'); give the path of a local checkpoint or a hub id") from None
     return name, str(path) if local else name, local
 
 
