@@ -4,7 +4,7 @@ import torch
 
 from infill import Infiller
 from infill.errors import InfillError
-from infill.pipeline.config import AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_ORDER, RunConfig
+from infill.pipeline.config import AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_ORDER, MAX_BUDGET, RunConfig
 from infill.pipeline.policy import for_blanks, for_words
 from infill.pipeline.choose import spread
 from infill.samplers.base import Trace
@@ -79,6 +79,20 @@ def test_auto_runs_search_chains_or_draws(infiller):
     assert six.diagnostics.encoder_sequences <= 6 * AUTO_BUDGET_PER_BLANK
     assert infiller.sample(SIX, top=5, seed=0).samples == six.samples
     assert len(infiller.sample(SIX, num_samples=4, seed=0).samples) == 4
+
+
+@pytest.mark.parametrize("blanks", [2, 3, 6])
+def test_a_huge_budget_is_refused_alike_at_every_blank_count(blanks, tiny_model_dir, capsys, monkeypatch):
+    from infill.cli import main
+    from infill.lm import models
+
+    for top in (None, 5):  # chains up to 4 blank tokens; above, draws (particles with top)
+        assert for_blanks(RunConfig.create(budget=MAX_BUDGET, top=top), blanks).budget == MAX_BUDGET
+    monkeypatch.setattr(models, "load", lambda *a, **k: pytest.fail("the model was loaded"))
+    template = " ".join(["a [MASK]"] * blanks) + " day ."
+    assert main(["sample", template, "--budget", str(10**9), "--model", str(tiny_model_dir)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"infill: error: budget must be at most {MAX_BUDGET} encoder sequences, got {10**9}"]
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,24 @@ def test_file_with_jsonl_options_and_empty_lines(capsys, tiny, tmp_path):
     assert [r["diagnostics"]["sampler"] for r in records if "diagnostics" in r] == [default, "gibbs", default]
 
 
+def test_plain_batch_output_heads_each_template_s_fillings_with_its_line(capsys, tiny, tmp_path, monkeypatch):
+    import io
+
+    path = tmp_path / "templates.txt"
+    path.write_text("A [MASK] day.\n\nThe [MASK] end.\n")
+    code, out, _ = run_main(capsys, "sample", "--file", str(path), *tiny)
+    lines = out.splitlines()
+    assert code == 0 and [lines[0], lines[4]] == ["# line 1", "# line 3"] and len(lines) == 8
+    assert all(line.endswith("day.") for line in lines[1:4]) and all(line.endswith("end.") for line in lines[5:])
+    monkeypatch.setattr("sys.stdin", io.StringIO(path.read_text()))
+    assert run_main(capsys, "sample", "-", *tiny)[1] == out
+    records = [json.loads(line) for line in run_main(capsys, "sample", "--file", str(path), *tiny, "--json")[1]
+               .splitlines()]  # JSONL unchanged: every line a record
+    assert len(records) == 8 and [r["template"] for r in records if "diagnostics" in r] == ["A [MASK] day.",
+                                                                                             "The [MASK] end."]
+    assert not run_main(capsys, "sample", "A [MASK] day.", *tiny)[1].startswith("#")  # one TEMPLATE: no header
+
+
 def test_samplers_lists_options(capsys):
     code, out, _ = run_main(capsys, "samplers")
     assert code == 0 and "dmala" in out and "--step-size=0.1" in out and "gibbs" in out
@@ -105,8 +124,11 @@ def test_samplers_lists_options(capsys):
     (["sample", "A [MASK].", "--init", "zeros"], "init must be one of"),
     (["sample", "A [MASK].", "--temperature", "-1"], "temperature must be positive"),
     (["sample", "A [MASK].", "--model", "./no/such/dir"], "does not exist; give the path of a local checkpoint"),
+    (["sample", "A [MASK].", "--model", "no such/model!"], "is no local folder and no hub id"),
     (["sample", "--file", "/no/such/file.txt"], "cannot read /no/such/file.txt"),
     (["sample"], "give a TEMPLATE"),
+    (["sample", ""], "the template is empty; give one with a [MASK] blank"),
+    (["sample", " "], "the template is empty"),
     (["sample", "A [MASK].", "--device", "nonsense"], "unknown device"),
 ])
 def test_bad_input_is_one_line(capsys, tiny, args, message):
@@ -137,7 +159,7 @@ def test_bad_batch_file_lines(capsys, tiny, tmp_path):
 
 
 def test_same_seed_same_output_across_processes(tiny_model_dir):
-    argv = ["sample", "-", "--model", str(tiny_model_dir), "--steps", "3", "-n", "4", "--seed", "11", "--json"]
+    argv = ["sample", "-", "--model", str(tiny_model_dir), "--steps", "3", "-n", "4", "--seed", "11", "--json", "-q"]
     stdin = "The [MASK] sat on the [MASK].\nA [MASK] day.\n"
     processes = [start_process(*argv), start_process(*argv)]  # concurrently: two cores
     (code, first, err), (_, second, _) = [finish(p, stdin) for p in processes]
@@ -146,12 +168,43 @@ def test_same_seed_same_output_across_processes(tiny_model_dir):
     assert len(samples(first)) == 8 and samples(first) == samples(second)
 
 
-def test_offline_hub_model_error_has_no_traceback():
+OFFLINE_HINT = ("to run offline, give --model the path of a saved checkpoint (or set INFILL_MODEL to it), or set "
+                "HF_HUB_OFFLINE=1 with the model in the cache")
+
+
+def test_hf_hub_offline_is_one_line_that_says_how_to_run_offline():
     code, _, err = finish(start_process("sample", "A [MASK].", "--model", "no-such-org/no-such-model", "-q"))
-    assert code == 2 and "Traceback" not in err
-    assert err.strip().splitlines() == [
-        "infill: error: cannot load model 'no-such-org/no-such-model': not found locally and the hub is unreachable; "
-        "give the path of a local checkpoint (or set INFILL_MODEL)"]
+    assert code == 2 and err.splitlines() == [
+        "infill: error: cannot load model 'no-such-org/no-such-model': it is not in the local cache and "
+        f"HF_HUB_OFFLINE is set; {OFFLINE_HINT}"]
+
+
+def test_an_unreachable_hub_is_one_line_at_once_without_a_request(capsys, monkeypatch):
+    from huggingface_hub import constants
+
+    from infill.lm import hub
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hub, "hub_reachable", lambda: False)
+    monkeypatch.setattr("socket.socket.connect", lambda *a: pytest.fail("a request went out"))
+    start = time.perf_counter()
+    code, out, err = run_main(capsys, "sample", "a [MASK] day", "--model", "no-such-org/no-such-model")
+    assert time.perf_counter() - start < 5
+    assert code == 2 and out == "" and err.splitlines() == [
+        f"infill: error: cannot load model 'no-such-org/no-such-model': it is not in the local cache and the hub "
+        f"({constants.ENDPOINT}) is unreachable; {OFFLINE_HINT}"]
+
+
+def test_the_reachability_check_is_one_short_request_and_a_path_pays_none(capsys, monkeypatch, tiny):
+    from infill.lm import hub
+
+    hub.hub_reachable.cache_clear()
+    monkeypatch.setattr("huggingface_hub.constants.ENDPOINT", "http://127.0.0.1:9")  # nothing listens: refused
+    assert hub.hub_reachable() is False and hub.hub_reachable.cache_info().misses == 1
+    hub.hub_reachable.cache_clear()
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hub, "hub_reachable", lambda: pytest.fail("a local path asked the hub"))
+    assert run_main(capsys, "sample", "a [MASK] day", *tiny)[0] == 0
 
 
 @pytest.mark.slow

@@ -349,10 +349,12 @@ def test_the_report_holds_every_stored_row_and_sentence(tmp_path):
     assert {u["sampler"] for u in units} == {"gibbs", "dmala"}
 
 
-def test_the_bar_shows_only_when_stderr_is_a_terminal(tmp_path, capsys, monkeypatch):
+def test_progress_is_a_bar_on_a_terminal_and_a_line_per_unit_elsewhere(tmp_path, capsys, monkeypatch):
     protocol = _protocol(tmp_path)
     evaluate(protocol, tmp_path / "piped", model="fake", make_sample_fn=FakeSampler, progress=True)
-    assert "infill eval" not in capsys.readouterr().err
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 10 and all(line.startswith(f"infill eval: unit {n}/10 done (") for n, line in
+                                    enumerate(lines, 1))
 
     class Terminal(io.StringIO):
         def isatty(self):
@@ -361,7 +363,7 @@ def test_the_bar_shows_only_when_stderr_is_a_terminal(tmp_path, capsys, monkeypa
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     evaluate(protocol, tmp_path / "terminal", model="fake", make_sample_fn=FakeSampler, progress=True)
-    assert "infill eval" in terminal.getvalue()
+    assert "infill eval" in terminal.getvalue() and "\r" in terminal.getvalue() and "done (" not in terminal.getvalue()
 
 
 def test_an_out_that_is_a_file_fails_at_once_without_torch(tmp_path):

@@ -168,7 +168,7 @@ def test_cli_score_and_rank_print_the_library_scores(tiny_model_dir, tmp_path, c
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     path = tmp_path / "s.txt"
     path.write_text("the cat sat .\n\nan unbelievable tune\n")
-    assert main(["score", str(path), "--model", str(tiny_model_dir), "--word-l2r", "--json"]) == 0
+    assert main(["score", "-f", str(path), "--model", str(tiny_model_dir), "--word-l2r", "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     want = score(model, tokenizer, ["the cat sat .", "an unbelievable tune"], mode="word-l2r")
     assert [line["text"] for line in lines] == ["the cat sat .", "an unbelievable tune"]
@@ -182,11 +182,29 @@ def test_cli_score_and_rank_print_the_library_scores(tiny_model_dir, tmp_path, c
     assert [float(r[0]) for r in rows] == pytest.approx([w.score.total for w in want], abs=1e-3)
 
 
+def test_cli_score_takes_sentences_as_arguments_or_stdin_as_sample_takes_templates(tiny_model_dir, monkeypatch,
+                                                                                   capsys):
+    import io
+
+    from infill.cli import main
+
+    sentences = ["the cat sat on the mat .", "a dog ."]
+    assert main(["score", *sentences, "--model", str(tiny_model_dir)]) == 0
+    given = capsys.readouterr().out
+    assert [line.split("\t")[1] for line in given.splitlines()] == sentences
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(sentences) + "\n"))
+    assert main(["score", "-", "--model", str(tiny_model_dir)]) == 0
+    assert capsys.readouterr().out == given
+
+
 @pytest.mark.parametrize("argv, message", [
     (["rank", "the cat sat ."], "--options"),
     (["rank", "the cat sat .", "--options", "a"], "exactly one [MASK]"),
     (["rank", "the [MASK] sat .", "--options", "a,,b"], "non-empty"),
-    (["score", "/no/such/file"], "cannot read /no/such/file"),
+    (["score", "-f", "/no/such/file"], "cannot read /no/such/file"),
+    (["score"], "give a SENTENCE (e.g. 'the cat sat on the mat .'), - for stdin, or --file FILE"),
+    (["score", "a cat .", "-f", "s.txt"], "give a SENTENCE or --file, not both"),
+    (["score", "a cat .", " "], "sentence 2 is empty"),
     (["score", "--mode", "l2r"], "invalid choice"),
     (["score", "--chunk-size", "0"], "--chunk-size must be a positive integer"),
 ])
@@ -209,7 +227,7 @@ def test_cli_too_long_sentence_names_its_line(tiny_model_dir, tmp_path, capsys):
 
     path = tmp_path / "s.txt"
     path.write_text("short one\n\n" + "word " * 80 + "\n")
-    assert main(["score", str(path), "--model", str(tiny_model_dir)]) == 2
+    assert main(["score", "--file", str(path), "--model", str(tiny_model_dir)]) == 2
     assert f"{path}:3 is 82 tokens, longer than the model's maximum of 64" in capsys.readouterr().err
 
 

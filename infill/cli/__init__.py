@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from typing import NamedTuple, Optional
 
@@ -29,10 +30,16 @@ COMMANDS = {
     "summarize": Command("summarize", "extractive summary of a text file by MCMC", "summarize"),
     "eval-summarization": Command("eval_summarization", "summarization benchmark (ACLSum): F(S), ROUGE, ESS, "
                                   "runtime", "summarize"),
-    "score": Command("score", "pseudo-log-likelihood (PLL) of sentences, one per line", None),
+    "score": Command("score", "pseudo-log-likelihood (PLL) of sentences", None),
     "rank": Command("score", "rank given fills of a [MASK] blank by the PLL of the sentence each makes", None),
     "serve": Command("serve", "a local web page and JSON API for sampling fillings", "serve"),
 }
+
+
+def plain(doc: str) -> str:
+    """Docstring text as help text: ``code`` and :role:`target` markup dropped (``~.a.B`` reads ``B``)."""
+    doc = re.sub(r":\w+:`(~?)\.?([^`]+)`", lambda m: m[2].rsplit(".", 1)[-1] if m[1] else m[2], doc)
+    return doc.replace("``", "")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -14,27 +14,31 @@ import tempfile
 from pathlib import Path
 
 from ..errors import InfillError
-from .summarize import (DEFAULT_METHOD, DEFAULT_SAMPLER, add_objective_arguments, chain_settings, objective_config,
-                        positive_int)
+from . import plain
+from .summarize import (DEFAULT_METHOD, DEFAULT_SAMPLER, DEFAULT_WORDS, add_objective_arguments, chain_settings,
+                        objective_config, positive_int)
 
 DEFAULT_METHODS = "lead,greedy,lexrank,textrank,luhn,lsa,lb,una,mana"
 
 
 def add_parser(subparsers, name: str) -> None:
     parser = subparsers.add_parser(name, help="summarization benchmark (ACLSum): F(S), ROUGE, peers, runtime",
-                                   description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", choices=["aclsum"], default="aclsum")
-    parser.add_argument("--split", choices=["train", "val", "test"], default="val")
+                                   description=plain(__doc__.split("\n\n")[0]))
+    parser.add_argument("--dataset", choices=["aclsum"], default="aclsum", help="the corpus (default aclsum)")
+    parser.add_argument("--split", choices=["train", "val", "test"], default="val",
+                        help="the corpus split (default val)")
     parser.add_argument("--limit", type=positive_int, default=None, help="first N documents only")
     budget = parser.add_mutually_exclusive_group()
-    budget.add_argument("--words", type=positive_int, default=None, help="word budget (default 150)")
+    budget.add_argument("--words", type=positive_int, default=None, help=f"word budget (default {DEFAULT_WORDS})")
     budget.add_argument("--sentences", type=positive_int, default=None, help="sentence budget")
     parser.add_argument("--methods", default=DEFAULT_METHODS,
                         help=f"comma-separated: lead, greedy, sumy peers and sampler names (default {DEFAULT_METHODS})")
     add_objective_arguments(parser)
     parser.add_argument("--output", default=None,
                         help="report path without extension (default: a new runs/summarization-DATASET-SPLIT-TIME)")
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr (none when it is not a terminal)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress on stderr (by default a bar on a terminal, else a line per document done "
+                             "with an estimate of the time left)")
     parser.set_defaults(run=run)
 
 
@@ -65,24 +69,26 @@ def run(args) -> int:
     import json
 
     from ..evaluation.store import write_atomic
+    from ..pipeline.progress import progress
     from ..summarize import Budget
     from ..summarize.aclsum_data import load_aclsum
     from ..summarize.evaluation import check_methods, evaluate, markdown
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     check_methods(methods)
-    budget = Budget(args.sentences, "sentences") if args.sentences else Budget(args.words or 150, "words")
+    budget = Budget(args.sentences, "sentences") if args.sentences else Budget(args.words or DEFAULT_WORDS, "words")
     config, settings = objective_config(args), chain_settings(args, DEFAULT_SAMPLER)
     md_path, json_path, replaces = output_paths(args)
     documents = load_aclsum(args.split, args.limit)
     if not documents:
         raise InfillError(f"no documents in the aclsum {args.split} split")
 
-    def progress(n_doc, row):
-        if not args.quiet and sys.stderr.isatty():  # progress for a person watching, not for a log
-            print(f"[{n_doc + 1}/{len(documents)}] {row['id']} ({row['sentences']} sentences)", file=sys.stderr)
+    with progress(len(documents), "infill eval-summarization", "document", disable=args.quiet) as bar:
+        def done(_, row):
+            bar.set_postfix_str(f"{row['id']}, {row['sentences']} sentences")
+            bar.update()
 
-    report = evaluate(documents, budget, config, methods, settings, args.seed, progress, f"aclsum:{args.split}")
+        report = evaluate(documents, budget, config, methods, settings, args.seed, done, f"aclsum:{args.split}")
     command = "infill " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith(("infill", "__main__.py")) \
         else None
     report = {"split": args.split, "date": datetime.date.today().isoformat(), "command": command, **report}

@@ -22,7 +22,9 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
                              "(13a tokens, exponential smoothing, its signature in the report); see docs/bleu.md")
     parser.add_argument("--limit", type=int, help="only the first N chosen sentences of each corpus")
     parser.add_argument("--out", required=True, help="output directory (created; reused to resume)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress on stderr (by default a bar on a terminal, else a line per unit done with "
+                             "an estimate of the time left)")
     parser.set_defaults(run=run)
     return parser
 

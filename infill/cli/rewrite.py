@@ -16,16 +16,27 @@ import json
 import sys
 
 from ..errors import InfillError
+from ..pipeline.config import REWRITE_SAMPLER, SAMPLES, STEPS
+from . import plain
 from .sample import add_run_arguments, cli_options, print_result
+
+HELP = {  # the run settings whose sample help (auto's) is not what rewrite runs
+    "method": f"an MCMC sampler (see `infill samplers`; not auto, nor a method without chains) (default: "
+              f"{REWRITE_SAMPLER})",
+    "num_samples": f"chains (default: {SAMPLES})",
+    "steps": f"MCMC steps per chain (default: {STEPS})",
+    "decode": "where --top takes variants from: visited (every state after burn-in), final (the chains' final "
+              "states) or diverse (every state the run scored, kept for quality and diversity) (default: visited)",
+}
 
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(name, help="diverse variants of a sentence, a fraction of its words changed",
-                                   description=__doc__.split("\n\n")[1])
+                                   description=plain(__doc__.split("\n\n")[1]))
     parser.add_argument("sentence", help="the sentence to rewrite")
     parser.add_argument("--change", type=float, default=0.5,
                         help="expected fraction of the words to change, strictly between 0 and 1 (default: 0.5)")
-    add_run_arguments(parser, skip=("top", "include", "blank_unit"))
+    add_run_arguments(parser, skip=("top", "include", "blank_unit", "budget", "init", "span_method"), helps=HELP)
     parser.add_argument("--top", type=int, default=5, metavar="K",
                         help="keep the K distinct variants of highest energy (default: 5)")
     parser.set_defaults(run=run)
@@ -34,7 +45,7 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from ..constraints import check_change
-    from ..pipeline.config import REWRITE_SAMPLER, RunConfig
+    from ..pipeline.config import RunConfig
 
     check_change(args.change)
     options = cli_options(args)
@@ -42,6 +53,9 @@ def run(args) -> int:
     RunConfig.create(**options)  # every option checked before the model loads
     if not args.sentence.strip():
         raise InfillError("give a sentence to rewrite")
+    from ..lm.hub import check_available
+
+    check_available(args.model)
     from ..pipeline.infiller import Infiller
 
     infiller = Infiller(args.model, device=args.device, dtype=args.dtype, chunk_size=args.chunk_size)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import NamedTuple, Optional
 
 from ..errors import InfillError
 from ..pipeline.config import settings
@@ -46,9 +47,10 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     return parser
 
 
-def add_run_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
-    """``--json``, a flag per run setting (RunConfig's fields but ``skip``), the model's and the
-    sampler's flags: what ``sample`` and ``rewrite`` share."""
+def add_run_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = (),
+                      helps: Optional[dict] = None) -> None:
+    """``--json``, a flag per run setting (RunConfig's fields but ``skip``; ``helps``: a setting's own help, its
+    default included), the model's and the sampler's flags: what ``sample`` and ``rewrite`` share."""
     parser.add_argument("--json", action="store_true",
                         help="print JSONL: one object per sample, then one {'diagnostics', 'marginals'} per template")
     for setting in settings():  # the run settings: one list, RunConfig's fields
@@ -61,9 +63,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = (
         elif setting.name in ("forbid", "include"):
             parser.add_argument(*flags, dest=setting.name, action="append", metavar=meta["metavar"], help=meta["help"])
         else:
+            default = f" (default: {setting.default})" if setting.default is not None else ""
             parser.add_argument(*flags, dest=setting.name, type=meta.get("type", str), metavar=meta.get("metavar"),
-                                help=meta["help"] + (f" (default: {setting.default})" if setting.default is not None
-                                                     else ""))
+                                help=(helps or {}).get(setting.name, meta["help"] + default))
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
     parser.add_argument("--device", default="cpu", help="torch device (cpu)")
     parser.add_argument("--dtype", help="float32 (default), bfloat16, float16 or auto")
@@ -71,7 +73,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = (
                         help="at most N masked copies per forward/backward pass (less memory; default: all at once)")
     parser.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
                         help="a sampler hyperparameter, for any sampler (repeatable; see `infill samplers`)")
-    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", "-q", action="store_true",
+                        help="no progress on stderr (by default a bar on a terminal, else a line per template done "
+                             "when there are several)")
     hyper = parser.add_argument_group("sampler hyperparameters (others: -o KEY=VALUE; see `infill samplers`)")
     for option in HYPERPARAMETER_FLAGS:
         hyper.add_argument("--" + option.replace("_", "-"), dest=f"hp_{option}", metavar="X")
@@ -104,34 +108,49 @@ def _words(item: str) -> list[str]:
     return [w.strip() for w in item.split(",") if w.strip()]
 
 
-def _read_lines(args) -> tuple[str, list[str]]:
-    if args.file is not None:
-        if args.template is not None:
-            raise InfillError("give a TEMPLATE or --file, not both")
+def read_lines(given: list[str], file: Optional[str], what: str) -> tuple[str, list[str]]:
+    """``(source, lines)``: FILE's lines, stdin's for a lone ``-``, or the arguments ``given`` themselves (source
+    ``""``); ``what`` names an argument in messages (``"a TEMPLATE (e.g. ...)"``). What ``sample`` and ``score``
+    share."""
+    if file is not None:
+        if given:
+            raise InfillError(f"give {what.split(' (')[0]} or --file, not both")
         try:
-            with open(args.file, encoding="utf-8") as f:
-                return args.file, f.read().splitlines()
+            with open(file, encoding="utf-8") as f:
+                return file, f.read().splitlines()
         except (OSError, UnicodeDecodeError) as exc:
-            raise InfillError(f"cannot read {args.file}: {getattr(exc, 'strerror', None) or exc}") from None
-    if args.template == "-":
+            raise InfillError(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}") from None
+    if given == ["-"]:
         return "<stdin>", sys.stdin.read().splitlines()
-    if args.template is None:
-        raise InfillError("give a TEMPLATE (e.g. 'The [MASK] sat on the mat.'), - for stdin, or --file FILE")
-    return "", [args.template]
+    if not given:
+        raise InfillError(f"give {what}, - for stdin, or --file FILE")
+    return "", given
 
 
-def read_jobs(args) -> list[tuple[str, str, dict]]:
-    """``(where, template, options)`` per non-empty input line (``where`` is ``FILE:LINE: `` for error
-    messages), per-line JSON options over the command line's."""
+class Job(NamedTuple):
+    """A template to fill: its input ``line`` (None for the TEMPLATE argument), ``where`` error messages say it
+    is (``FILE:LINE: ``), and its options."""
+
+    line: Optional[int]
+    where: str
+    template: str
+    options: dict
+
+
+def read_jobs(args) -> list[Job]:
+    """A job per non-empty input line, per-line JSON options over the command line's."""
     defaults = cli_options(args)
-    source, lines = _read_lines(args)
+    given = [] if args.template is None else [args.template]
+    source, lines = read_lines(given, args.file, "a TEMPLATE (e.g. 'The [MASK] sat on the mat.')")
+    if not source and not lines[0].strip():
+        raise InfillError("the template is empty; give one with a [MASK] blank, e.g. 'The [MASK] sat on the mat.'")
     jobs = []
     for number, line in enumerate(lines, 1):
-        where = f"{source}:{number}: " if source else ""
+        number, where = (number, f"{source}:{number}: ") if source else (None, "")
         if not line.strip():
             continue
         if not line.lstrip().startswith("{"):
-            jobs.append((where, line.strip() if source else line, dict(defaults)))
+            jobs.append(Job(number, where, line.strip() if source else line, dict(defaults)))
             continue
         try:
             record = json.loads(line)
@@ -140,7 +159,7 @@ def read_jobs(args) -> list[tuple[str, str, dict]]:
         if not isinstance(record, dict) or not isinstance(record.get("template"), str):
             raise InfillError(f"{where}a JSON line needs a \"template\" string")
         template = record.pop("template")
-        jobs.append((where, template, {**defaults, **{k.replace("-", "_"): v for k, v in record.items()}}))
+        jobs.append(Job(number, where, template, {**defaults, **{k.replace("-", "_"): v for k, v in record.items()}}))
     if not jobs:
         raise InfillError(f"no templates in {source or 'the input'} (empty lines are skipped)")
     return jobs
@@ -151,32 +170,42 @@ def run(args) -> int:
 
     jobs = read_jobs(args)
     configs = []
-    for where, template, options in jobs:  # what needs no tokenizer (nor torch) first: the syntax
+    for job in jobs:  # what needs no tokenizer (nor torch) first: the syntax
         try:
-            scan(template, options.get("blank_unit", RunConfig.blank_unit))
+            scan(job.template, job.options.get("blank_unit", RunConfig.blank_unit))
         except InfillError as exc:
-            raise InfillError(f"{where}{exc}") from None
-    for where, _, options in jobs:
+            raise InfillError(f"{job.where}{exc}") from None
+    for job in jobs:
         try:
-            configs.append(RunConfig.create(**options))
+            configs.append(RunConfig.create(**job.options))
         except InfillError as exc:
-            raise InfillError(f"{where}{exc}") from None
+            raise InfillError(f"{job.where}{exc}") from None
+    from ..lm.hub import check_available
+
+    check_available(args.model)
     from ..lm import models
     from ..pipeline.infiller import Infiller, prepare
+    from ..pipeline.progress import Lines
 
     tokenizer = models.load_tokenizer(args.model)
     limit = models.max_length(tokenizer, models.load_config(args.model))
     prepared = []
-    for (where, template, _), config in zip(jobs, configs):  # every line checked first
+    for job, config in zip(jobs, configs):  # every line checked first
         try:
-            prepared.append(prepare([template], config, tokenizer, limit))
+            prepared.append(prepare([job.template], config, tokenizer, limit))
         except InfillError as exc:
-            raise InfillError(f"{where}{exc}") from None
+            raise InfillError(f"{job.where}{exc}") from None
     infiller = Infiller(args.model, device=args.device, dtype=args.dtype, tokenizer=tokenizer,
                         chunk_size=args.chunk_size)
-    progress = not args.quiet and sys.stderr.isatty()
-    for line in prepared:  # each line a run of its own: what a call with that line alone prints
-        print_result(infiller.run(line, progress=progress)[0], args.json)
+    bar = not args.quiet and sys.stderr.isatty()  # each run's; elsewhere a line per template of several
+    with Lines(len(prepared), "infill sample", "template", disable=args.quiet or bar or len(prepared) == 1) as lines:
+        for job, line in zip(jobs, prepared):  # each line a run of its own: what it alone prints
+            result = infiller.run(line, progress=bar)[0]
+            if job.line is not None and not args.json:  # which input line the fillings below are of
+                print(f"# line {job.line}")
+            print_result(result, args.json)
+            lines.set_postfix_str(job.where.rstrip(": "))
+            lines.update()
     return 0
 
 

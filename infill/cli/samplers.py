@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from . import plain
+
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(name, description="List the registered samplers, their hyperparameters and "
@@ -18,8 +20,7 @@ def run(args) -> int:
 
     for name in sorted(SAMPLERS):
         options = sampler_options(name)
-        summary = (SAMPLERS[name].__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-        summary = " ".join(summary.split())
+        summary = " ".join(plain(SAMPLERS[name].__doc__ or "").split("\n\n")[0].split())
         if args.json:
             print(json.dumps({"name": name, "options": options, "summary": summary}))
             continue

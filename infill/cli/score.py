@@ -1,5 +1,6 @@
-"""``infill score`` (the PLL of sentences, one a line) and ``infill rank`` (given fills of a blank, ranked
-by the PLL of the sentence each makes); see :mod:`infill.lm.scoring`. Input is checked before the model loads.
+"""``infill score`` (the PLL of sentences given as arguments, or one a line of stdin or a file) and ``infill
+rank`` (given fills of a blank, ranked by the PLL of the sentence each makes); see :mod:`infill.lm.scoring`.
+Input is checked before the model loads.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 
 from ..errors import InfillError
 from ..pipeline.config import positive_integer
+from .sample import read_lines
 
 BATCH = 64  # sentences tokenized and printed together
 
@@ -24,10 +26,12 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
                             help="the fills to rank, comma-separated (repeatable)")
     else:
         parser = subparsers.add_parser(
-            name, help="pseudo-log-likelihood (PLL) of sentences, one per line",
-            description="Print the PLL (Salazar et al. 2020) of each sentence of FILE or stdin, one per line "
-                        "(empty lines skipped): the sum over tokens of log p(token | the rest), in nats.")
-        parser.add_argument("file", nargs="?", default="-", help="a text file, one sentence a line (- or none: stdin)")
+            name, help="pseudo-log-likelihood (PLL) of sentences",
+            description="Print the PLL (Salazar et al. 2020) of each sentence, one per line: the sum over tokens "
+                        "of log p(token | the rest), in nats. Sentences are the arguments, or the lines of stdin "
+                        "(-) or of --file (empty lines skipped).")
+        parser.add_argument("sentences", nargs="*", metavar="SENTENCE", help="a sentence, or - to read them from stdin")
+        parser.add_argument("--file", "-f", help="read sentences from FILE, one a line")
     parser.add_argument("--mode", choices=("pll", "word-l2r", "repeat-masked"), default="pll",
                         help="pll: each token masked alone; word-l2r (Kauf & Ivanova 2023): with the rest of "
                              "its word masked too; repeat-masked: with every other copy of the token masked too")
@@ -43,20 +47,18 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _sentences(path: str) -> list[tuple[str, str]]:
-    """``(FILE:LINE, sentence)`` for each non-empty line."""
-    try:
-        if path == "-":
-            lines = sys.stdin.read().splitlines()
-        else:
-            with open(path, encoding="utf-8") as f:
-                lines = f.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InfillError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    where = "<stdin>" if path == "-" else path
-    sentences = [(f"{where}:{n}", line.strip()) for n, line in enumerate(lines, 1) if line.strip()]
+def _sentences(args) -> list[tuple[str, str]]:
+    """``(where, sentence)`` for each argument (``sentence N``; an empty one is refused) or non-empty line
+    (``FILE:LINE``)."""
+    source, lines = read_lines(args.sentences, args.file, "a SENTENCE (e.g. 'the cat sat on the mat .')")
+    if not source:
+        empty = next((n for n, text in enumerate(lines, 1) if not text.strip()), None)
+        if empty:
+            raise InfillError(f"sentence {empty} is empty")
+        return [(f"sentence {n}", text) for n, text in enumerate(lines, 1)]
+    sentences = [(f"{source}:{n}", line.strip()) for n, line in enumerate(lines, 1) if line.strip()]
     if not sentences:
-        raise InfillError(f"no sentences in {where} (empty lines are skipped)")
+        raise InfillError(f"no sentences in {source} (empty lines are skipped)")
     return sentences
 
 
@@ -72,7 +74,10 @@ def run(args) -> int:
         options = [o.strip() for item in args.options for o in item.split(",")]
         splice(args.template, options)  # checked before the model loads
     else:
-        sentences = _sentences(args.file)
+        sentences = _sentences(args)
+    from ..lm.hub import check_available
+
+    check_available(args.model)
     from ..lm import models, scoring
 
     model, tokenizer = models.load(args.model, args.device, args.dtype)

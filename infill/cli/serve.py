@@ -58,6 +58,9 @@ def run(args) -> int:
     if not args.time_limit > 0:
         raise InfillError(f"--time-limit must be positive, got {args.time_limit}")
     check_address(args.host, args.port)
+    from ..lm.hub import check_available
+
+    check_available(args.model)
     from ..pipeline.infiller import Infiller
     from ..serve import create_app
 

@@ -24,6 +24,7 @@ import json
 import sys
 
 from ..errors import InfillError
+from . import plain
 
 DEFAULT_METHOD = "greedy"
 DEFAULT_SAMPLER = "mana"  # chain settings of eval-summarization and of --method SAMPLER
@@ -64,16 +65,16 @@ def step_size(text: str):
 
 def add_objective_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the objective and the chains shared with ``eval-summarization``."""
-    from_ = "defaults of ObjectiveConfig and ChainSettings in infill.summarize"
-    group = parser.add_argument_group("objective and chains", f"(the {from_})")
+    group = parser.add_argument_group("objective and chains")
     group.add_argument("--similarity", choices=["tfidf", "minilm"], default=None,
                        help="sentence vectors for w_ij: tf-idf or MiniLM embeddings (default tfidf)")
-    group.add_argument("--lambda", dest="lam", type=float, default=None, help="diversity weight")
-    group.add_argument("--alpha-a", type=positive_float, default=None, help="coverage saturation alpha = a / N")
+    group.add_argument("--lambda", dest="lam", type=float, default=None, help="diversity weight (default 0)")
+    group.add_argument("--alpha-a", type=positive_float, default=None,
+                       help="coverage saturation alpha = a / N (default 13)")
     group.add_argument("--temperature", type=positive_float, default=None,
-                       help="energy = (F - P) / (temperature * best single-sentence F)")
-    group.add_argument("--steps", type=positive_int, default=None, help="steps per chain")
-    group.add_argument("--chains", type=positive_int, default=None, help="parallel chains")
+                       help="energy = (F - P) / (temperature * best single-sentence F) (default 0.1)")
+    group.add_argument("--steps", type=positive_int, default=None, help="steps per chain (default 200)")
+    group.add_argument("--chains", type=positive_int, default=None, help="parallel chains (default 4)")
     group.add_argument("--start", choices=["greedy", "empty"], default=None, help="chains' start (default greedy)")
     group.add_argument("--anneal", type=unit_float, default=None,
                        help="final temperature as a fraction of the first (default 1: no annealing)")
@@ -99,7 +100,7 @@ def chain_settings(args, sampler: str):
 
 def add_parser(subparsers, name: str) -> None:
     parser = subparsers.add_parser(name, help="extractive summary of a text file",
-                                   description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[2],
+                                   description=plain(__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[2]),
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", help="a UTF-8 text file, or - for standard input")
     budget = parser.add_mutually_exclusive_group()

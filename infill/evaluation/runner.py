@@ -18,10 +18,9 @@ from dataclasses import replace
 from dataclasses import dataclass, field
 from typing import Optional, Protocol as Interface
 
-from tqdm.auto import tqdm
-
 from ..errors import InfillError
 from ..pipeline.config import RunConfig
+from ..pipeline.progress import progress as progress_bar
 from ..pipeline.results import top_distinct
 from .compute import matched
 from .distributed import World
@@ -102,12 +101,11 @@ def config_signature(config: RunConfig, equal_to: Optional[str] = None) -> dict:
 def run_units(tasks: list[Task], samplers: list[str], protocol: Protocol, store: Optional[UnitStore],
               sample_fn: SampleFn, done: set, world: World = World(), progress: bool = True) -> None:
     """Run every (task, sampler) unit not in ``done``, dealt over the ranks of ``world`` in rounds, the rows
-    with a budget after all others; rank 0 stores each round's units in ``store``. The bar shows on rank 0
-    when ``progress`` and stderr is a terminal."""
+    with a budget after all others; rank 0 stores each round's units in ``store``. Progress shows on rank 0 when
+    ``progress``: a bar on a terminal, else a line per unit with an estimate (:mod:`infill.pipeline.progress`)."""
     todo = [(task, sampler) for task in tasks for sampler in samplers if (task.sentence_id, sampler) not in done]
     total = len(tasks) * len(samplers)
-    with tqdm(total=total, initial=total - len(todo), disable=None if progress and world.is_main else True,
-              unit="unit", desc="infill eval") as bar:
+    with progress_bar(total, "infill eval", "unit", total - len(todo), not (progress and world.is_main)) as bar:
         _run_rounds([key for key in todo if key[1] not in protocol.budgets], protocol, store, sample_fn, {},
                     world, bar)
         budgeted = [key for key in todo if key[1] in protocol.budgets]
@@ -132,7 +130,7 @@ def _budgets(store: UnitStore, keys: list[tuple[Task, str]], protocol: Protocol)
 
 
 def _run_rounds(todo: list[tuple[Task, str]], protocol: Protocol, store: Optional[UnitStore], sample_fn: SampleFn,
-                budgets: dict, world: World, bar: tqdm) -> None:
+                budgets: dict, world: World, bar) -> None:
     for start in range(0, len(todo), world.size):
         mine = todo[start + world.rank] if start + world.rank < len(todo) else None
         unit = None

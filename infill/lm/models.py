@@ -1,10 +1,9 @@
-"""Loading a Hugging Face masked language model and its tokenizer, with one-line errors, and the
-prediction head of each masked-LM family as one function of the base model's hidden states."""
+"""Loading a Hugging Face masked language model and its tokenizer (from where :mod:`.hub` says), with one-line
+errors, and the prediction head of each masked-LM family as one function of the base model's hidden states."""
 from __future__ import annotations
 
 import math
 import warnings
-from pathlib import Path
 from typing import Callable, Optional, Union
 
 import torch
@@ -13,6 +12,7 @@ from torch.nn import functional as F
 
 from ..errors import InfillError
 from . import default_model
+from .hub import not_found, offline, source
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -55,52 +55,29 @@ def resolve_device(device: Union[str, torch.device]) -> torch.device:
     return device
 
 
-def _check_folder(path: Path, name: str) -> None:
-    """One line for a local folder that holds no saved model (``save_pretrained``'s config and weights)."""
-    files = [f.name for f in path.iterdir()]
-    if "config.json" not in files:
-        raise InfillError(f"folder {name!r} holds no model: it has no config.json; give the folder a model was "
-                          "saved to, or a hub id")
-    if not any(f.endswith((".safetensors", ".bin")) for f in files):
-        raise InfillError(f"folder {name!r} has a config.json but no model weights (*.safetensors or *.bin)")
-
-
-def _source(name: Optional[str]) -> tuple[str, str, bool]:
-    """``(name, what from_pretrained takes, whether it is a local folder)``, the folder checked."""
-    name = name or default_model()
-    path = Path(name).expanduser()
-    if name.startswith((".", "/", "~")) and not path.exists():
-        raise InfillError(f"model path {name!r} does not exist; give the path of a local checkpoint or a hub id")
-    local = path.is_dir()
-    if local:
-        _check_folder(path, name)
-    return name, str(path) if local else name, local
-
-
-def _unreachable(name: str, local: bool) -> InfillError:
-    if local:
-        return InfillError(f"cannot load the model saved in {name!r}: its tokenizer or weights are missing or "
-                           "unreadable")
-    return InfillError(f"cannot load model {name!r}: not found locally and the hub is unreachable; give the path "
-                       "of a local checkpoint (or set INFILL_MODEL)")
-
-
-def _not_masked_lm(name: str, exc: ValueError) -> InfillError:
-    first = str(exc).strip().splitlines()[0].rstrip(" :") if str(exc).strip() else type(exc).__name__
-    return InfillError(f"cannot load {name!r} as a masked language model: {first}")
+def _pretrained(auto, name: Optional[str], **kwargs):
+    """``auto.from_pretrained`` of a hub id or local path, its errors in one line; SDPA attention dropped for
+    an architecture without it. A hub id is taken from the local cache alone when the hub is off or
+    unreachable (:func:`.hub.offline`); a path asks nothing of the hub."""
+    name, path, local = source(name)
+    reason = None if local else offline()
+    try:
+        return auto.from_pretrained(path, local_files_only=reason is not None, **kwargs)
+    except OSError:
+        raise not_found(name, local, reason) from None
+    except ValueError as exc:
+        if kwargs.get("attn_implementation") == "sdpa" and "sdpa" in str(exc).lower():
+            return _pretrained(auto, name, **{k: v for k, v in kwargs.items() if k != "attn_implementation"})
+        first = str(exc).strip().splitlines()[0].rstrip(" :") if str(exc).strip() else type(exc).__name__
+        raise InfillError(f"cannot load {name!r} as a masked language model: {first}") from None
 
 
 def load_tokenizer(name: Optional[str] = None):
     """The tokenizer of a hub id or local path, alone: what checking templates needs, before the model."""
     from transformers import AutoTokenizer
 
-    name, source, local = _source(name)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
-    except OSError:
-        raise _unreachable(name, local) from None
-    except ValueError as exc:
-        raise _not_masked_lm(name, exc) from None
+    name = name or default_model()
+    tokenizer = _pretrained(AutoTokenizer, name)
     if tokenizer.mask_token_id is None:
         raise InfillError(f"model {name!r} has no mask token; use a masked language model")
     return tokenizer
@@ -110,37 +87,25 @@ def load_config(name: Optional[str] = None):
     """The model's configuration (its size limits), read without loading the weights."""
     from transformers import AutoConfig
 
-    name, source, local = _source(name)
-    try:
-        return AutoConfig.from_pretrained(source)
-    except OSError:
-        raise _unreachable(name, local) from None
+    return _pretrained(AutoConfig, name)
 
 
 def load(name: Optional[str] = None, device: Union[str, torch.device] = "cpu",
          dtype: Union[str, torch.dtype, None] = None, tokenizer=None):
     """``(model, tokenizer)`` for a hub id or local path (``tokenizer``: one already loaded by
     :func:`load_tokenizer`), the model in eval mode on ``device``, with SDPA attention where the
-    architecture supports it. ``HF_HUB_OFFLINE=1`` is honoured by transformers."""
+    architecture supports it. A hub id comes from the local cache alone when ``HF_HUB_OFFLINE`` is set or
+    the hub is unreachable."""
     from transformers import AutoModelForMaskedLM
     from transformers.utils import logging
 
     device, dtype = resolve_device(device), resolve_dtype(dtype)
+    name = name or default_model()
     tokenizer = tokenizer or load_tokenizer(name)
-    name, source, local = _source(name)
     bar = logging.is_progress_bar_enabled()
     logging.disable_progress_bar()  # no "Loading weights" bar: ours is the only one on stderr
     try:
-        try:
-            model = AutoModelForMaskedLM.from_pretrained(source, dtype=dtype, attn_implementation="sdpa")
-        except ValueError as exc:
-            if "sdpa" not in str(exc).lower():
-                raise
-            model = AutoModelForMaskedLM.from_pretrained(source, dtype=dtype)
-    except OSError:
-        raise _unreachable(name, local) from None
-    except ValueError as exc:
-        raise _not_masked_lm(name, exc) from None
+        model = _pretrained(AutoModelForMaskedLM, name, dtype=dtype, attn_implementation="sdpa")
     finally:
         if bar:
             logging.enable_progress_bar()

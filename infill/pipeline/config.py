@@ -65,8 +65,10 @@ AUTO_ORDER = "confident-first"
 AUTO_BUDGET_PER_BLANK = 100
 """``auto``'s default budget: encoder sequences per blank token."""
 MAX_DRAWS = 1 << 20
-"""The most draws of a one-pass method per template (a budget that buys more is refused): the draws and their
-deduplication stay within memory."""
+"""The most draws of a one-pass method per template: the draws and their deduplication stay within memory."""
+MAX_BUDGET = MAX_DRAWS
+"""The largest budget accepted, whatever the blanks and the method: a draw costs at least one encoder sequence,
+so no budget accepted buys more than :data:`MAX_DRAWS` draws."""
 
 
 def positive_integer(name: str, value: Any, minimum: int = 1) -> int:
@@ -198,8 +200,8 @@ class RunConfig:
                 f"({AUTO}: {AUTO_TARGET} on more than one blank token)", "metavar": "NAME"})
     budget: Optional[int] = field(default=None, metadata={
         "help": "the most encoder sequences a template may spend, choosing the fillings included: a one-pass "
-                "method draws until it is spent; chains stop when it is spent (or after --steps); auto's default: "
-                f"{AUTO_BUDGET_PER_BLANK} per blank token", "type": int, "metavar": "N"})
+                "method draws until it is spent; chains stop when it is spent (or after --steps); at most "
+                f"{MAX_BUDGET}; auto's default: {AUTO_BUDGET_PER_BLANK} per blank token", "type": int, "metavar": "N"})
     options: dict = field(default_factory=dict)
 
     @classmethod
@@ -252,6 +254,8 @@ class RunConfig:
         its run is resolved (:mod:`.policy`)."""
         if self.budget is not None:
             positive_integer("budget", self.budget)
+            if self.budget > MAX_BUDGET:
+                raise InfillError(f"budget must be at most {MAX_BUDGET} encoder sequences, got {self.budget}")
             if self.anneal_from is not None:
                 raise InfillError("a budget stops the chains when it is spent, so it cannot be annealed: drop "
                                   "--anneal-from or --budget")

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import InfillError
 from .config import (AUTO, AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_CHAINS, AUTO_DIVERSITY, AUTO_ORDER,
-                     AUTO_TARGET, AUTO_TOP, MAX_DRAWS, SAMPLES, SEARCH, STEPS, RunConfig)
+                     AUTO_TARGET, AUTO_TOP, SAMPLES, SEARCH, STEPS, RunConfig)
 
 
 @dataclass(frozen=True)
@@ -138,8 +138,8 @@ def least_budget(config: RunConfig, d: int) -> int:
 
 
 def checked_budget(config: RunConfig, d: int) -> RunConfig:
-    """``config`` for ``d`` blank tokens, refused in one line where its budget is below :func:`least_budget`,
-    or where a one-pass method's budget buys more than :data:`~.config.MAX_DRAWS` draws (memory)."""
+    """``config`` for ``d`` blank tokens, refused in one line where its budget is below :func:`least_budget`
+    (one above :data:`~.config.MAX_BUDGET` is refused whatever ``d``, by the configuration's own check)."""
     if config.budget is None:
         return config
     least = least_budget(config, d)
@@ -148,8 +148,5 @@ def checked_budget(config: RunConfig, d: int) -> RunConfig:
             else f"{config.top or 1} {config.method} draws"
         raise InfillError(f"a budget of {config.budget} encoder sequences is too small for {what} on {d} blank "
                           f"tokens: at least {least}")
-    if config.is_baseline and config.num_samples > MAX_DRAWS:
-        raise InfillError(f"a budget of {config.budget} encoder sequences buys {config.num_samples} {config.method} "
-                          f"draws on {d} blank tokens, more than the {MAX_DRAWS} that fit in memory: lower --budget")
     return config
 
