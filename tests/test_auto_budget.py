@@ -23,8 +23,10 @@ def test_auto_resolves_by_the_number_of_blanks():
     assert config.method == "auto" and config.num_samples is None and config.decode is None
     search = for_blanks(config, AUTO_CHAIN_BLANKS)
     assert (search.method, search.decode, search.target) == ("product-search", "diverse", "repeat-masked")
-    assert search.budget == AUTO_BUDGET_PER_BLANK * AUTO_CHAIN_BLANKS and search.diversity == 2.0
-    assert for_blanks(config, 2).diversity == 1.0
+    assert search.budget == AUTO_BUDGET_PER_BLANK * AUTO_CHAIN_BLANKS and search.diversity == 3.0
+    assert (for_blanks(config, 2).method, for_blanks(config, 2).diversity) == ("product-search", 0.5)
+    three = for_blanks(config, 3)  # at 3 blank tokens the chains beat the search
+    assert (three.method, three.decode, three.diversity, three.target) == ("gibbs", "diverse", None, "repeat-masked")
     chains = for_blanks(RunConfig.create(), AUTO_CHAIN_BLANKS)  # without top every chain's final state a sample
     assert (chains.method, chains.init, chains.num_samples, chains.decode) == ("gibbs", "confident-first", 50, "diverse")
     assert chains.target == "repeat-masked" and for_blanks(RunConfig.create(target="pll"), 2).target == "pll"

@@ -6,7 +6,7 @@ from infill import Infiller
 from infill.energies import MaskedLMEnergy
 from infill.energies.budget import Meter
 from infill.energies.exact import all_states
-from infill.lm.product_search import cost, grow, search
+from infill.samplers.product_search import cost, grow, search
 
 from conftest import tiny_bert
 

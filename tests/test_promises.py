@@ -12,7 +12,7 @@ from infill import Infiller
 from infill.cli import main
 from infill.energies.masked_lm import MaskedLMEnergy
 from infill.errors import InfillError
-from infill.lm.product_search import MAX_VALUES
+from infill.samplers.product_search import MAX_VALUES
 from infill.pipeline.config import MAX_BUDGET, RunConfig
 from infill.pipeline.policy import for_blanks, least_budget
 

@@ -14,12 +14,12 @@ from ..errors import InfillError
 from ..text.blanks import UNITS
 
 SEARCH = "product-search"
-"""The one-pass method that searches a product of per-blank candidate sets (:mod:`infill.lm.product_search`)."""
+"""The one-pass method that searches a product of per-blank candidate sets (:mod:`infill.samplers.product_search`)."""
 BASELINES = ("independent", "left-to-right", "argmax", "confident-first", "random-order", "smc", SEARCH)
 """Methods that draw from the masked LM directly, without chains: usable wherever a sampler name is. ``smc``
 draws particles through the confident-first order, weighted and resampled toward the PLL
 (:mod:`infill.samplers.particles`); ``product-search`` scores every filling of a product of per-blank candidate
-sets exactly, for the best ones (:mod:`infill.lm.product_search`)."""
+sets exactly, for the best ones (:mod:`infill.samplers.product_search`)."""
 TARGETS = ("pll", "repeat-masked")
 """The energies over token blanks: the PLL, or the repeat-masked PLL, in which a blank's masked copy also masks
 every other blank holding its token (:class:`~infill.energies.masked_lm.MaskedLMEnergy`)."""
@@ -51,15 +51,16 @@ SAMPLES, STEPS = 25, 12
 AUTO_TARGET = "repeat-masked"
 """``auto``'s energy on more than one blank token (:data:`TARGETS`): the repeat-masked PLL, which kept fewer
 repeated content words at as high a plain PLL (``eval/reader-minilm``)."""
-AUTO_TOP = ((SEARCH, {}), ("smc", {"tilt": 2.0}))
-"""``auto``'s method with ``top`` up to :data:`AUTO_CHAIN_BLANKS` blank tokens and above it: the product search
-(:mod:`infill.lm.product_search`), and particles through the confident-first order weighted toward the target
-(:mod:`infill.samplers.particles`), every particle and move a candidate; the fillings kept for quality and diversity
-at the :data:`AUTO_DIVERSITY` of the blanks."""
-AUTO_DIVERSITY = ((2, 1.0), (3, 2.0), (4, 2.0), (7, 12.0), (None, 40.0))
-"""``(most blank tokens, diversity)``: the ``--diversity`` of ``auto``'s fillings with ``top``, chosen on the
-tuning half so that the kept fillings are about as diverse as the best one-pass order's (``eval/reader-minilm``,
-``eval/particles-minilm``); None: any more."""
+AUTO_PARTICLES = {"method": "smc", "options": {"tilt": 2.0}}
+"""``auto``'s particles: through the confident-first order weighted toward the target
+(:mod:`infill.samplers.particles`), every particle and move a candidate."""
+AUTO_TOP = ((2, SEARCH, 0.5), (3, "chains", None), (4, SEARCH, 3.0), (7, "smc", 12.0), (None, "smc", 40.0))
+"""``(most blank tokens, run, diversity)``: what ``auto`` runs with ``top`` (and no terms) on more than one blank
+token, and the ``--diversity`` at which it keeps the fillings: the product search
+(:mod:`infill.samplers.product_search`), :data:`AUTO_CHAINS` or :data:`AUTO_PARTICLES`, whichever beat the one-pass
+orders on the check half, the diversity chosen on the tuning half so that the kept fillings are about as diverse as
+the best order's (``eval/reader-minilm``, ``eval/particles-minilm``); None: any more blank tokens, and the chains'
+default diversity."""
 AUTO_ORDER = "confident-first"
 """``auto``'s one-pass order above :data:`AUTO_CHAIN_BLANKS` blank tokens without ``top`` (every draw a sample)."""
 AUTO_BUDGET_PER_BLANK = 100
@@ -85,10 +86,11 @@ def _number(name: str, value: Any) -> float:
     return float(value)
 
 
-def _auto_diversity() -> str:
-    """:data:`AUTO_DIVERSITY` in words, for the help."""
-    return ", ".join(f"{value:g} up to {most} blank tokens" if most else f"{value:g} above"
-                     for most, value in AUTO_DIVERSITY)
+def _auto_top() -> str:
+    """:data:`AUTO_TOP` in words, for the help."""
+    runs = {SEARCH: "the product search", "chains": "chains", "smc": "particles"}
+    return ", ".join(f"{runs[run]}{f' (diversity {value:g})' if value else ''} " + (f"up to {most}" if most else "above")
+                     for most, run, value in AUTO_TOP)
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
@@ -145,9 +147,9 @@ class RunConfig:
     lines and protocols are read from them (:func:`settings`). A configuration is hashable."""
 
     method: str = field(default=AUTO, metadata={
-        "help": f"{AUTO} (with --top the product search up to {AUTO_CHAIN_BLANKS} blank tokens and particles (smc) "
-                f"above, without --top chains up to it and one-pass draws above, with --include chains; it sets its "
-                "own target, chains, steps and budget), a sampler (see `infill samplers`) or a baseline: independent, "
+        "help": f"{AUTO} (with --top by blank tokens: {_auto_top()}; without --top chains up to "
+                f"{AUTO_CHAIN_BLANKS} and one-pass draws above; with --include chains; it sets its own target, chains, "
+                "steps and budget), a sampler (see `infill samplers`) or a baseline: independent, "
                 "left-to-right, argmax, confident-first, random-order, smc, product-search",
         "flag": "--sampler", "key": "sampler", "metavar": "NAME"})
     num_samples: Optional[int] = field(default=None, metadata={
@@ -176,7 +178,7 @@ class RunConfig:
     diversity: Optional[float] = field(default=None, metadata={
         "help": "with --decode diverse, how many nats below the best candidate not yet kept another may be and be "
                 "kept for differing more from those kept (default 1, among the 4 x --top best; named, among every "
-                f"candidate; {AUTO} with --top: {_auto_diversity()}; more: more diverse, lower PLL)",
+                f"candidate; {AUTO} with --top: as --sampler says; more: more diverse, lower PLL)",
         "type": float, "metavar": "NATS"})
     allow_subwords: bool = field(default=False, metadata={
         "help": "let token blanks take word-continuation pieces (##ing)"})

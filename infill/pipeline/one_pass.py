@@ -17,7 +17,8 @@ from torch import Tensor
 from ..energies.budget import BudgetSpent
 from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError
-from ..lm import mlm_draws, product_search
+from ..lm import mlm_draws
+from ..samplers import product_search
 from ..samplers.particles import METHOD as PARTICLES, SMC, smc
 from .config import MAX_DRAWS, RunConfig
 
@@ -46,7 +47,7 @@ def forwards(config: RunConfig, d: int) -> int:
 def draw(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> tuple[Tensor, Optional[Tensor]]:
     """``config``'s draws ``(N, d)`` with their PLLs ``(N,)`` where the method scored them (None where not):
     ``config.num_samples`` of them, or with a budget as many as it buys (:func:`_to_budget`); the product
-    search's every filling scored (:func:`infill.lm.product_search.search`)."""
+    search's every filling scored (:func:`infill.samplers.product_search.search`)."""
     if config.method == product_search.METHOD:
         return product_search.search(energy)
     method = _particles(energy, config, generator) if config.method == PARTICLES else _order(energy, config, generator)

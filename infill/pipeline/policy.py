@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InfillError
-from .config import (AUTO, AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_CHAINS, AUTO_DIVERSITY, AUTO_ORDER,
+from .config import (AUTO, AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_CHAINS, AUTO_ORDER, AUTO_PARTICLES,
                      AUTO_TARGET, AUTO_TOP, SAMPLES, SEARCH, STEPS, RunConfig)
 
 
@@ -84,22 +84,22 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
 
 def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
     """``auto`` on ``d > 1`` blank tokens, on the :data:`AUTO_TARGET` (unless ``target`` is named): with terms, or up
-    to :data:`AUTO_CHAIN_BLANKS` blank tokens without ``top``, chains; up to it with ``top`` the product search,
-    above it particles (:data:`AUTO_TOP`), kept for quality and diversity at the :data:`AUTO_DIVERSITY` of the
-    blanks; above it without ``top`` one-pass draws (every draw a sample, as many as asked)."""
+    to :data:`AUTO_CHAIN_BLANKS` blank tokens without ``top``, chains; with ``top`` what :data:`AUTO_TOP` names for
+    ``d`` (the product search, chains or particles), its fillings kept for quality and diversity at its diversity;
+    above :data:`AUTO_CHAIN_BLANKS` without ``top`` one-pass draws (every draw a sample, as many as asked)."""
     auto, config = config, replace(config, init=AUTO_CHAINS["init"], steps=config.steps or AUTO_CHAINS["steps"],
                                    num_samples=config.num_samples or AUTO_CHAINS["num_samples"],
                                    budget=config.budget or AUTO_BUDGET_PER_BLANK * d,
                                    target=config.target or AUTO_TARGET)
-    if constrained or (d <= AUTO_CHAIN_BLANKS and auto.top is None):
+    run, diversity = next((run, value) for most, run, value in AUTO_TOP if most is None or d <= most)
+    if constrained or (auto.top is not None and run == "chains") or (d <= AUTO_CHAIN_BLANKS and auto.top is None):
         return replace(config, method=AUTO_CHAINS["method"], decode=auto.decode or "diverse")
     if auto.top is None:
         return replace(config, method=AUTO_ORDER, budget=auto.budget,
                        decode=auto.decode or ("diverse" if auto.diversity is not None else "visited"))
     decode = auto.decode or "diverse"
-    diversity = next(value for most, value in AUTO_DIVERSITY if most is None or d <= most)
-    method, options = AUTO_TOP[0] if d <= AUTO_CHAIN_BLANKS else AUTO_TOP[1]
-    return replace(config, method=method, options=options, decode=decode,
+    options = AUTO_PARTICLES["options"] if run == AUTO_PARTICLES["method"] else {}
+    return replace(config, method=run, options=options, decode=decode,
                    diversity=auto.diversity if auto.diversity is not None or decode != "diverse" else diversity)
 
 

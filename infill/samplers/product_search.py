@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from ..energies.budget import BudgetSpent
-from . import mlm_draws
+from ..lm import mlm_draws
 
 METHOD = "product-search"
 EXPLORE = 0.5
