@@ -230,8 +230,8 @@ def test_bad_json_and_large_bodies(url):
 
 
 def test_jobs_report_progress_and_a_trace(url):
-    status, created = request(url + "/api/jobs", {"template": "the [MASK] sat [MASK] .", "num_samples": 3,
-                                                  "steps": 4, "top": 2, "seed": 2})
+    status, created = request(url + "/api/jobs", {"template": "the [MASK] sat [MASK] .", "sampler": "gibbs",
+                                                  "num_samples": 3, "steps": 4, "top": 2, "seed": 2})
     assert status == 202
     deadline = time.monotonic() + 30
     while "result" not in (job := request(f"{url}/api/jobs/{created['id']}")[1]):
