@@ -70,3 +70,10 @@ def test_through_the_pipeline(infiller):
     assert [s.text for s in first.samples] == [s.text for s in again.samples]  # a search: no randomness
     scores = infiller.sample(template, sampler="product-search", top=5, seed=0, budget=150)
     assert [s.energy for s in scores.samples] == sorted((s.energy for s in scores.samples), reverse=True)
+
+
+def test_without_top_it_is_refused_in_one_line(infiller):
+    from infill.errors import InfillError
+
+    with pytest.raises(InfillError, match="give --top K"):
+        infiller.sample("the [MASK] of the [MASK] .", sampler="product-search", seed=0)

@@ -72,8 +72,10 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
                 replace(config, method="argmax", num_samples=config.top, decode="visited")
             return checked_budget(exact, d)
         config = _auto(config, d, constrained)
-    if config.method == SEARCH and config.budget is None:
-        config = replace(config, budget=AUTO_BUDGET_PER_BLANK * d)
+    if config.method == SEARCH:
+        if config.top is None:
+            raise InfillError(f"{SEARCH} looks for the best fillings, it does not sample: give --top K")
+        config = replace(config, budget=config.budget or AUTO_BUDGET_PER_BLANK * d)
     if config.is_baseline and config.budget is not None and config.method != SEARCH and \
             not (config.method == "argmax" and d == 1):
         from .one_pass import draw_cost
