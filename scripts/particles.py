@@ -109,13 +109,19 @@ def run_group(infiller, phase: str, task: dict, seed: int, rows: list[str]) -> N
         log(f"{phase} {task['id']} s{seed} {row}: {record['encoder_sequences']} seqs {record['seconds']:.1f}s")
 
 
-def compare(ours: list[dict], order: list[dict]) -> dict:
+def paired(ours: list[dict], order: list[dict], metrics) -> tuple:
+    """``(keys, ours, order, our metrics, the order's, higher, lower)``: the (template, seed) pairs both ran, each
+    side's runs and ``metrics`` by pair, and on how many pairs our top-5 mean PLL is higher / lower."""
     a = {(r["id"], r["seed"]): r for r in ours}
     b = {(r["id"], r["seed"]): r for r in order}
     keys = sorted(a.keys() & b.keys())
     ma, mb = {k: metrics(a[k]) for k in keys}, {k: metrics(b[k]) for k in keys}
     diffs = [ma[k]["pll"] - mb[k]["pll"] for k in keys]
-    higher, lower = sum(x > SAME for x in diffs), sum(x < -SAME for x in diffs)
+    return keys, a, b, ma, mb, sum(x > SAME for x in diffs), sum(x < -SAME for x in diffs)
+
+
+def compare(ours: list[dict], order: list[dict]) -> dict:
+    keys, a, b, ma, mb, higher, lower = paired(ours, order, metrics)
     sa, sb = summary([a[k] for k in keys]), summary([b[k] for k in keys])
     out = {"pairs": len(keys), "higher": higher, "lower": lower,
            "win_share": higher / (higher + lower) if higher + lower else None,

@@ -16,8 +16,8 @@ re-ranked by the target its spec names. Regimes by blank tokens: 2, 3, 4, 6-7, 8
 Each run is one line of ``OUT/runs.jsonl`` (a run resumes where it stopped; ``--shard i/n`` runs the i-th of n
 parts). A record holds the kept fillings, their plain PLL over the blanks (the standard target: the same yardstick
 whatever target a row ran) and the whole sentence's as ``infill score`` computes it, its compute and wall time.
-``adopt`` takes the particles study's check runs (the plain PLL's rows) in; ``rescore`` adds what a record lacks. The report
-compares each row with each order run under the same target on the same (template, seed) pairs: the share of the
+``adopt`` takes the particles study's check runs (the plain PLL's rows) in; ``rescore`` adds what a record
+lacks. The report compares each row with each order run under the same target on the same (template, seed) pairs: the share of the
 kept five in which one content word (3+ letters, not an English stop word: sumy's list) fills two blanks or more,
 top-5 mean standard PLL higher / lower, self-BLEU of the five, top-1 and top-5 recovery of the removed words, wall
 per encoder sequence; and the removed words' own repeated share.
@@ -33,8 +33,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from equal_compute import SAME, TARGETS, TOP, fill, load_half, log  # noqa: E402
-from particles import parse  # noqa: E402
+from equal_compute import TARGETS, TOP, fill, load_half, log  # noqa: E402
+from particles import paired, parse  # noqa: E402
 
 REGIMES = {"2": (2,), "3": (3,), "4": (4,), "6-7": (6, 7), "8-10": (8, 9, 10)}
 ORDERS = ("confident-first", "left-to-right", "random-order")
@@ -209,12 +209,7 @@ def metrics(record: dict) -> dict:
 
 
 def compare(ours: list[dict], order: list[dict]) -> dict:
-    a = {(r["id"], r["seed"]): r for r in ours}
-    b = {(r["id"], r["seed"]): r for r in order}
-    keys = sorted(a.keys() & b.keys())
-    ma, mb = {k: metrics(a[k]) for k in keys}, {k: metrics(b[k]) for k in keys}
-    diffs = [ma[k]["pll"] - mb[k]["pll"] for k in keys]
-    higher, lower = sum(x > SAME for x in diffs), sum(x < -SAME for x in diffs)
+    keys, a, _, ma, mb, higher, lower = paired(ours, order, metrics)
 
     def mean(m, name):
         return statistics.fmean(m[k][name] for k in keys)

@@ -89,8 +89,8 @@ def _number(name: str, value: Any) -> float:
 def _auto_top() -> str:
     """:data:`AUTO_TOP` in words, for the help."""
     runs = {SEARCH: "the product search", "chains": "chains", "smc": "particles"}
-    return ", ".join(f"{runs[run]}{f' (diversity {value:g})' if value else ''} " + (f"up to {most}" if most else "above")
-                     for most, run, value in AUTO_TOP)
+    return ", ".join(f"{runs[run]}{f' (diversity {value:g})' if value else ''} "
+                     + (f"up to {most}" if most else "above") for most, run, value in AUTO_TOP)
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:

@@ -118,9 +118,9 @@ def _log_p(energy, x: Tensor, blank: Tensor) -> Tensor:
 def _offers(energy, sets: list[list[int]], best: Tensor, width: int) -> list[list[tuple[float, int]]]:
     """Tokens not in ``sets`` proposed by the conditionals at the fillings ``best (R, d)``: per blank, its
     ``width`` most likely under each filling's conditional there, by their best log-probability, best first."""
-    offers = []
-    for j in range(len(sets)):
-        log_p = _log_p(energy, best, torch.full((len(best),), j))
+    d, offers = len(sets), []
+    every = _log_p(energy, best.repeat(d, 1), torch.arange(d).repeat_interleave(len(best))).split(len(best))
+    for j, log_p in enumerate(every):  # one read of every blank's conditionals
         log_p[:, sets[j]] = -math.inf
         values, tokens = log_p.topk(min(width, log_p.shape[1]), -1)
         found: dict[int, float] = {}
@@ -152,7 +152,7 @@ def search(energy, explore: float = EXPLORE) -> tuple[Tensor, Tensor]:
             scores, sets = product_scores(energy, tried), tried
         except BudgetSpent:
             break
-    x = _fillings(sets)
+    x = _fillings(sets).to(energy.category_ids.device)
     return _repeats_scored(energy, x, scores.flatten()) if energy.mask_repeats else (x, scores.flatten().float())
 
 
@@ -163,25 +163,24 @@ def _fillings(sets: list[list[int]]) -> Tensor:
 
 
 def _best(sets: list[list[int]], scores: Tensor, n: int) -> Tensor:
-    """The ``n`` fillings ``(n, d)`` of highest score."""
-    top = scores.flatten().topk(min(n, scores.numel())).indices
-    return _fillings(sets)[top]
+    """The ``n`` fillings ``(n, d)`` of highest score (their indices into the product, not the whole product)."""
+    index = torch.unravel_index(scores.flatten().topk(min(n, scores.numel())).indices, scores.shape)
+    return torch.stack([torch.tensor(s)[i] for s, i in zip(sets, index)], 1)
 
 
 def _repeats_scored(energy, x: Tensor, pll: Tensor) -> tuple[Tensor, Tensor]:
     """``x`` with their repeat-masked PLLs: equal to the plain PLL where no two blanks hold one token; the
     fillings that repeat one are scored by the energy, best plain PLL first, while the budget lasts, and the
     others left out."""
-    d = x.shape[1]
-    repeats = (x[:, :, None] == x[:, None, :]).sum((1, 2)) > d
+    repeats = (energy.copies(x).sum((1, 2)) > x.shape[1]).cpu()  # a term that masks more than its own blank
     values = pll.float().clone()
     keep = ~repeats
     for part in repeats.nonzero()[:, 0][pll[repeats].argsort(descending=True)].split(16):
         if not len(part):
             break
         try:
-            values[part] = energy.of_indices(x[part].to(energy.category_ids.device)).float().cpu()
+            values[part] = energy.of_indices(x[part.to(x.device)]).float().cpu()
         except BudgetSpent:
             break
         keep[part] = True
-    return x[keep].to(energy.category_ids.device), values[keep]
+    return x[keep.to(x.device)], values[keep]
