@@ -55,7 +55,7 @@ def test_fill_shows_fillings_marginals_traces_and_the_baseline(page, tmp_path):
     assert page.input_value("#steps") == "4"  # the fast preset
     hint = page.inner_text("#fill .hint")
     assert all(s in hint for s in ("[MASK*?]", "[MASK*m-n]", "word"))
-    page.fill("#template", "The [MASK] sat on the [MASK].")
+    page.fill("#template", "The [MASK] sat on the [MASK] [MASK].")  # three blanks: auto runs chains
     page.fill("#seed", "3")
     page.check("#baseline")
     page.click("#run")
@@ -63,14 +63,25 @@ def test_fill_shows_fillings_marginals_traces_and_the_baseline(page, tmp_path):
     gibbs = page.locator("section.run[data-method=auto]")
     baseline = page.locator("section.run[data-method=left-to-right]")
     assert gibbs.locator("ol.fillings li").count() == 5
-    assert gibbs.locator("ol.fillings li").first.locator("mark").count() == 2  # the blanks highlighted
+    assert gibbs.locator("ol.fillings li").first.locator("mark").count() == 3  # the blanks highlighted
     assert "PLL" in gibbs.locator("ol.fillings li").first.inner_text()
-    assert gibbs.locator(".marginals .blank").count() == 2 and gibbs.locator(".marginals .fills .bar").count() >= 2
+    assert gibbs.locator(".marginals .blank").count() == 3 and gibbs.locator(".marginals .fills .bar").count() >= 2
     assert gibbs.locator(".lengths").count() == 0  # token blanks: no lengths to show
     assert gibbs.locator("svg.trace-energy path").count() == 8  # one line per chain
     assert gibbs.locator("svg.trace-acceptance path").count() == 8
     assert baseline.locator("ol.fillings li").count() == 5
     shoot(page, "serve.png", tmp_path)
+
+
+def test_fill_at_two_blanks_searches_and_draws_no_chain_traces(page):
+    page.fill("#template", "The [MASK] sat on the [MASK].")  # two blanks with a top: auto runs the product search
+    page.fill("#seed", "3")
+    page.click("#run")
+    page.wait_for_function("document.querySelectorAll('#results ol.fillings').length == 2", timeout=60_000)
+    run = page.locator("section.run[data-method=auto]")
+    assert "product-search" in run.locator("h2").inner_text()
+    assert run.locator(".marginals .blank").count() == 2
+    assert run.locator("svg.trace").count() == 0  # no chains, nothing to trace
 
 
 def test_fill_spans_with_an_include_word_show_the_lengths_chosen(page, tmp_path):
