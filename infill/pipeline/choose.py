@@ -28,6 +28,7 @@ from ..energies.budget import BudgetSpent
 from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError
 from ..text.blanks import quote
+from ..text.repeats import Repeats
 from .config import RunConfig
 
 RESCORE_COPIES = 512  # masked copies per forward pass when re-scoring candidates
@@ -57,9 +58,10 @@ class Chosen:
     candidates: int
 
 
-def choose(batch, bar=None) -> Chosen:
+def choose(batch, bar=None, avoid: Optional[Repeats] = None) -> Chosen:
     """The reported fillings of ``batch``'s token blanks (module docstring); ``bar`` (tqdm-like) counts the
-    re-scoring passes."""
+    re-scoring passes; with ``decode="diverse"`` the fillings that repeat a content word (``avoid``) are kept
+    only where too few others are left."""
     rows, values = candidates(batch)
     include = _include(batch.target)
     if batch.config.top is None:
@@ -67,7 +69,7 @@ def choose(batch, bar=None) -> Chosen:
     unique, inverse, first = distinct(rows)
     held = None if include is None else holds(include, unique)
     scored = score(batch, unique, values[first], held, bar)
-    best, exact = pick(batch, unique, scored, held)
+    best, exact = pick(batch, unique, scored, held, avoid)
     order = first[best]
     _check_include(batch, include, order)
     return Chosen(rows, scored[inverse], order, exact, len(unique))
@@ -112,10 +114,12 @@ def score(batch, unique: Tensor, values: Tensor, held: Optional[Tensor], bar) ->
     return values
 
 
-def pick(batch, unique: Tensor, values: Tensor, held: Optional[Tensor]) -> tuple[Tensor, Optional[Tensor]]:
+def pick(batch, unique: Tensor, values: Tensor, held: Optional[Tensor],
+         avoid: Optional[Repeats] = None) -> tuple[Tensor, Optional[Tensor]]:
     """Indices into ``unique`` of the ``top`` fillings kept, best first, and their float32 PLLs (None where the
     chains ran in float32): the best by ``values``, scored ones only, holding the include words; the finalists
-    re-ranked in float32; with ``decode="diverse"`` spread over the pool."""
+    re-ranked in float32; with ``decode="diverse"`` spread over the pool, those that repeat a content word
+    (``avoid``) last."""
     config = batch.config
     best = torch.sort(-values, stable=True).indices  # unique rows are sorted: ties go to the smaller indices
     best = best[~values[best].isnan()]  # a state left unscored (the budget, or an include word it lacks) is out
@@ -128,7 +132,8 @@ def pick(batch, unique: Tensor, values: Tensor, held: Optional[Tensor]) -> tuple
         best = best[by]
     if config.decode == "diverse" and len(best):
         margin = DIVERSE_MARGIN if config.diversity is None else config.diversity
-        kept = spread(unique[best[:pool]], ranked[:pool], config.top, margin)
+        rows = unique[best[:pool]]
+        kept = spread(rows, ranked[:pool], config.top, margin, None if avoid is None else ~avoid.of(rows))
         best, ranked = best[:pool][kept], ranked[:pool][kept]
     if batch.float32 is not None and batch.target is batch.energy:
         exact = ranked[:config.top]
@@ -188,11 +193,17 @@ def _check_include(batch, include: Optional[Include], order: Tensor) -> None:
                           f"raise its {spent}")
 
 
-def spread(rows: Tensor, values: Tensor, k: int, margin: float = DIVERSE_MARGIN) -> Tensor:
+def spread(rows: Tensor, values: Tensor, k: int, margin: float = DIVERSE_MARGIN,
+           fresh: Optional[Tensor] = None) -> Tensor:
     """Indices of ``k`` of the candidates ``rows (m, d)``, ranked best first by ``values (m,)``, chosen for
     quality and diversity: the best, then each time, among the candidates within ``margin`` of the best one
     left, the one whose nearest kept filling differs from it in the most blanks (ties to the better). So no two
-    kept fillings differ in one blank while a comparable candidate differs from every kept one in more."""
+    kept fillings differ in one blank while a comparable candidate differs from every kept one in more. Where
+    ``fresh (m,)`` is given, the others come only after every fresh one is kept, best first."""
+    if fresh is not None and not fresh.all():
+        inside, outside = fresh.nonzero().flatten(), (~fresh).nonzero().flatten()
+        kept = inside[spread(rows[inside], values[inside], k, margin)] if len(inside) else inside
+        return torch.cat([kept, outside[:k - len(kept)]])
     rows, value, floor = rows.cpu(), values.tolist(), (values - margin).tolist()  # on the host at once, compared
     left, kept = list(range(1, len(rows))), [0]  # as float32 tensors compare
     while left and len(kept) < k:

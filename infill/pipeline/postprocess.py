@@ -29,6 +29,7 @@ from ..energies.masked_lm import MaskedLMEnergy
 from ..lm import mlm_draws
 from ..samplers import Sampler, Trace
 from ..spans import MaskedLMSpanEnergy, SpanInclude, SpanSampler, best
+from ..text.repeats import repeats
 from ..text.template import Template, blank_pieces, detokenize, fill_pieces
 from . import one_pass
 from .choose import Chosen, choose, plls_of
@@ -93,7 +94,9 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
 def _token_choices(batch: Batch, tokenizer, bar) -> Choice:
     """The template of a run of token blanks: the fillings :func:`~.choose.choose` keeps, reported with the
     marginals of the states visited and the trace, the visited states' values as re-scored."""
-    chosen = choose(batch, bar)
+    avoid = repeats(tokenizer, batch.energy.category_ids, batch.template) if batch.config.decode == "diverse" \
+        and batch.config.top is not None else None
+    chosen = choose(batch, bar, avoid)
     energy = batch.energy
     counted = [energy] if batch.float32 is None else [energy, batch.float32]
     return Choice(_token_fillings(batch, chosen), marginals(batch.template, tokenizer, energy, _visited(batch, chosen)),
