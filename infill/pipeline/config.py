@@ -173,8 +173,8 @@ class RunConfig:
         "type": float, "metavar": "T0"})
     decode: Optional[str] = field(default=None, metadata={
         "help": f"where --top takes fillings from: visited (every state after burn-in), final (the chains' final "
-                f"states) or diverse (every state the run scored, kept for quality and diversity); default "
-                f"visited ({AUTO}: diverse for its chains)", "metavar": "HOW"})
+                f"states) or diverse (every state the run scored, kept for quality and diversity, those that repeat "
+                f"a content word last); default visited ({AUTO}: diverse for its chains)", "metavar": "HOW"})
     diversity: Optional[float] = field(default=None, metadata={
         "help": "with --decode diverse, how many nats below the best candidate not yet kept another may be and be "
                 "kept for differing more from those kept (default 1, among the 4 x --top best; named, among every "
