@@ -3,7 +3,13 @@
     python scripts/reader_study.py tune  [--shard 0/2] [--seeds 0,1,2] [--templates 8] --rows REGIME=SPEC ...
     python scripts/reader_study.py check [--shard 0/2] [--seeds 0,1,2] --rows REGIME=SPEC ...
     python scripts/reader_study.py adopt | rescore
+    python scripts/reader_study.py wall --templates 4 --rows REGIME=SPEC ...
     python scripts/reader_study.py report
+
+``wall`` times each row against ``confident-first`` (under the row's target, charged as above) on the first
+check templates of its regime, seed 0, the two run in turn (A B B A) in one process, into ``OUT/wall.json``: wall
+per encoder sequence, row over order, median and range over the templates (the report's own column compares runs
+made at different times, on a shared machine).
 
 A SPEC is a method with ``+key=value`` settings (``scripts/particles.py``'s syntax), e.g.
 ``product-search+target=repeat-masked+decode=diverse+diversity=2``. Every row runs
@@ -108,6 +114,26 @@ def adopt() -> None:
                                 "encoder_sequences": old["encoder_sequences"], "seconds": old["seconds"],
                                 "candidates": old.get("candidates"), "budget": old.get("budget"),
                                 "from": "eval/particles-minilm"}) + "\n")
+
+
+def wall(tasks: list[dict], rows: dict) -> None:
+    """Wall per encoder sequence of each row over ``confident-first``'s, interleaved (module docstring)."""
+    infiller, out = load(), {}
+    for task in tasks:
+        for spec in rows.get(task["regime"], []):
+            target = target_of(spec)
+            order = "confident-first" if target == "pll" else f"confident-first+target={target}"
+            per = {spec: [], order: []}
+            for name in (spec, order, order, spec):
+                record = run(infiller, task, 0, name)
+                per[name].append(record["seconds"] / record["encoder_sequences"])
+            ratio = statistics.fmean(per[spec]) / statistics.fmean(per[order])
+            out.setdefault(f"{task['regime']}/{spec}", []).append(ratio)
+            log(f"wall {task['id']} {spec}: {ratio:.2f}")
+    summary = {key: {"median": statistics.median(r), "min": min(r), "max": max(r), "templates": len(r)}
+               for key, r in out.items()}
+    (OUT / "wall.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(json.dumps(summary, indent=1))
 
 
 def plain_pll(infiller, template: str, fills: list[list[str]]) -> list[float]:
@@ -269,6 +295,12 @@ def report() -> None:
                         f"{c['sequence_ratio']:.2f} | {c['wall_ratio']:.2f} | "
                         f"{', '.join(k for k, v in c['targets'].items() if v) or 'none'} |")
             lines.append("")
+    if (OUT / "wall.json").exists():
+        lines += ["## Wall per encoder sequence, interleaved (`wall`)", "",
+                  "| regime / row | over `confident-first` (median, range) | templates |", "|---|---|---|"]
+        for key, w in json.loads((OUT / "wall.json").read_text()).items():
+            lines.append(f"| `{key}` | {w['median']:.2f} ({w['min']:.2f}-{w['max']:.2f}) | {w['templates']} |")
+        lines.append("")
     (OUT / "report.md").write_text("\n".join(lines) + "\n")
     (OUT / "report.json").write_text(json.dumps(result, indent=1) + "\n")
     print("\n".join(lines))
@@ -276,7 +308,7 @@ def report() -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("phase", choices=("tune", "check", "adopt", "rescore", "report"))
+    parser.add_argument("phase", choices=("tune", "check", "adopt", "rescore", "wall", "report"))
     parser.add_argument("--shard", default="0/1")
     parser.add_argument("--templates", type=int, default=8)
     parser.add_argument("--seeds", default="0,1,2")
@@ -290,6 +322,9 @@ def main() -> int:
     for item in args.rows:
         regime, spec = item.split("=", 1)
         rows.setdefault(regime, []).append(spec)
+    if args.phase == "wall":
+        wall(tasks_of("check", args.templates), rows)
+        return 0
     tasks = tasks_of(args.phase, args.templates if args.phase == "tune" else None)
     execute(args.phase, tasks, list(map(int, args.seeds.split(","))), rows, args.shard,
             tuple(args.orders.split(",")))
