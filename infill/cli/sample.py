@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import NamedTuple, Optional
+from itertools import islice
+from typing import Iterable, Iterator, NamedTuple, Optional
 
 from ..errors import InfillError
 from ..pipeline.config import settings
+from ..pipeline.progress import Lines
 from ..text.blanks import scan
 
 HYPERPARAMETER_FLAGS = ("step_size", "adapt_steps")
@@ -42,6 +44,9 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
                     "[MASK*1-3] one to three words, [MASK*?] one to four. Prints one filled sentence per line.")
     parser.add_argument("template", nargs="?", help="the template, or - to read templates from stdin")
     parser.add_argument("--file", "-f", help="read templates from FILE (one per line, or JSONL with options)")
+    parser.add_argument("--out", metavar="OUT.jsonl",
+                        help="with --file: write a JSON record per template line to OUT as each is done, in input "
+                             "order; run again to go on after the last complete one (lines without a seed: seed 0)")
     add_run_arguments(parser)
     parser.set_defaults(run=run)
     return parser
@@ -139,18 +144,24 @@ class Job(NamedTuple):
 
 def read_jobs(args) -> list[Job]:
     """A job per non-empty input line, per-line JSON options over the command line's."""
-    defaults = cli_options(args)
     given = [] if args.template is None else [args.template]
     source, lines = read_lines(given, args.file, "a TEMPLATE (e.g. 'The [MASK] sat on the mat.')")
     if not source and not lines[0].strip():
         raise InfillError("the template is empty; give one with a [MASK] blank, e.g. 'The [MASK] sat on the mat.'")
-    jobs = []
+    jobs = list(iter_jobs(lines, source, cli_options(args)))
+    if not jobs:
+        raise InfillError(f"no templates in {source or 'the input'} (empty lines are skipped)")
+    return jobs
+
+
+def iter_jobs(lines: Iterable[str], source: str, defaults: dict) -> Iterator[Job]:
+    """A job per non-empty line of ``lines`` (from ``source``; ``""`` for the TEMPLATE argument), lazily."""
     for number, line in enumerate(lines, 1):
         number, where = (number, f"{source}:{number}: ") if source else (None, "")
         if not line.strip():
             continue
         if not line.lstrip().startswith("{"):
-            jobs.append(Job(number, where, line.strip() if source else line, dict(defaults)))
+            yield Job(number, where, line.strip() if source else line, dict(defaults))
             continue
         try:
             record = json.loads(line)
@@ -159,54 +170,137 @@ def read_jobs(args) -> list[Job]:
         if not isinstance(record, dict) or not isinstance(record.get("template"), str):
             raise InfillError(f"{where}a JSON line needs a \"template\" string")
         template = record.pop("template")
-        jobs.append(Job(number, where, template, {**defaults, **{k.replace("-", "_"): v for k, v in record.items()}}))
-    if not jobs:
-        raise InfillError(f"no templates in {source or 'the input'} (empty lines are skipped)")
-    return jobs
+        yield Job(number, where, template, {**defaults, **{k.replace("-", "_"): v for k, v in record.items()}})
+
+
+def file_lines(path: str) -> Iterator[str]:
+    """FILE's lines, read as they are needed."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                yield line.rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InfillError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def checked(job: Job):
+    """``job``'s run configuration; its template's syntax checked first (neither needs a tokenizer)."""
+    from ..pipeline.config import RunConfig
+
+    try:
+        scan(job.template, job.options.get("blank_unit", RunConfig.blank_unit))
+        return RunConfig.create(**job.options)
+    except InfillError as exc:
+        raise InfillError(f"{job.where}{exc}") from None
+
+
+def prepared(job: Job, config, tokenizer, limit: int):
+    """``job`` prepared for the model (every check that needs the tokenizer)."""
+    from ..pipeline.infiller import prepare
+
+    try:
+        return prepare([job.template], config, tokenizer, limit)
+    except InfillError as exc:
+        raise InfillError(f"{job.where}{exc}") from None
 
 
 def run(args) -> int:
-    from ..pipeline.config import RunConfig
-
+    if args.out is not None:
+        return run_to_out(args)
     jobs = read_jobs(args)
-    configs = []
-    for job in jobs:  # what needs no tokenizer (nor torch) first: the syntax
-        try:
-            scan(job.template, job.options.get("blank_unit", RunConfig.blank_unit))
-        except InfillError as exc:
-            raise InfillError(f"{job.where}{exc}") from None
-    for job in jobs:
-        try:
-            configs.append(RunConfig.create(**job.options))
-        except InfillError as exc:
-            raise InfillError(f"{job.where}{exc}") from None
-    from ..lm.hub import check_available
-
-    check_available(args.model)
-    from ..lm import models
-    from ..pipeline.infiller import Infiller, prepare
-    from ..pipeline.progress import Lines
-
-    tokenizer = models.load_tokenizer(args.model)
-    limit = models.max_length(tokenizer, models.load_config(args.model))
-    prepared = []
-    for job, config in zip(jobs, configs):  # every line checked first
-        try:
-            prepared.append(prepare([job.template], config, tokenizer, limit))
-        except InfillError as exc:
-            raise InfillError(f"{job.where}{exc}") from None
-    infiller = Infiller(args.model, device=args.device, dtype=args.dtype, tokenizer=tokenizer,
-                        chunk_size=args.chunk_size)
+    configs = [checked(job) for job in jobs]  # what needs no tokenizer (nor torch) first
+    load_model, tokenizer, limit = _load(args)
+    lines = [prepared(job, config, tokenizer, limit) for job, config in zip(jobs, configs)]  # every line checked
+    infiller = load_model(args.device)
     bar = not args.quiet and sys.stderr.isatty()  # each run's; elsewhere a line per template of several
-    with Lines(len(prepared), "infill sample", "template", disable=args.quiet or bar or len(prepared) == 1) as lines:
-        for job, line in zip(jobs, prepared):  # each line a run of its own: what it alone prints
+    with Lines(len(lines), "infill sample", "template", disable=args.quiet or bar or len(lines) == 1) as progress:
+        for job, line in zip(jobs, lines):  # each line a run of its own: what it alone prints
             result = infiller.run(line, progress=bar)[0]
             if job.line is not None and not args.json:  # which input line the fillings below are of
                 print(f"# line {job.line}")
             print_result(result, args.json)
-            lines.set_postfix_str(job.where.rstrip(": "))
-            lines.update()
+            progress.set_postfix_str(job.where.rstrip(": "))
+            progress.update()
     return 0
+
+
+def run_to_out(args) -> int:
+    """``--out``: FILE checked whole (read twice, lazily, before the model loads), then filled into OUT as each
+    line is done, after OUT's complete records; lines dealt out over the ranks of a ``torchrun`` launch, rank 0
+    writing (:mod:`infill.pipeline.corpus`)."""
+    from ..evaluation.distributed import close_world, init_world
+    from ..pipeline import corpus
+
+    if args.file is None or args.template is not None:
+        raise InfillError("--out fills the lines of --file FILE (read twice: checked whole first, then run)")
+    defaults = {"seed": 0, **cli_options(args)}
+
+    def jobs() -> Iterator[Job]:
+        return iter_jobs(file_lines(args.file), args.file, defaults)
+    total = 0
+    for job in jobs():  # what needs no tokenizer (nor torch) first
+        checked(job)
+        total += 1
+    if not total:
+        raise InfillError(f"no templates in {args.file} (empty lines are skipped)")
+    load_model, tokenizer, limit = _load(args)
+    for job in jobs():
+        prepared(job, checked(job), tokenizer, limit)
+    world, device = init_world(args.device)
+    try:
+        out = _open_out(args.out, world)
+        infiller, todo, done = load_model(device), jobs(), out.done if out else 0
+        done = world.broadcast(done)
+        if done and out is not None:
+            corpus.check_resumed(out, next(islice(todo, done - 1, None), None))
+        elif done:
+            next(islice(todo, done - 1, None), None)
+        with Lines(total, "infill sample", "template", initial=done,
+                   disable=args.quiet or not world.is_main) as progress:
+            for chunk, job in corpus.rounds(todo, world.rank, world.size):
+                entry = None if job is None else corpus.record(
+                    job.line, infiller.run(prepared(job, checked(job), tokenizer, limit))[0])
+                for entry in world.gather(entry) or ():
+                    if entry is not None:
+                        out.write(entry)
+                progress.update(len(chunk))
+        if out is not None:
+            out.close()
+    finally:
+        close_world(world)
+    return 0
+
+
+def _open_out(path: str, world):
+    """OUT opened and locked on rank 0 (None elsewhere); its refusal raised on every rank."""
+    from ..pipeline.corpus import Out
+
+    out, error = None, None
+    if world.is_main:
+        try:
+            out = Out(path)
+        except InfillError as exc:
+            error = str(exc)
+    error = world.broadcast(error)
+    if error:
+        raise InfillError(error)
+    return out
+
+
+def _load(args):
+    """``(load_model, tokenizer, max_length)``: the model's tokenizer and length limit, and
+    ``load_model(device)``, which loads the model (once every line is checked)."""
+    from ..lm import models
+    from ..lm.hub import check_available
+    from ..pipeline.infiller import Infiller
+
+    check_available(args.model)
+    tokenizer = models.load_tokenizer(args.model)
+    limit = models.max_length(tokenizer, models.load_config(args.model))
+
+    def load_model(device: str) -> Infiller:
+        return Infiller(args.model, device=device, dtype=args.dtype, tokenizer=tokenizer, chunk_size=args.chunk_size)
+    return load_model, tokenizer, limit
 
 
 def print_result(result, as_json: bool) -> None:
