@@ -1,0 +1,179 @@
+"""A corpus at the speed of the bare model? Templates per second of ``infill`` against ``pipeline("fill-mask")``.
+
+    python scripts/bench_corpus.py [--lines 2000] [--chunk 250] [--default-lines 100] [--out eval/corpus-minilm]
+
+The lines come from ``corpora/bert-gen/wiki103.5k.txt``, in file order: sentences of 8 to 40 words, the middle
+word masked (one-blank lines), or the words at a third and two thirds (two-blank lines), a masked word being all
+letters. One torch thread, the dev MLM, in one process:
+
+- **one blank, top-1 word**: ``Infiller.sample_many(chunk, sampler=METHOD, top=1)`` for ``argmax`` and
+  ``independent``, against ``pipeline("fill-mask", top_k=1)`` at each batch size of :data:`BATCH_SIZES`, the
+  two sides run chunk by chunk in turn (A B, then B A), so that the load of a shared machine falls on both alike:
+  templates per second over all chunks, and the ratio per chunk (median, range) against fill-mask at its best
+  batch size;
+- **two blanks**: ``confident-first`` (``top=5``) and the default (``auto``, 50 samples) on the first
+  ``--default-lines`` lines, each alone;
+- **one process against two**: ``infill sample -f FILE --out OUT --sampler argmax --top 1`` on the one-blank
+  lines, alone and under ``torchrun --nproc-per-node 2``, in turn, OUT compared.
+
+Writes ``OUT/report.json`` and ``OUT/report.md`` with the CPU model, torch's version and the commit.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = ROOT.parent / "shared" / "models" / "infill-dev-minilm-mlm"
+CORPUS = ROOT.parent / "shared" / "corpora" / "bert-gen" / "wiki103.5k.txt"
+BATCH_SIZES = (1, 8, 32, 64, 128)
+ONE_PASS = ("argmax", "independent")
+
+
+def lines(n: int, blanks: int) -> list[str]:
+    """The first ``n`` templates of ``blanks`` masked words from the corpus (module docstring)."""
+    out = []
+    for sentence in CORPUS.read_text(encoding="utf-8").splitlines():
+        words = sentence.split()
+        if not 8 <= len(words) <= 40:
+            continue
+        at = [len(words) // 2] if blanks == 1 else [len(words) // 3, 2 * len(words) // 3]
+        if all(words[i].isalpha() for i in at):
+            out.append(" ".join("[MASK]" if i in at else w for i, w in enumerate(words)))
+        if len(out) == n:
+            break
+    return out
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def timed(work) -> float:
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
+
+
+def one_blank(infiller, pipe, templates: list[str], chunk: int) -> dict:
+    """Seconds per chunk of each side, run in turn (module docstring)."""
+    masked = [t.replace("[MASK]", pipe.tokenizer.mask_token) for t in templates]
+    sides = {**{m: (lambda c, m=m: infiller.sample_many(c, sampler=m, top=1, seed=0)) for m in ONE_PASS},
+             **{f"fill-mask/{b}": (lambda c, b=b: pipe(c, top_k=1, batch_size=b)) for b in BATCH_SIZES}}
+    seconds: dict = {name: [] for name in sides}
+    for k, start in enumerate(range(0, len(templates), chunk)):
+        order = list(sides) if k % 2 == 0 else list(reversed(sides))
+        for name in order:
+            part = (masked if name.startswith("fill-mask") else templates)[start:start + chunk]
+            seconds[name].append(timed(lambda: sides[name](part)))
+    return seconds
+
+
+def out_run(templates: list[str], processes: int, out: Path) -> float:
+    """Wall seconds of ``infill sample -f FILE --out OUT --sampler argmax --top 1`` on ``processes``."""
+    source = out.with_suffix(".txt")
+    source.write_text("\n".join(templates) + "\n")
+    out.unlink(missing_ok=True)
+    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 \
+        else []
+    command = [sys.executable, *launcher, "-m", "infill", "sample", "-f", str(source), "--out", str(out), "--model",
+               str(MODEL), "--sampler", "argmax", "--top", "1", "-q"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    start = time.perf_counter()
+    subprocess.run(command, check=True, env=env, cwd=ROOT, capture_output=True)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=2000)
+    parser.add_argument("--chunk", type=int, default=250)
+    parser.add_argument("--default-lines", type=int, default=100)
+    parser.add_argument("--model", default=str(MODEL))
+    parser.add_argument("--out", default=str(ROOT / "eval" / "corpus-minilm"))
+    args = parser.parse_args()
+    import torch
+    from transformers import pipeline
+
+    from infill import Infiller
+
+    torch.set_num_threads(1)
+    infiller, pipe = Infiller(args.model), pipeline("fill-mask", model=args.model, device="cpu")
+    one, two = lines(args.lines, 1), lines(args.default_lines, 2)
+    seconds = one_blank(infiller, pipe, one, args.chunk)
+    rate = {name: len(one) / sum(s) for name, s in seconds.items()}
+    best = max((name for name in rate if name.startswith("fill-mask")), key=rate.get)
+    ratios = {m: [a / b for a, b in zip(seconds[m], seconds[best])] for m in ONE_PASS}
+    two_blank = {name: len(two) / timed(lambda: infiller.sample_many(two, seed=0, **kw)) for name, kw in
+                 (("confident-first", {"sampler": "confident-first", "top": 5}), ("auto", {}))}
+    with tempfile.TemporaryDirectory() as tmp:
+        walls = {p: [] for p in (1, 2)}
+        for k in range(2):
+            for p in ((1, 2) if k == 0 else (2, 1)):
+                walls[p].append(out_run(one[:args.lines // 4], p, Path(tmp) / f"out{p}.jsonl"))
+        same = (Path(tmp) / "out1.jsonl").read_bytes() == (Path(tmp) / "out2.jsonl").read_bytes()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
+    report = {"cpu": cpu_model(), "torch": torch.__version__, "commit": commit.strip(), "threads": 1,
+              "lines": len(one), "chunk": args.chunk, "one_blank_per_second": rate, "fill_mask_best": best,
+              "seconds_over_fill_mask": {m: {"median": statistics.median(r), "min": min(r), "max": max(r)}
+                                         for m, r in ratios.items()},
+              "two_blank_lines": len(two), "two_blank_per_second": two_blank,
+              "processes": {"lines": args.lines // 4, "wall": walls,
+                            "speedup": statistics.median(walls[1]) / statistics.median(walls[2]), "same_out": same}}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    (out / "report.md").write_text(markdown(report))
+    print(markdown(report))
+    return 0
+
+
+def markdown(r: dict) -> str:
+    rows = "\n".join(f"| {name} | {rate:.1f} |" for name, rate in r["one_blank_per_second"].items())
+    ratios = "\n".join(f"| {m} | {v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f}) |"
+                       for m, v in r["seconds_over_fill_mask"].items())
+    two = "\n".join(f"| {name} | {rate:.2f} |" for name, rate in r["two_blank_per_second"].items())
+    p = r["processes"]
+    return f"""# A corpus: templates per second against `pipeline("fill-mask")` (dev MLM)
+
+Generated by `scripts/bench_corpus.py` (the protocol is its docstring). {r['cpu']}, torch {r['torch']}, 1 thread,
+commit {r['commit']}.
+
+## One-blank lines, top-1 word ({r['lines']} lines, chunks of {r['chunk']}, the sides in turn)
+
+| method | templates / s |
+|---|---|
+{rows}
+
+Seconds per chunk over `{r['fill_mask_best']}`'s (the fill-mask batch size that was fastest), median (range):
+
+| method | ratio |
+|---|---|
+{ratios}
+
+## Two-blank lines ({r['two_blank_lines']} lines, each method alone)
+
+| method | templates / s |
+|---|---|
+{two}
+
+## One process against two (`--out`, argmax top-1, {p['lines']} one-blank lines, in turn)
+
+Wall seconds: one process {', '.join(f'{w:.1f}' for w in p['wall'][1])}; two {', '.join(f'{w:.1f}' for w in p['wall'][2])}.
+Speed-up {p['speedup']:.2f}x; OUT the same: {p['same_out']}.
+"""
+
+
+if __name__ == "__main__":
+    sys.exit(main())
