@@ -4,9 +4,10 @@ import pytest
 import torch
 
 from infill.energies import MaskedLMEnergy
+from infill.energies.tempered import Tempered
 from infill.energies.exact import empirical_distribution, exact_distribution, total_variation
-from infill.samplers import make_sampler
-from infill.samplers.mlm_block import BlockMH, MLMIndependence
+from infill.samplers import make_sampler, run_annealed
+from infill.samplers.mlm_block import BlockMH, MLMIndependence, is_masked_lm
 
 from conftest import tiny_bert
 from test_samplers_exact import bound, exact_floor
@@ -108,3 +109,30 @@ def test_kernels_refuse_bad_options():
                           ("mlm-independence", {"independence": 1.5}), ("mlm-independence", {"order": "x"})]:
         with pytest.raises(InfillError):
             make_sampler(name, **options)
+
+
+def test_a_tempered_masked_lm_offers_its_blank_logits_scaled(tiny_pll):
+    energy, _ = tiny_pll
+    tempered = Tempered(energy, 0.5)
+    x, masked = torch.tensor([[0, 1, 2]]), torch.tensor([[True, False, True]])
+    assert is_masked_lm(tempered)
+    torch.testing.assert_close(tempered.blank_logits(x, masked), energy.blank_logits(x, masked) / 0.5)
+
+
+def test_an_annealed_block_mh_proposes_from_the_masked_lm_and_keeps_its_target(tiny_pll, monkeypatch):
+    """Every stage of an annealed run proposes from ``blank_logits`` (not the PLL's conditionals), and the last
+    stage, at temperature 0.7, reproduces the tempered target."""
+    energy, _ = tiny_pll
+    p = exact_distribution(Tempered(energy, 0.7), D, K)
+    stages = []
+    original = energy.blank_logits
+    monkeypatch.setattr(energy, "blank_logits", lambda *a: stages.append(1) or original(*a))
+    monkeypatch.setattr(energy, "conditional_logits", lambda *a: pytest.fail("proposed from the conditionals"),
+                        raising=False)
+    generator = torch.Generator().manual_seed(0)
+    x0 = torch.randint(K, (CHAINS, D), generator=generator)
+    trace = run_annealed(make_sampler("block-mh"), energy, x0, [(2.0, 5), (0.7, STEPS)], generator)
+    assert stages
+    kept = trace.samples[STEPS // 2:]
+    tv, floor = total_variation(p, empirical_distribution(kept, K)), exact_floor(p, kept.shape[0] * CHAINS)
+    assert tv <= bound(floor), f"TV {tv:.4f} (floor {floor:.4f})"

@@ -76,6 +76,7 @@ def test_fill_shows_fillings_marginals_traces_and_the_baseline(page, tmp_path):
 def test_fill_at_two_blanks_searches_and_draws_no_chain_traces(page):
     page.fill("#template", "The [MASK] sat on the [MASK].")  # two blanks with a top: auto runs the product search
     page.fill("#seed", "3")
+    page.check("#baseline")  # each test sets what it reads: xdist may run any of them first
     page.click("#run")
     page.wait_for_function("document.querySelectorAll('#results ol.fillings').length == 2", timeout=60_000)
     run = page.locator("section.run[data-method=auto]")
@@ -88,6 +89,7 @@ def test_fill_spans_with_an_include_word_show_the_lengths_chosen(page, tmp_path)
     page.select_option("#examples", label="She was [MASK*?] the garden when it started to rain.")
     page.fill("#include", "running")
     page.fill("#seed", "0")
+    page.check("#baseline")
     page.click("#run")
     page.wait_for_selector("#results ol.fillings li", timeout=90_000)
     run = page.locator("#results section.run")

@@ -8,8 +8,10 @@ from .base import value_and_grad
 
 class Tempered:
     """``U(x) / temperature`` for any energy ``U``, with its gradient and (where ``U`` has them) its
-    conditionals or a span energy's proposal logits (:mod:`infill.spans`) scaled alike: ``T < 1`` sharpens the
-    target toward high-energy states, ``T > 1`` flattens it."""
+    conditionals, a masked LM's ``blank_logits`` (with the template's ``input_ids``, ``num_blanks`` and
+    ``category_ids`` the masked LM's draws read) or a span energy's proposal logits (:mod:`infill.spans`) scaled
+    alike: ``T < 1`` sharpens the target toward high-energy states, ``T > 1`` flattens it. A kernel that proposes
+    from the masked LM does so at every temperature."""
 
     def __init__(self, energy, temperature: float):
         self.energy, self.temperature = energy, float(temperature)
@@ -18,6 +20,10 @@ class Tempered:
             self.conditional_logits = self._conditional_logits
         if hasattr(energy, "proposal_logits"):
             self.proposal_logits = self._proposal_logits
+        if hasattr(energy, "blank_logits"):
+            self.blank_logits = self._blank_logits
+            self.input_ids, self.num_blanks, self.category_ids = energy.input_ids, energy.num_blanks, \
+                energy.category_ids
 
     def __call__(self, x: Tensor) -> Tensor:
         return self.energy(x) / self.temperature
@@ -28,6 +34,9 @@ class Tempered:
 
     def _conditional_logits(self, x_idx: Tensor, i: Tensor) -> Tensor:
         return self.energy.conditional_logits(x_idx, i) / self.temperature
+
+    def _blank_logits(self, *args) -> Tensor:
+        return self.energy.blank_logits(*args) / self.temperature
 
     def _proposal_logits(self, *args) -> Tensor:
         return self.energy.proposal_logits(*args) / self.temperature

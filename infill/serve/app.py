@@ -81,72 +81,90 @@ async def read_json(request: Request, max_body: int) -> Any:
         raise HTTPError(400, f"invalid JSON: {getattr(exc, 'msg', None) or exc}") from None
 
 
-def create_app(infiller, queue_size: int = 32, time_limit: float = 60.0, max_body: int = 64 * 1024) -> Starlette:
-    """The app over ``infiller``: at most ``queue_size`` runs wait, each must end within ``time_limit``
-    seconds of its request, bodies are at most ``max_body`` bytes."""
-    queue = RunQueue(queue_size, time_limit)
+def failure(exc: BaseException) -> HTTPError:
+    """The HTTP answer to ``exc``: 400 for bad input, 409 for a cancelled run, 503 for a stopped one, else 500 in
+    one line."""
+    if isinstance(exc, HTTPError):
+        return exc
+    if isinstance(exc, InfillError):
+        return HTTPError(400, str(exc))
+    if isinstance(exc, Stopped):
+        return HTTPError(409 if "cancelled" in str(exc) else 503, str(exc))
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return HTTPError(500, f"internal error ({type(exc).__name__}): {first}")
 
-    def submit(task: str, data: Any, extras: bool):
+
+async def http_error(request: Request, exc: Exception):
+    error = failure(exc)
+    headers = {"Retry-After": "2"} if error.status == 503 else None
+    return JSONResponse({"error": str(error)}, status_code=error.status, headers=headers)
+
+
+async def not_found(request: Request, exc: Exception):
+    status = getattr(exc, "status_code", 404)
+    return JSONResponse({"error": getattr(exc, "detail", "not found")}, status_code=status)
+
+
+async def index(request: Request):
+    return FileResponse(STATIC / "index.html")
+
+
+class Service:
+    """The routes' handlers over one ``infiller`` and its :class:`~infill.serve.queue.RunQueue`."""
+
+    def __init__(self, infiller, queue: RunQueue, max_body: int):
+        self.infiller, self.queue, self.max_body = infiller, queue, max_body
+
+    def submit(self, task: str, data: Any, extras: bool):
         run = TASKS[task](data)  # checked before it queues
         try:
-            return queue.submit(lambda step: run(infiller, step, extras))
+            return self.queue.submit(lambda step: run(self.infiller, step, extras))
         except QueueFull as exc:
             raise HTTPError(503, str(exc)) from None
 
-    def failure(exc: BaseException) -> HTTPError:
-        if isinstance(exc, HTTPError):
-            return exc
-        if isinstance(exc, InfillError):
-            return HTTPError(400, str(exc))
-        if isinstance(exc, Stopped):
-            return HTTPError(409 if "cancelled" in str(exc) else 503, str(exc))
-        first = (str(exc).strip().splitlines() or [""])[0]
-        return HTTPError(500, f"internal error ({type(exc).__name__}): {first}")
-
-    async def index(request: Request):
-        return FileResponse(STATIC / "index.html")
-
-    async def info(request: Request):
+    async def info(self, request: Request):
         from ..samplers import SAMPLERS
 
         config = RunConfig.create()
-        defaults = {name: getattr(config, name) for name in ("method", "num_samples", "steps", "top", "seed", "temperature")}
-        return JSONResponse({"model": shown_name(infiller.model_name), "defaults": defaults, "fast": FAST,
+        defaults = {name: getattr(config, name) for name in ("method", "num_samples", "steps", "top", "seed",
+                                                             "temperature")}
+        limits = {"queue": self.queue.size, "seconds": self.queue.time_limit, "body_bytes": self.max_body}
+        return JSONResponse({"model": shown_name(self.infiller.model_name), "defaults": defaults, "fast": FAST,
                              "rewrite": REWRITE_DEFAULTS, "methods": [AUTO, *sorted(SAMPLERS), *BASELINES],
-                             "examples": EXAMPLES,
-                             "limits": {"queue": queue_size, "seconds": time_limit, "body_bytes": max_body}})
+                             "examples": EXAMPLES, "limits": limits})
 
-    def answer(task: str):
+    def answer(self, task: str):
+        """``POST /api/TASK``: the run's result when it is done."""
         async def endpoint(request: Request):
-            job = submit(task, await read_json(request, max_body), extras=False)
+            job = self.submit(task, await read_json(request, self.max_body), extras=False)
             try:
                 return JSONResponse(await asyncio.wrap_future(job.future))
             except asyncio.CancelledError:  # the client went away
-                queue.cancel(job)
+                self.queue.cancel(job)
                 raise
             except Exception as exc:  # answered here: an exception left to Starlette is logged with its traceback
                 raise failure(exc) from None
 
         return endpoint
 
-    async def create_job(request: Request):
-        data = await read_json(request, max_body)
+    async def create_job(self, request: Request):
+        data = await read_json(request, self.max_body)
         task = data.pop("task", "sample") if isinstance(data, dict) else "sample"
         if not isinstance(task, str) or task not in TASKS:
             raise InfillError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
-        job = submit(task, data, extras=True)
-        return JSONResponse({"id": job.id, "position": queue.position(job)}, status_code=202)
+        job = self.submit(task, data, extras=True)
+        return JSONResponse({"id": job.id, "position": self.queue.position(job)}, status_code=202)
 
-    def find(request: Request):
-        job = queue.get(request.path_params["id"])
+    def find(self, request: Request):
+        job = self.queue.get(request.path_params["id"])
         if job is None:
             raise HTTPError(404, f"no run {request.path_params['id']!r} (finished runs are kept a while)")
         return job
 
-    async def job_status(request: Request):
-        job = find(request)
+    async def job_status(self, request: Request):
+        job = self.find(request)
         status = {"id": job.id, "state": job.state, "progress": list(job.progress),
-                  "position": queue.position(job),
+                  "position": self.queue.position(job),
                   "elapsed": None if job.started is None else round(time.monotonic() - job.started, 3)}
         if job.future.done():
             if job.future.exception() is None:
@@ -156,30 +174,29 @@ def create_app(infiller, queue_size: int = 32, time_limit: float = 60.0, max_bod
                 status.update(error=str(error), status=error.status)
         return JSONResponse(status)
 
-    async def cancel_job(request: Request):
-        job = find(request)
-        queue.cancel(job)
+    async def cancel_job(self, request: Request):
+        job = self.find(request)
+        self.queue.cancel(job)
         return JSONResponse({"id": job.id, "state": job.state})
 
-    async def http_error(request: Request, exc: Exception):
-        error = failure(exc)
-        headers = {"Retry-After": "2"} if error.status == 503 else None
-        return JSONResponse({"error": str(error)}, status_code=error.status, headers=headers)
 
-    async def not_found(request: Request, exc: Exception):
-        status = getattr(exc, "status_code", 404)
-        return JSONResponse({"error": getattr(exc, "detail", "not found")}, status_code=status)
+def create_app(infiller, queue_size: int = 32, time_limit: float = 60.0, max_body: int = 64 * 1024) -> Starlette:
+    """The app over ``infiller``: at most ``queue_size`` runs wait, each must end within ``time_limit``
+    seconds of its request, bodies are at most ``max_body`` bytes."""
+    queue = RunQueue(queue_size, time_limit)
+    service = Service(infiller, queue, max_body)
 
     @asynccontextmanager
     async def lifespan(app):
         yield
         queue.close()
 
-    routes = [Route("/", index), Route("/api/info", info),
-              *(Route(f"/api/{task}", answer(task), methods=["POST"]) for task in TASKS),
-              Route("/api/jobs", create_job, methods=["POST"]),
-              Route("/api/jobs/{id}", job_status, methods=["GET"]),
-              Route("/api/jobs/{id}", cancel_job, methods=["DELETE"]), Mount("/static", StaticFiles(directory=STATIC))]
+    routes = [Route("/", index), Route("/api/info", service.info),
+              *(Route(f"/api/{task}", service.answer(task), methods=["POST"]) for task in TASKS),
+              Route("/api/jobs", service.create_job, methods=["POST"]),
+              Route("/api/jobs/{id}", service.job_status, methods=["GET"]),
+              Route("/api/jobs/{id}", service.cancel_job, methods=["DELETE"]),
+              Mount("/static", StaticFiles(directory=STATIC))]
     app = Starlette(routes=routes, exception_handlers={Exception: http_error, HTTPError: http_error,
                                                        InfillError: http_error, 404: not_found, 405: not_found},
                     lifespan=lifespan)
