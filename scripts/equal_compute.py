@@ -41,6 +41,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from infill.pipeline.config import AUTO, AUTO_BUDGET_PER_BLANK  # noqa: E402
+
 ORDERS = ("independent", "left-to-right", "confident-first", "random-order")
 DEFAULT = "gibbs:25x12:left-to-right"
 GRID = ",".join([DEFAULT, "gibbs:8x40:confident-first", "gibbs:50x6:confident-first", "gibbs-mh:25x12:confident-first",

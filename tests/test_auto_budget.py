@@ -4,9 +4,9 @@ import torch
 
 from infill import Infiller
 from infill.errors import InfillError
+from infill.pipeline.choose import spread
 from infill.pipeline.config import AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_ORDER, MAX_BUDGET, RunConfig
 from infill.pipeline.policy import for_blanks, for_words
-from infill.pipeline.choose import spread
 from infill.samplers.base import Trace
 
 TWO = "The [MASK] sat on the [MASK]."
@@ -119,8 +119,9 @@ def test_diverse_decoding_reads_starts_and_scored_proposals(infiller):
     visited = infiller.sample(TWO, "gibbs-mh", num_samples=6, steps=4, top=5, seed=0)
     diverse = infiller.sample(TWO, "gibbs-mh", num_samples=6, steps=4, top=5, seed=0, decode="diverse")
     assert diverse.diagnostics.candidates > visited.diagnostics.candidates
-    near = lambda result: [sum(a != b for a, b in zip(x.token_ids, y.token_ids))  # noqa: E731
-                           for i, x in enumerate(result.samples) for y in result.samples[:i]]
+    def near(result):
+        return [sum(a != b for a, b in zip(x.token_ids, y.token_ids))
+                for i, x in enumerate(result.samples) for y in result.samples[:i]]
     assert min(near(diverse)) >= min(near(visited))
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from test_cli_reliability import CORPUS, PROTOCOL
 
 from infill.cli import main
 from infill.errors import InfillError
-from test_cli_reliability import CORPUS, PROTOCOL
 
 T = "a [MASK] day ."
 LONG_TEXT = "".join(f"Sentence number {i} says something long enough about the topic at hand. " for i in range(8))

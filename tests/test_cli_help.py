@@ -8,8 +8,7 @@ import pytest
 
 from infill.cli import COMMANDS, build_parser, plain
 from infill.cli.summarize import DEFAULT_METHOD, DEFAULT_SAMPLER, DEFAULT_WORDS
-from infill.pipeline.config import (AUTO, AUTO_BUDGET_PER_BLANK, AUTO_CHAINS, REWRITE_SAMPLER, SAMPLES, STEPS,
-                                    RunConfig)
+from infill.pipeline.config import AUTO, AUTO_BUDGET_PER_BLANK, AUTO_CHAINS, REWRITE_SAMPLER, SAMPLES, STEPS, RunConfig
 
 
 def subparser(command: str) -> argparse.ArgumentParser:

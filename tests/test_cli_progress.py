@@ -3,10 +3,10 @@ and an estimate of the time left."""
 import io
 import re
 
+from test_cli_reliability import write_protocol
+
 from infill.cli import main
 from infill.pipeline.progress import Lines, duration
-
-from test_cli_reliability import write_protocol
 
 LINE = r"{}: {} {}/{} done \(.+\), \d+ s elapsed{}"
 

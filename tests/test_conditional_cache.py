@@ -4,14 +4,13 @@ key fails the same bound), reproducible (same seed, same fillings and energies w
 import numpy as np
 import pytest
 import torch
+from conftest import tiny_bert
 
 from infill import Infiller
 from infill.energies import MaskedLMEnergy, evaluate, one_hot, value_and_grad
 from infill.energies.conditionals import ConditionalCache, key
 from infill.energies.exact import empirical_distribution, exact_distribution, total_variation, tv_noise_floor
 from infill.samplers import SAMPLERS, make_sampler
-
-from conftest import tiny_bert
 
 INPUT_IDS = torch.tensor([2, 10, 4, 11, 4, 12, 4, 3])
 BLANKS = torch.tensor([2, 4, 6])

@@ -2,10 +2,20 @@
 words from a tokenizer; rewrite's closeness on a tiny masked LM."""
 import pytest
 import torch
+from conftest import tiny_bert
 from transformers import BertConfig, BertForSequenceClassification
 
-from infill.constraints import (INCLUDE_WEIGHT, Closeness, Include, SequenceClassifier, WeightedSum,
-                                calibrate_closeness, constrained_energy, include_term, source_categories)
+from infill.constraints import (
+    INCLUDE_WEIGHT,
+    Closeness,
+    Include,
+    SequenceClassifier,
+    WeightedSum,
+    calibrate_closeness,
+    constrained_energy,
+    include_term,
+    source_categories,
+)
 from infill.energies import MaskedLMEnergy, PottsEnergy, one_hot, value_and_grad
 from infill.energies.base import HasConditionals
 from infill.energies.exact import all_states, exact_distribution
@@ -13,8 +23,6 @@ from infill.energies.tempered import Tempered
 from infill.errors import InfillError
 from infill.samplers import SAMPLERS, make_sampler, run_annealed
 from infill.text.vocabulary import sampleable_token_ids
-
-from conftest import tiny_bert
 
 D, K = 4, 3
 STATES = all_states(D, K)

@@ -12,7 +12,13 @@ import torch
 from infill.constraints import Closeness, Include, WeightedSum, calibrate_closeness
 from infill.energies import PottsEnergy
 from infill.energies.base import value_and_grad
-from infill.energies.exact import all_states, empirical_distribution, exact_distribution, total_variation, tv_noise_floor
+from infill.energies.exact import (
+    all_states,
+    empirical_distribution,
+    exact_distribution,
+    total_variation,
+    tv_noise_floor,
+)
 from infill.samplers import SAMPLERS, make_sampler
 
 CHAINS, STEPS = 2000, 150

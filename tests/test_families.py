@@ -5,15 +5,20 @@ import warnings
 import pytest
 import torch
 import transformers as tf
+from families import FAMILIES, build, tokenizer
 
 from infill import Infiller
 from infill.energies import MaskedLMEnergy, evaluate, one_hot
 from infill.errors import InfillError
 from infill.text.template import fill_pieces, parse
-from infill.text.vocabulary import (continuation_pieces, piece_kinds, sampleable_token_ids, token_words,
-                                    word_piece_ids, word_start_a)
-
-from families import FAMILIES, build, tokenizer
+from infill.text.vocabulary import (
+    continuation_pieces,
+    piece_kinds,
+    sampleable_token_ids,
+    token_words,
+    word_piece_ids,
+    word_start_a,
+)
 
 TEMPLATE = "the [MASK] sat on the [MASK*2]."
 MARKERS = {"wordpiece": "", "bpe": "Ġ", "bpe-lstrip": "Ġ"}  # what a word start looks like, to check; else "▁"

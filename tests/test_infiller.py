@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from infill import InfillResult, Infiller
+from infill import Infiller, InfillResult
 from infill.energies.base import value_and_grad
 from infill.energies.masked_lm import MaskedLMEnergy
 from infill.energies.tempered import Tempered

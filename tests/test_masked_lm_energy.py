@@ -1,12 +1,11 @@
 """The PLL energy against a slow one-copy-at-a-time reference, and DMALA on the dev MLM."""
 import pytest
 import torch
+from conftest import tiny_bert
 
 from infill.energies import MaskedLMEnergy, evaluate, one_hot, value_and_grad
 from infill.samplers import make_sampler
 from infill.text.vocabulary import sampleable_token_ids
-
-from conftest import tiny_bert
 
 INPUT_IDS = torch.tensor([2, 10, 11, 4, 12, 4, 4, 13, 3])
 BLANKS = torch.tensor([3, 5, 6])

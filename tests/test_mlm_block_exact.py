@@ -2,15 +2,14 @@
 their defaults; without the reverse proposal term they fail the same bound (test_samplers_exact.py's)."""
 import pytest
 import torch
-
-from infill.energies import MaskedLMEnergy
-from infill.energies.tempered import Tempered
-from infill.energies.exact import empirical_distribution, exact_distribution, total_variation
-from infill.samplers import make_sampler, run_annealed
-from infill.samplers.mlm_block import BlockMH, MLMIndependence, is_masked_lm
-
 from conftest import tiny_bert
 from test_samplers_exact import bound, exact_floor
+
+from infill.energies import MaskedLMEnergy
+from infill.energies.exact import empirical_distribution, exact_distribution, total_variation
+from infill.energies.tempered import Tempered
+from infill.samplers import make_sampler, run_annealed
+from infill.samplers.mlm_block import BlockMH, MLMIndependence, is_masked_lm
 
 D, K = 3, 4
 CHAINS, STEPS = 1000, 200  # the second half kept: 100,000 draws

@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from conftest import tiny_bert
 
 from infill.energies import MaskedLMEnergy, PottsEnergy, evaluate, one_hot
 from infill.energies.exact import empirical_distribution, exact_distribution, total_variation
@@ -16,8 +17,6 @@ from infill.samplers.auxiliary_gaussian import PreconditionerTuning
 from infill.samplers.balancing import balancing_function
 from infill.samplers.dlmc import euler_log_proposal, interpolated_log_proposal
 from infill.samplers.langevin import ncg_log_proposal
-
-from conftest import tiny_bert
 
 NEW = ["dlmc", "dlmcf", "ncg", "avg", "pavg", "pas"]
 CONFIGS = [("dlmc", {"balancing": "ratio"}), ("dlmcf", {"balancing": "ratio"}), ("pas", {"balancing": "ratio"}),

@@ -4,14 +4,13 @@ import itertools
 
 import pytest
 import torch
+from conftest import reading_only_masked_blanks, tiny_bert
+from test_samplers_exact import bound, exact_floor
 
 from infill.energies import MaskedLMEnergy
 from infill.energies.exact import all_states, empirical_distribution, total_variation
 from infill.lm import mlm_draws
 from infill.pipeline.config import BASELINES, INITS, RunConfig
-
-from conftest import reading_only_masked_blanks, tiny_bert
-from test_samplers_exact import bound, exact_floor
 
 D, K = 3, 4
 IDS, BLANKS = torch.tensor([2, 10, 4, 11, 4, 12, 4, 3]), torch.tensor([2, 4, 6])

@@ -4,17 +4,16 @@ weight, order and with moves; the particles without their weights fail the same 
 method keeps the default's promises: the budget a cap, same seed same fillings, a batch equal to single calls."""
 import pytest
 import torch
+from conftest import reading_only_masked_blanks, tiny_bert
+from test_samplers_exact import bound, exact_floor
 
 from infill import Infiller
 from infill.energies import MaskedLMEnergy
 from infill.energies.exact import empirical_distribution, exact_distribution, total_variation
 from infill.errors import InfillError
-from infill.pipeline.config import SAMPLES
 from infill.pipeline.choose import spread
+from infill.pipeline.config import SAMPLES
 from infill.samplers.particles import SMC, effective_size, smc, systematic
-
-from conftest import reading_only_masked_blanks, tiny_bert
-from test_samplers_exact import bound, exact_floor
 
 D, K = 3, 4
 RUNS = 20_000

@@ -1,14 +1,13 @@
 """The product search: exact scores, the budget as a hard cap, the exhaustive best where the sets cover all."""
 import pytest
 import torch
+from conftest import tiny_bert
 
 from infill import Infiller
 from infill.energies import MaskedLMEnergy
 from infill.energies.budget import Meter
 from infill.energies.exact import all_states
 from infill.samplers.product_search import cost, grow, search
-
-from conftest import tiny_bert
 
 CATEGORIES = torch.arange(20, 26)
 

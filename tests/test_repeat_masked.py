@@ -1,13 +1,12 @@
 """The repeat-masked PLL: its terms, its cache keys, and exact samplers on it."""
 import pytest
 import torch
+from conftest import tiny_bert
 
 from infill.energies import MaskedLMEnergy
 from infill.energies.conditionals import MASKED, ConditionalCache, key
 from infill.energies.exact import all_states, empirical_distribution, exact_distribution, total_variation
 from infill.samplers import make_sampler
-
-from conftest import tiny_bert
 
 INPUT_IDS = torch.tensor([2, 10, 11, 4, 12, 4, 13, 3])
 BLANKS, CATEGORIES = torch.tensor([3, 5]), torch.arange(20, 26)

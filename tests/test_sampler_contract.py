@@ -84,8 +84,9 @@ class CountingLM:
 
 @pytest.fixture(scope="module")
 def lm_energy():
-    from infill.energies import MaskedLMEnergy
     from conftest import tiny_bert
+
+    from infill.energies import MaskedLMEnergy
 
     model = tiny_bert(vocab_size=40, seed=0, init=0.5)
     return MaskedLMEnergy(model, torch.tensor([1, 10, 4, 11, 4, 2]), torch.tensor([2, 4]), torch.arange(20, 26), 4)

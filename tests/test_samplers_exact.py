@@ -10,15 +10,19 @@ from dataclasses import dataclass
 
 import pytest
 import torch
+from conftest import tiny_bert
 
 from infill.energies import MaskedLMEnergy, PottsEnergy, one_hot, value_and_grad
-from infill.energies.exact import (all_states, empirical_distribution, exact_distribution, total_variation,
-                                   tv_noise_floor)
+from infill.energies.exact import (
+    all_states,
+    empirical_distribution,
+    exact_distribution,
+    total_variation,
+    tv_noise_floor,
+)
 from infill.energies.toy import TwoScalePotts
 from infill.samplers import SAMPLERS, Adapted, make_sampler
 from infill.samplers.presets import DMALA
-
-from conftest import tiny_bert
 
 UNADJUSTED = {"dula", "una"}  # biased by design: no exactness bound, a bias bound instead
 CHAINS, STEPS = 1000, 200  # the second half is kept: 1000 x 100 draws

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import tiny_bert
 
 from infill.errors import InfillError
 from infill.lm import scoring
 from infill.lm.scoring import rank, score, splice, token_scores
-
-from conftest import tiny_bert
 
 MASK = 103
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from conftest import tiny_bert
+
 from infill import Infiller
 from infill.energies.budget import BudgetSpent, Meter
 from infill.errors import InfillError

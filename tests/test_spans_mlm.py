@@ -3,16 +3,15 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import tiny_bert
 
 from infill.errors import InfillError
 from infill.lm.scoring import token_scores
-from infill.spans.fills import MASK, Fills
 from infill.samplers import Trace
+from infill.spans.fills import MASK, Fills
 from infill.spans.sample import best, draw_starts, sample_spans, span_energy, span_space, start_lengths
 from infill.text.template import fill_pieces, parse
 from infill.text.vocabulary import token_words, word_piece_ids
-
-from conftest import tiny_bert
 
 WORDS = ["cat", "dog", "so", "##uven", "##ir", "the", "red"]
 

@@ -11,8 +11,18 @@ import torch
 
 from infill.cli import main
 from infill.errors import InfillError
-from infill.summarize import (Budget, ChainSettings, ObjectiveConfig, SummaryObjective, brute_force, decode_text,
-                              greedy, lead, run_chains, split_sentences)
+from infill.summarize import (
+    Budget,
+    ChainSettings,
+    ObjectiveConfig,
+    SummaryObjective,
+    brute_force,
+    decode_text,
+    greedy,
+    lead,
+    run_chains,
+    split_sentences,
+)
 from infill.summarize.aclsum_data import detokenize, load_aclsum
 from infill.summarize.chain_stats import effective_sample_size
 from infill.summarize.decoding import auto_step_size, dimension_vote, sample_vote

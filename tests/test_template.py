@@ -1,12 +1,11 @@
 """Template parsing, syntax, segments and splicing, with the bert-base-uncased tokenizer."""
 import pytest
 import torch
+from families import tokenizer
 
 from infill.errors import InfillError
 from infill.text.template import detokenize, fill, fill_pieces, parse
 from infill.text.vocabulary import token_words
-
-from families import tokenizer
 
 
 def test_blanks_and_spans(bert_tokenizer):

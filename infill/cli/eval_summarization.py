@@ -15,8 +15,15 @@ from pathlib import Path
 
 from ..errors import InfillError
 from . import plain
-from .summarize import (DEFAULT_METHOD, DEFAULT_SAMPLER, DEFAULT_WORDS, add_objective_arguments, chain_settings,
-                        objective_config, positive_int)
+from .summarize import (
+    DEFAULT_METHOD,
+    DEFAULT_SAMPLER,
+    DEFAULT_WORDS,
+    add_objective_arguments,
+    chain_settings,
+    objective_config,
+    positive_int,
+)
 
 DEFAULT_METHODS = "lead,greedy,lexrank,textrank,luhn,lsa,lb,una,mana"
 

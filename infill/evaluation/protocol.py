@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import replace
-from dataclasses import dataclass, field
-from typing import Optional, Protocol as Interface
+from dataclasses import dataclass, field, replace
+from typing import Optional
+from typing import Protocol as Interface
 
 from ..errors import InfillError
 from ..pipeline.config import RunConfig

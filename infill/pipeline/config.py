@@ -298,7 +298,8 @@ class RunConfig:
             if isinstance(value, float):
                 _number(f"{self.method} option {key}", value)
         from ..samplers import SAMPLERS, options_of, sampler_options
-        from ..samplers.particles import METHOD as PARTICLES, SMC
+        from ..samplers.particles import METHOD as PARTICLES
+        from ..samplers.particles import SMC
 
         if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *BASELINES, AUTO):
             raise InfillError(f"unknown sampler {self.method!r}; choose from {AUTO}, "

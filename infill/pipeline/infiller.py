@@ -29,8 +29,15 @@ from typing import Callable, Iterator, Optional, Sequence, Union
 import torch
 from torch import Tensor, nn
 
-from ..constraints import (Include, calibrate_closeness, check_change, constrained_energy, include_pieces,
-                           include_term, source_categories)
+from ..constraints import (
+    Include,
+    calibrate_closeness,
+    check_change,
+    constrained_energy,
+    include_pieces,
+    include_term,
+    source_categories,
+)
 from ..energies.budget import BudgetSpent, Meter
 from ..energies.conditionals import CACHE_MIB, ConditionalCache
 from ..energies.masked_lm import MaskedLMEnergy
@@ -252,7 +259,8 @@ class Infiller:
         return dataclasses.replace(result, samples=samples)
 
     def run(self, templates: Union[Sequence[str], Prepared], config: Optional[RunConfig] = None,
-            progress: bool = False, on_step: Optional[OnStep] = None, terms: Sequence[tuple] = ()) -> list[InfillResult]:
+            progress: bool = False, on_step: Optional[OnStep] = None,
+            terms: Sequence[tuple] = ()) -> list[InfillResult]:
         """Every result of :meth:`stream`, in the templates' order."""
         return [result for _, result in self.stream(templates, config, progress, on_step, terms)]
 

@@ -19,7 +19,8 @@ from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError
 from ..lm import mlm_draws
 from ..samplers import product_search
-from ..samplers.particles import METHOD as PARTICLES, SMC, smc
+from ..samplers.particles import METHOD as PARTICLES
+from ..samplers.particles import SMC, smc
 from .config import MAX_DRAWS, RunConfig
 
 Draw = Callable[[int], tuple[Tensor, Optional[Tensor]]]

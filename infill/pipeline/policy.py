@@ -13,8 +13,20 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InfillError
-from .config import (AUTO, AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_CHAINS, AUTO_ORDER, AUTO_PARTICLES,
-                     AUTO_TARGET, AUTO_TOP, SAMPLES, SEARCH, STEPS, RunConfig)
+from .config import (
+    AUTO,
+    AUTO_BUDGET_PER_BLANK,
+    AUTO_CHAIN_BLANKS,
+    AUTO_CHAINS,
+    AUTO_ORDER,
+    AUTO_PARTICLES,
+    AUTO_TARGET,
+    AUTO_TOP,
+    SAMPLES,
+    SEARCH,
+    STEPS,
+    RunConfig,
+)
 
 
 @dataclass(frozen=True)

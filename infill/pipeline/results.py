@@ -46,7 +46,8 @@ class Sample:
 class Diagnostics:
     """How the run went. ``acceptance_rate`` and ``mean_hops`` (blank tokens changed per step) are over
     this template's chains (None for a baseline method, which has no steps); ``tuned`` is what the
-    sampler adapted during its ``burn_in`` steps (``Tuning.to_dict()``: the tuned ``value``, e.g. the step size); ``evaluations`` counts
+    sampler adapted during its ``burn_in`` steps (``Tuning.to_dict()``: the tuned ``value``, e.g. the step size);
+    ``evaluations`` counts
     energy evaluations per chain and ``forwards`` the masked-LM forward passes over the chains spent on
     starts or baseline draws; ``encoder_sequences`` is the run's compute in sequences through the encoder
     (every masked copy of a forward pass, each backward pass counted again; starts, chains and re-scoring

@@ -13,7 +13,7 @@ from .base import Sampler, State, StepInfo, Trace, Tuning, options_of, sample_ca
 from .registry import SAMPLERS, register
 from .runner import run_annealed
 
-# Importing the modules registers their samplers.
+# Importing the modules registers their samplers, in this order (after the base modules).
 from . import auxiliary_gaussian, mlm_block, presets  # noqa: E402, F401
 
 

@@ -14,7 +14,8 @@ vectors. The MH ratio in the extended space is
     log N(z; A x', I) - log N(z; A x, I) = u^T (x' - x) - gamma/2 (x'^T W x' - x^T W x);
 
 ``A`` itself is never formed. A proposal is exact (always accepted) when ``f`` is quadratic with cross-site
-curvature ``gamma W``. One value-and-gradient evaluation per step (at ``x'``, cached). AVG's step size adapts during burn-in
+curvature ``gamma W``. One value-and-gradient evaluation per step (at ``x'``, cached). AVG's step size adapts during
+burn-in
 (:mod:`.adaptive`). The kernel takes the step size and the preconditioner as arguments; PAVG's learning is
 its adaptation (:class:`Preconditioning`).
 

@@ -38,7 +38,8 @@ def _log_one_minus_exp_neg(log_r: Tensor) -> Tensor:
 def interpolated_log_proposal(x: Tensor, grad: Tensor, h: float, balancing: str) -> Tensor:
     """DLMC's per-variable log jump probabilities ``(B, d, K)`` (eq. 39, diagonal completing each row)."""
     log_nu = torch.log_softmax(grad, dim=-1)
-    log_r = math.log(h) + log_rates(x, grad, balancing_function(balancing)) - log_nu  # log(h Q_ab / nu_b); -inf at b = a
+    # log(h Q_ab / nu_b); -inf at b = a
+    log_r = math.log(h) + log_rates(x, grad, balancing_function(balancing)) - log_nu
     moves = log_nu + _log_one_minus_exp_neg(log_r)
     stays = torch.logsumexp(log_nu - log_r.exp(), dim=-1, keepdim=True)  # nu_a + sum nu_b exp(-h Q_ab / nu_b)
     return moves.scatter(2, x.unsqueeze(-1), stays)

@@ -11,7 +11,8 @@ from ..energies.base import Energy, evaluate, one_hot
 _CHUNK_ELEMENTS = 1 << 24
 
 
-def neighbour_values(energy: Energy, x_idx: Tensor, k: int, include_self: bool = True) -> tuple[Optional[Tensor], Tensor]:
+def neighbour_values(energy: Energy, x_idx: Tensor, k: int,
+                     include_self: bool = True) -> tuple[Optional[Tensor], Tensor]:
     """Energy of every Hamming-1 neighbour of each state, in one batched evaluation.
 
     Returns ``(value, table)``: ``value (B,)`` the energy of ``x_idx`` itself (``None`` unless

@@ -34,8 +34,8 @@ from typing import Optional, Union
 import torch
 from torch import Tensor
 
-from ..errors import InfillError
 from ..energies.base import Energy, one_hot
+from ..errors import InfillError
 from ..samplers import make_sampler, run_annealed
 from .baselines import greedy
 from .chain_stats import mean_ess

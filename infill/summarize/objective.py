@@ -41,7 +41,6 @@ from torch import Tensor
 from ..errors import InfillError
 from .sentences import word_count
 
-
 _EPS = 1e-12
 SIMILARITIES = ("tfidf", "minilm")
 
