@@ -436,3 +436,12 @@ def test_dev_model_includes_a_word_of_several_pieces(dev_model_path):
         assert s.text == f"we bought a {s.fills[0]} in paris ."
     with pytest.raises(InfillError, match="it is 3 tokens for this model, not one"):
         infiller.sample("we bought a [MASK] in paris .", include=["souvenir"])  # token blanks
+
+
+def test_annealed_block_mh_proposes_from_the_masked_lm(infiller, monkeypatch):
+    """Under ``anneal_from`` block-mh proposes from the model's ``blank_logits``, as it does at temperature 1."""
+    def conditional_logits(self, x_idx, i):
+        raise AssertionError("block-mh proposed from conditional_logits")
+    monkeypatch.setattr(MaskedLMEnergy, "conditional_logits", conditional_logits)
+    result = infiller.sample(TEMPLATE, sampler="block-mh", num_samples=3, steps=6, seed=0, anneal_from=3.0)
+    assert len(result.samples) == 3

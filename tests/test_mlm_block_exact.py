@@ -135,3 +135,20 @@ def test_an_annealed_block_mh_proposes_from_the_masked_lm_and_keeps_its_target(t
     kept = trace.samples[STEPS // 2:]
     tv, floor = total_variation(p, empirical_distribution(kept, K)), exact_floor(p, kept.shape[0] * CHAINS)
     assert tv <= bound(floor), f"TV {tv:.4f} (floor {floor:.4f})"
+
+
+@pytest.mark.parametrize("name", ["block-mh", "mlm-independence"])
+@pytest.mark.parametrize("temperature", [0.5, 2.0])
+def test_exact_for_the_tempered_target(tiny_pll, name, temperature):
+    energy, _ = tiny_pll
+    tempered = Tempered(energy, temperature)
+    p = exact_distribution(tempered, D, K)
+    tv, floor, _ = run_tv(make_sampler(name), tempered, p)
+    assert tv <= bound(floor), f"{name} at T={temperature}: TV {tv:.4f} (floor {floor:.4f})"
+
+
+def test_control_without_the_reverse_proposal_fails_the_tempered_target(tiny_pll):
+    tempered = Tempered(tiny_pll[0], 0.5)
+    p = exact_distribution(tempered, D, K)
+    tv, floor, _ = run_tv(NoReverseBlock(), tempered, p)
+    assert tv > bound(floor), f"TV {tv:.4f} passes a bound it must fail (floor {floor:.4f})"

@@ -14,7 +14,8 @@ from typing import Optional, Sequence
 import torch
 from torch import Tensor
 
-from ..energies.base import HasConditionals, evaluate
+from ..energies.abilities import HasConditionals, HasDifferences, HasValueAndGrad
+from ..energies.base import evaluate
 from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError
 from .terms import Include
@@ -44,7 +45,9 @@ class WeightedSum:
     term has the model's conditionals (the masked LM) and every other term has exact ``differences``. It is
     then ``w_lm * (the model's logits) + sum_j w_j * differences_j`` at the blank, so a proposal sees every
     include word and the source. Without it, ``gibbs`` and ``gibbs-mh`` enumerate the exact conditional
-    (``K`` evaluations per step): use a gradient sampler instead.
+    (``K`` evaluations per step): use a gradient sampler instead. ``differences`` exists where every term has
+    them: their weighted sum. The sum has no ``blank_logits``: a masked blank cannot be scored by the other
+    terms, so ``block-mh`` proposes from ``conditional_logits``.
     """
 
     def __init__(self, terms: Sequence[tuple]):
@@ -68,9 +71,11 @@ class WeightedSum:
         if sizes:
             self.num_categories = sizes.pop()
         model = [n for n, t in self.entries.items() if isinstance(t, HasConditionals)]
-        if len(model) == 1 and all(hasattr(t, "differences") for n, t in self.entries.items() if n != model[0]):
+        if len(model) == 1 and all(isinstance(t, HasDifferences) for n, t in self.entries.items() if n != model[0]):
             self._model = model[0]
             self.conditional_logits = self._conditional_logits
+        if all(isinstance(t, HasDifferences) for t in self.entries.values()):
+            self.differences = self._differences
 
     def entries_with_weights(self) -> list[tuple[float, object, str]]:
         """The ``(weight, term, name)`` entries, in order."""
@@ -114,6 +119,9 @@ class WeightedSum:
         """Each term's own (unweighted) value per chain, ``name -> (B,)``, for ``names`` (default all)."""
         return {n: evaluate(self.term(n), x) for n in (names or self.entries)}
 
+    def _differences(self, x_idx: Tensor) -> Tensor:
+        return sum(weight * term.differences(x_idx) for weight, (_, term) in self._weighted())
+
     def _conditional_logits(self, x_idx: Tensor, i: Tensor) -> Tensor:
         rows = torch.arange(len(i), device=i.device)
         logits = 0.0
@@ -146,7 +154,7 @@ def _checked(name: str, value: Tensor, x: Tensor) -> Tensor:
 
 def _value_and_grad(term, x: Tensor) -> tuple[Tensor, Optional[Tensor]]:
     """A term's values and gradient (None where its value does not depend on ``x`` through autograd)."""
-    if hasattr(term, "value_and_grad"):
+    if isinstance(term, HasValueAndGrad):
         return term.value_and_grad(x)
     with torch.enable_grad():
         x = x.detach().requires_grad_(True)

@@ -3,25 +3,21 @@
 An energy is any callable ``energy(x) -> Tensor[B]`` taking a one-hot float tensor ``x`` of shape
 ``(B, d, K)`` (``B`` chains, ``d`` categorical variables with ``K`` categories each; a binary variable
 is the case ``K = 2``) and returning the unnormalised log-probability of each state, differentiable in
-``x`` where gradients are used. An energy may also offer ``conditional_logits(x_idx, i)``: logits of
-its own proposal for variable ``i`` given the others (used by Gibbs on a masked LM).
+``x`` where gradients are used. An energy may also offer abilities (:mod:`~infill.energies.abilities`), e.g.
+``conditional_logits(x_idx, i)``: logits of its own proposal for variable ``i`` given the others (used by
+Gibbs on a masked LM).
 """
 from __future__ import annotations
 
-from typing import Callable, Protocol, runtime_checkable
+from typing import Callable
 
 import torch
 from torch import Tensor
 
+from .abilities import HasConditionals, HasValueAndGrad
+
 Energy = Callable[[Tensor], Tensor]
-
-
-@runtime_checkable
-class HasConditionals(Protocol):
-    """An energy that proposes variable ``i`` from its own conditional (e.g. BERT's at a blank)."""
-
-    def conditional_logits(self, x_idx: Tensor, i: Tensor) -> Tensor:
-        """Logits ``(B, K)`` for variable ``i[b]`` of chain ``b`` given the other variables."""
+__all__ = ["Energy", "HasConditionals", "evaluate", "one_hot", "value_and_grad"]
 
 
 def one_hot(x_idx: Tensor, num_categories: int, dtype: torch.dtype = torch.float32) -> Tensor:
@@ -35,7 +31,7 @@ def value_and_grad(energy: Energy, x: Tensor) -> tuple[Tensor, Tensor]:
     An energy with its own ``value_and_grad`` method (e.g. one that chunks to save memory) supplies them.
     Chains are independent, so the gradient of the sum is each chain's own gradient.
     """
-    if hasattr(energy, "value_and_grad"):
+    if isinstance(energy, HasValueAndGrad):
         return energy.value_and_grad(x)
     with torch.enable_grad():
         x = x.detach().requires_grad_(True)

@@ -1,29 +1,28 @@
 """An energy at temperature ``T``: the target ``exp(U / T)``."""
 from __future__ import annotations
 
+from typing import Callable
+
 from torch import Tensor
 
+from .abilities import KEPT, SCALED
 from .base import value_and_grad
 
 
 class Tempered:
-    """``U(x) / temperature`` for any energy ``U``, with its gradient and (where ``U`` has them) its
-    conditionals, a masked LM's ``blank_logits`` (with the template's ``input_ids``, ``num_blanks`` and
-    ``category_ids`` the masked LM's draws read) or a span energy's proposal logits (:mod:`infill.spans`) scaled
-    alike: ``T < 1`` sharpens the target toward high-energy states, ``T > 1`` flattens it. A kernel that proposes
-    from the masked LM does so at every temperature."""
+    """``U(x) / temperature`` for any energy ``U``, with its gradient and each of its other abilities
+    (:mod:`~infill.energies.abilities`) that ``U`` offers, the model's logits and exact values scaled alike:
+    ``T < 1`` sharpens the target toward high-energy states, ``T > 1`` flattens it. An ability ``U`` lacks
+    stays absent, as samplers tell energies apart by it."""
 
     def __init__(self, energy, temperature: float):
         self.energy, self.temperature = energy, float(temperature)
-        self.num_categories = energy.num_categories
-        if hasattr(energy, "conditional_logits"):  # only then: samplers tell energies apart by it
-            self.conditional_logits = self._conditional_logits
-        if hasattr(energy, "proposal_logits"):
-            self.proposal_logits = self._proposal_logits
-        if hasattr(energy, "blank_logits"):
-            self.blank_logits = self._blank_logits
-            self.input_ids, self.num_blanks, self.category_ids = energy.input_ids, energy.num_blanks, \
-                energy.category_ids
+        for name in KEPT:
+            if hasattr(energy, name):
+                setattr(self, name, getattr(energy, name))
+        for name in SCALED:
+            if hasattr(energy, name):
+                setattr(self, name, self._scaled(getattr(energy, name)))
 
     def __call__(self, x: Tensor) -> Tensor:
         return self.energy(x) / self.temperature
@@ -32,11 +31,5 @@ class Tempered:
         value, grad = value_and_grad(self.energy, x)
         return value / self.temperature, grad / self.temperature
 
-    def _conditional_logits(self, x_idx: Tensor, i: Tensor) -> Tensor:
-        return self.energy.conditional_logits(x_idx, i) / self.temperature
-
-    def _blank_logits(self, *args) -> Tensor:
-        return self.energy.blank_logits(*args) / self.temperature
-
-    def _proposal_logits(self, *args) -> Tensor:
-        return self.energy.proposal_logits(*args) / self.temperature
+    def _scaled(self, ability: Callable[..., Tensor]) -> Callable[..., Tensor]:
+        return lambda *args, **kwargs: ability(*args, **kwargs) / self.temperature
