@@ -8,8 +8,7 @@ import argparse
 import json
 import sys
 
-from ..errors import InfillError
-from ..pipeline.config import positive_integer
+from ..errors import InfillError, positive_integer
 from .sample import read_lines
 
 BATCH = 64  # sentences tokenized and printed together

@@ -6,8 +6,7 @@ import errno
 import socket
 import sys
 
-from ..errors import InfillError
-from ..pipeline.config import positive_integer
+from ..errors import InfillError, check, is_integer, positive_integer
 
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
@@ -33,8 +32,7 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
 
 def check_address(host: str, port: int) -> None:
     """One line if ``host:port`` cannot be bound (in use, or not an address of this machine)."""
-    if not 0 < port < 65536:
-        raise InfillError(f"--port must be between 1 and 65535, got {port}")
+    check(is_integer(port, 1) and port <= 65535, f"--port must be between 1 and 65535, got {port}")
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror:
@@ -55,8 +53,7 @@ def run(args) -> int:
 
     positive_integer("--queue-size", args.queue_size)
     positive_integer("--max-body", args.max_body)
-    if not args.time_limit > 0:
-        raise InfillError(f"--time-limit must be positive, got {args.time_limit}")
+    check(args.time_limit > 0, f"--time-limit must be positive, got {args.time_limit}")
     check_address(args.host, args.port)
     from ..lm.hub import check_available
 

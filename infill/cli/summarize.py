@@ -23,7 +23,7 @@ import argparse
 import json
 import sys
 
-from ..errors import InfillError
+from ..errors import InfillError, is_integer, is_number
 from . import plain
 
 DEFAULT_METHOD = "greedy"
@@ -32,31 +32,27 @@ DEFAULT_WORDS = 150
 MAX_SAMPLER_SENTENCES = 500  # a sampler step costs O(chains * N^3)
 
 
-def positive_int(text: str) -> int:
+def _argument(text: str, kind: type, ok, expected: str):
+    """``text`` as a ``kind`` if ``ok`` of it, else argparse's one line: ``expected`` and ``text``."""
     try:
-        value = int(text)
+        value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+        value = None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _argument(text, int, lambda v: is_integer(v, 1), "a positive integer")
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return value
+    return _argument(text, float, lambda v: is_number(v, 0, open_low=True), "a positive number")
 
 
 def unit_float(text: str) -> float:
-    value = positive_float(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text}")
-    return value
+    return _argument(text, float, lambda v: is_number(v, 0, 1, open_low=True), "a number in (0, 1]")
 
 
 def step_size(text: str):

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from ..energies.base import Energy, HasConditionals
-from ..errors import InfillError
+from ..errors import InfillError, check, is_number
 from ..samplers.base import Sampler
 from ..samplers.neighbours import neighbour_values
 from .terms import Closeness
@@ -39,8 +39,8 @@ BRACKET = 30.0  # lambda is sought in [-BRACKET, BRACKET]
 
 
 def check_change(change: float) -> float:
-    if isinstance(change, bool) or not isinstance(change, (int, float)) or not 0 < change < 1:
-        raise InfillError(f"change must be a fraction strictly between 0 and 1, got {change!r}")
+    check(is_number(change, 0, 1, open_low=True, open_high=True),
+          f"change must be a fraction strictly between 0 and 1, got {change!r}")
     return float(change)
 
 

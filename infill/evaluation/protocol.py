@@ -15,7 +15,7 @@ except ModuleNotFoundError:  # Python 3.10
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InfillError
+from ..errors import InfillError, check, is_integer
 from ..pipeline.config import RunConfig
 
 CONVENTIONS = ("wikitext103", "tbc", "plain")
@@ -108,8 +108,7 @@ def _typed(table: dict, key: str, kind: type | tuple, where: str, default=None, 
 
 
 def _positive(value: int, key: str, where: str) -> int:
-    if value < 1:
-        raise InfillError(f"{where}: {key!r} must be at least 1, not {value}")
+    check(is_integer(value, 1), f"{where}: {key!r} must be at least 1, not {value}")
     return value
 
 

@@ -6,11 +6,10 @@ its defaults' types. Nothing here imports torch, so the CLI can validate before 
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
-from ..errors import InfillError
+from ..errors import InfillError, finite_number, one_of, positive_integer
 from ..text.blanks import UNITS
 
 SEARCH = "product-search"
@@ -72,31 +71,11 @@ MAX_BUDGET = MAX_DRAWS
 so no budget accepted buys more than :data:`MAX_DRAWS` draws."""
 
 
-def positive_integer(name: str, value: Any, minimum: int = 1) -> int:
-    """``value`` if it is an integer of at least ``minimum``, else one line naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise InfillError(f"{name} must be {kind}, got {value!r}")
-    return value
-
-
-def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InfillError(f"{name} must be a finite number, got {value!r}")
-    return float(value)
-
-
 def _auto_top() -> str:
     """:data:`AUTO_TOP` in words, for the help."""
     runs = {SEARCH: "the product search", "chains": "chains", "smc": "particles"}
     return ", ".join(f"{runs[run]}{f' (diversity {value:g})' if value else ''} "
                      + (f"up to {most}" if most else "above") for most, run, value in AUTO_TOP)
-
-
-def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise InfillError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
-    return value
 
 
 def check_hyperparameters(method: str, options: dict, defaults: dict) -> dict:
@@ -120,7 +99,7 @@ def check_hyperparameters(method: str, options: dict, defaults: dict) -> dict:
         elif isinstance(default, int):
             value = positive_integer(name, value, minimum=0)
         elif isinstance(default, float):
-            value = _number(name, value)
+            value = finite_number(name, value)
         elif isinstance(default, str) and not isinstance(value, str):
             raise InfillError(f"{name} must be a string, got {value!r}")
         checked[key] = value
@@ -239,13 +218,13 @@ class RunConfig:
             positive_integer("seed", self.seed, minimum=0)
             if self.seed >= 2**63:
                 raise InfillError(f"seed must be below 2**63, got {self.seed}")
-        _choice("init", self.init, INITS)
+        one_of("init", self.init, INITS)
         if self.target is not None:
-            _choice("target", self.target, TARGETS)
+            one_of("target", self.target, TARGETS)
         if self.decode is not None:
-            _choice("decode", self.decode, DECODES)
+            one_of("decode", self.decode, DECODES)
         if self.diversity is not None:
-            if _number("diversity", self.diversity) < 0:
+            if finite_number("diversity", self.diversity) < 0:
                 raise InfillError(f"diversity must be a number of nats >= 0, got {self.diversity!r}")
             if self.decode not in (None, "diverse"):
                 raise InfillError(f"diversity sets how --decode diverse keeps fillings, not --decode {self.decode}: "
@@ -261,13 +240,13 @@ class RunConfig:
             if self.anneal_from is not None:
                 raise InfillError("a budget stops the chains when it is spent, so it cannot be annealed: drop "
                                   "--anneal-from or --budget")
-        if self.temperature is not None and _number("temperature", self.temperature) <= 0:
+        if self.temperature is not None and finite_number("temperature", self.temperature) <= 0:
             raise InfillError(f"temperature must be positive, got {self.temperature!r}")
         if self.temperature is not None and self.temperature < MIN_TEMPERATURE:
             raise InfillError(f"temperature must be at least {MIN_TEMPERATURE:g}, got {self.temperature!r}: "
                               "below that the model's logits divided by it overflow")
         if self.anneal_from is not None:
-            _number("anneal_from", self.anneal_from)
+            finite_number("anneal_from", self.anneal_from)
             if self.method != AUTO:
                 self.check_annealing(self.token_temperature)
 
@@ -285,8 +264,8 @@ class RunConfig:
         for name in ("allow_subwords", "allow_punctuation"):
             if not isinstance(getattr(self, name), bool):
                 raise InfillError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        _choice("blank_unit", self.blank_unit, UNITS)
-        _choice("span_method", self.span_method, SPAN_METHODS)
+        one_of("blank_unit", self.blank_unit, UNITS)
+        one_of("span_method", self.span_method, SPAN_METHODS)
         for name in ("forbid", "include"):
             words = getattr(self, name)
             if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) and w.strip() for w in words):
@@ -296,7 +275,7 @@ class RunConfig:
     def _check_method(self) -> None:
         for key, value in self.options.items():  # checked before the sampler registry (torch) is imported
             if isinstance(value, float):
-                _number(f"{self.method} option {key}", value)
+                finite_number(f"{self.method} option {key}", value)
         from ..samplers import SAMPLERS, options_of, sampler_options
         from ..samplers.particles import METHOD as PARTICLES
         from ..samplers.particles import SMC

@@ -41,7 +41,7 @@ from ..constraints import (
 from ..energies.budget import BudgetSpent, Meter
 from ..energies.conditionals import CACHE_MIB, ConditionalCache
 from ..energies.masked_lm import MaskedLMEnergy
-from ..errors import InfillError
+from ..errors import InfillError, positive_integer
 from ..lm import default_model, mlm_draws, models, scoring
 from ..samplers import run_annealed
 from ..spans import MAX_PIECES, span_run
@@ -50,7 +50,7 @@ from ..text.template import Template, parse
 from ..text.vocabulary import sampleable_token_ids, spelled, word_piece_ids
 from . import one_pass
 from .choose import float32_cost
-from .config import AUTO, REWRITE_SAMPLER, RunConfig, positive_integer
+from .config import AUTO, REWRITE_SAMPLER, RunConfig
 from .policy import Run, least_budget, resolve
 from .postprocess import Batch, postprocess
 from .results import InfillResult

@@ -21,16 +21,16 @@ The energy must offer ``blank_logits(x_idx, masked, read)`` (a masked LM:
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Optional
 
 import torch
 from torch import Tensor
 
+from ..energies.abilities import HasIndexedValues
 from ..energies.base import Energy, evaluate, one_hot
 from ..energies.tempered import Tempered
-from ..errors import InfillError
+from ..errors import at_least, number_in, one_of, positive_integer
 from ..lm import mlm_draws
 from . import make_sampler
 
@@ -83,16 +83,11 @@ class SMC:
     move: str = "gibbs-mh"
 
     def __post_init__(self):
-        if self.order not in ORDERS:
-            raise InfillError(f"smc order must be one of {', '.join(ORDERS)}, got {self.order!r}")
-        if self.weight not in WEIGHTS:
-            raise InfillError(f"smc weight must be one of {', '.join(WEIGHTS)}, got {self.weight!r}")
-        if not (isinstance(self.tilt, (int, float)) and math.isfinite(self.tilt) and self.tilt >= 0):
-            raise InfillError(f"smc tilt must be a number >= 0, got {self.tilt!r}")
-        if not (isinstance(self.ess, (int, float)) and 0 <= self.ess <= 1):
-            raise InfillError(f"smc ess must be in [0, 1], got {self.ess!r}")
-        if isinstance(self.moves, bool) or not isinstance(self.moves, int) or self.moves < 0:
-            raise InfillError(f"smc moves must be an integer >= 0, got {self.moves!r}")
+        one_of("smc order", self.order, ORDERS)
+        one_of("smc weight", self.weight, WEIGHTS)
+        at_least("smc tilt", self.tilt, 0)
+        number_in("smc ess", self.ess, 0, 1)
+        positive_integer("smc moves", self.moves, minimum=0)
         make_sampler(self.move)  # an unknown kernel is refused here
 
     def passes(self, d: int) -> int:
@@ -170,7 +165,7 @@ def _flat(ancestors: Tensor) -> Tensor:
 
 def _energy(energy: Energy, x: Tensor, k: int) -> Tensor:
     """The energy ``(N,)`` of category indices ``x (N, d)``."""
-    if hasattr(energy, "of_indices"):
+    if isinstance(energy, HasIndexedValues):
         return energy.of_indices(x).float()
     return evaluate(energy, one_hot(x, k)).float()
 

@@ -13,7 +13,7 @@ from torch import Tensor, nn
 from ..constraints.weighted_sum import INCLUDE_WEIGHT
 from ..energies.budget import Meter
 from ..energies.tempered import Tempered
-from ..errors import InfillError
+from ..errors import InfillError, check, is_integer, one_of, positive_integer
 from ..lm.models import max_length
 from ..samplers import State, StepInfo, Trace, run_annealed, sample_categorical
 from ..text.template import Template
@@ -158,14 +158,10 @@ def span_run(model: nn.Module, tokenizer, template: Template, categories: Tensor
 
 def check_options(method: str, init: str, chains: int, max_pieces: int) -> None:
     """Refuse, in one line, a span method, start or size that does not exist."""
-    if method not in METHODS:
-        raise InfillError(f"span method must be one of {', '.join(METHODS)}, got {method!r}")
-    if init not in INITS:
-        raise InfillError(f"span chains start from one of {', '.join(INITS)}, got {init!r}")
-    if chains < 1:
-        raise InfillError(f"chains must be positive, got {chains}")
-    if max_pieces < 1:
-        raise InfillError(f"a word takes at least one piece: max_pieces must be >= 1, got {max_pieces}")
+    one_of("span method", method, METHODS)
+    check(init in INITS, f"span chains start from one of {', '.join(INITS)}, got {init!r}")
+    positive_integer("chains", chains)
+    check(is_integer(max_pieces, 1), f"a word takes at least one piece: max_pieces must be >= 1, got {max_pieces}")
 
 
 def sample_spans(model: nn.Module, tokenizer, template: Template, categories: Tensor, chains: int, steps: int,
@@ -174,8 +170,7 @@ def sample_spans(model: nn.Module, tokenizer, template: Template, categories: Te
                  **options) -> tuple[SpanRun, Trace]:
     """:func:`span_run` (``options``) and its ``steps`` steps at ``temperature``, by
     :func:`~infill.samplers.run_annealed` (``on_step(t, state, info)`` after each)."""
-    if steps < 1:
-        raise InfillError(f"steps must be positive, got {steps}")
+    positive_integer("steps", steps)
     run = span_run(model, tokenizer, template, categories, chains, generator, temperature, **options)
     return run, run_annealed(run.sampler, run.target, run.x0, [(temperature, steps)], generator, on_step)
 

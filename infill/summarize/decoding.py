@@ -35,7 +35,7 @@ import torch
 from torch import Tensor
 
 from ..energies.base import Energy, one_hot
-from ..errors import InfillError
+from ..errors import InfillError, check, is_integer
 from ..samplers import make_sampler, run_annealed
 from .baselines import greedy
 from .chain_stats import mean_ess
@@ -66,8 +66,8 @@ class ChainSettings:
             raise InfillError(f"chains start from {' or '.join(STARTS)}, not {self.start!r}")
         if not 0 < self.anneal <= 1:
             raise InfillError(f"anneal must be in (0, 1], got {self.anneal}")
-        if self.steps < 1 or self.chains < 1 or self.segments < 1:
-            raise InfillError("steps, chains and segments must be positive")
+        check(all(is_integer(n, 1) for n in (self.steps, self.chains, self.segments)),
+              "steps, chains and segments must be positive")
         if not self.flips > 0 or not 0 <= self.burn_in < 1:
             raise InfillError("flips must be positive and burn_in in [0, 1)")
         number = isinstance(self.step_size, (int, float)) and not isinstance(self.step_size, bool)

@@ -38,7 +38,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..errors import InfillError
+from ..errors import InfillError, check, is_integer
 from .sentences import word_count
 
 _EPS = 1e-12
@@ -86,8 +86,7 @@ class Budget:
     def __post_init__(self):
         if self.unit not in ("words", "sentences"):
             raise InfillError(f"a budget counts words or sentences, not {self.unit!r}")
-        if self.limit < 1:
-            raise InfillError(f"the budget must be at least 1 {self.unit[:-1]}, got {self.limit}")
+        check(is_integer(self.limit, 1), f"the budget must be at least 1 {self.unit[:-1]}, got {self.limit}")
 
     def costs(self, sentences: list[str]) -> Tensor:
         if self.unit == "sentences":
