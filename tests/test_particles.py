@@ -128,3 +128,13 @@ def test_the_particles_read_no_filled_blank(tiny_pll, order, monkeypatch):
     calls = reading_only_masked_blanks(energy, monkeypatch)
     smc(energy, SMC(order=order, tilt=2.0), 3, 8, torch.Generator().manual_seed(0))
     assert len(calls) == D and all(calls)
+
+
+def test_block_mh_moves_at_a_temperature_propose_from_the_masked_lm(tiny_pll, monkeypatch):
+    energy = tiny_pll[0]
+
+    def conditional_logits(x_idx, i):
+        raise AssertionError("the moves proposed from conditional_logits")
+    monkeypatch.setattr(energy, "conditional_logits", conditional_logits)
+    out = smc(energy, SMC(moves=2, move="block-mh"), 2, 4, torch.Generator().manual_seed(0), temperature=0.5)
+    assert out.visited.shape == (2 * 2 * 4, D)
