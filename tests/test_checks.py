@@ -3,8 +3,16 @@ import math
 
 import pytest
 
-from infill.errors import InfillError, at_least, finite_number, is_integer, is_number, number_in, one_of, \
-    positive_integer
+from infill.errors import (
+    InfillError,
+    at_least,
+    finite_number,
+    is_integer,
+    is_number,
+    number_in,
+    one_of,
+    positive_integer,
+)
 
 
 def test_predicates():
