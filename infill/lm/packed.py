@@ -4,7 +4,7 @@ passes that give each template the floats it gets alone.
 
 A row of a matrix product reads only its own row of the input, and attention stays inside its sequence; yet a
 product's last bits can depend on its shape. Measured on the CPU (``tests/test_packed.py``; on the dev MLM,
-``docs/corpus.md``): a row comes out the same whatever the other rows hold, where they sit, or how many there
+``docs/performance.md``): a row comes out the same whatever the other rows hold, where they sit, or how many there
 are, once the product has at least :data:`MIN_ROWS` rows (smaller ones take another kernel); padding a sequence
 to a longer length with an attention mask changes its floats. So the buckets are:
 
