@@ -1,6 +1,7 @@
 """A corpus at the speed of the bare model? Templates per second of ``infill`` against ``pipeline("fill-mask")``.
 
-    python scripts/bench_corpus.py [--lines 2000] [--chunk 250] [--default-lines 100] [--out eval/corpus-minilm]
+    python scripts/bench_corpus.py [--lines 2000] [--chunk 250] [--default-lines 100] [--processes 2]
+                                   [--check-lines 200] [--model DIR] [--out eval/corpus-minilm]
 
 The lines come from ``corpora/bert-gen/wiki103.5k.txt``, in file order: sentences of 8 to 40 words, the middle
 word masked (one-blank lines), or the words at a third and two thirds (two-blank lines), a masked word being all
@@ -13,8 +14,10 @@ letters. One torch thread, the dev MLM, in one process:
   batch size;
 - **two blanks**: ``confident-first`` (``top=5``) and the default (``auto``, 50 samples) on the first
   ``--default-lines`` lines, each alone;
-- **one process against two**: ``infill sample -f FILE --out OUT --sampler argmax --top 1`` on the one-blank
-  lines, alone and under ``torchrun --nproc-per-node 2``, in turn, OUT compared.
+- **one process against N** (``--processes``): ``infill sample -f FILE --out OUT --sampler argmax --top 1`` on a
+  quarter of the one-blank lines, alone and under ``torchrun --nproc-per-node N``, in turn, OUT compared;
+- **the packed first pass is exact**: the first ``--check-lines`` one-blank lines' all-masked logits, each
+  template alone against all the lines packed (:func:`infill.lm.packed.all_masked_logits`), bit for bit.
 
 Writes ``OUT/report.json`` and ``OUT/report.md`` with the CPU model, torch's version and the commit.
 """
@@ -30,6 +33,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT.parent / "shared" / "models" / "infill-dev-minilm-mlm"
@@ -80,7 +85,22 @@ def one_blank(infiller, pipe, templates: list[str], chunk: int) -> dict:
     return seconds
 
 
-def out_run(templates: list[str], processes: int, out: Path) -> float:
+def exact_first_passes(infiller, templates: list[str]) -> dict:
+    """How many of ``templates`` get the same all-masked logits, bit for bit, alone and packed with the others."""
+    from infill.lm import packed
+    from infill.lm.models import category_head
+    from infill.pipeline.config import RunConfig
+
+    prepared = infiller.prepare(templates, RunConfig.create(method="argmax", top=1))
+    pairs = [(t.input_ids, t.blank_positions) for t in prepared.templates]
+    head, mask = category_head(infiller.model, prepared.categories), infiller.tokenizer.mask_token_id
+    together = packed.all_masked_logits(infiller.model, head, pairs, mask, 64)
+    same = sum(torch.equal(packed.all_masked_logits(infiller.model, head, [pair], mask, 64)[0], logits)
+               for pair, logits in zip(pairs, together))
+    return {"lines": len(pairs), "lengths": len({len(ids) for ids, _ in pairs}), "bitwise_equal": same}
+
+
+def out_run(templates: list[str], processes: int, out: Path, model: str) -> float:
     """Wall seconds of ``infill sample -f FILE --out OUT --sampler argmax --top 1`` on ``processes``."""
     source = out.with_suffix(".txt")
     source.write_text("\n".join(templates) + "\n")
@@ -88,7 +108,7 @@ def out_run(templates: list[str], processes: int, out: Path) -> float:
     launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 \
         else []
     command = [sys.executable, *launcher, "-m", "infill", "sample", "-f", str(source), "--out", str(out), "--model",
-               str(MODEL), "--sampler", "argmax", "--top", "1", "-q"]
+               model, "--sampler", "argmax", "--top", "1", "-q"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     start = time.perf_counter()
     subprocess.run(command, check=True, env=env, cwd=ROOT, capture_output=True)
@@ -100,10 +120,13 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--chunk", type=int, default=250)
     parser.add_argument("--default-lines", type=int, default=100)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--check-lines", type=int, default=200)
     parser.add_argument("--model", default=str(MODEL))
     parser.add_argument("--out", default=str(ROOT / "eval" / "corpus-minilm"))
     args = parser.parse_args()
-    import torch
+    if args.processes < 2:
+        parser.error("--processes compares one process with N >= 2")
     from transformers import pipeline
 
     from infill import Infiller
@@ -118,19 +141,21 @@ def main() -> int:
     two_blank = {name: len(two) / timed(lambda: infiller.sample_many(two, seed=0, **kw)) for name, kw in
                  (("confident-first", {"sampler": "confident-first", "top": 5}), ("auto", {}))}
     with tempfile.TemporaryDirectory() as tmp:
-        walls = {p: [] for p in (1, 2)}
+        n, quarter = args.processes, one[:max(args.processes, args.lines // 4)]
+        walls = {1: [], n: []}
         for k in range(2):
-            for p in ((1, 2) if k == 0 else (2, 1)):
-                walls[p].append(out_run(one[:args.lines // 4], p, Path(tmp) / f"out{p}.jsonl"))
-        same = (Path(tmp) / "out1.jsonl").read_bytes() == (Path(tmp) / "out2.jsonl").read_bytes()
+            for p in ((1, n) if k == 0 else (n, 1)):
+                walls[p].append(out_run(quarter, p, Path(tmp) / f"out{p}.jsonl", args.model))
+        same = (Path(tmp) / "out1.jsonl").read_bytes() == (Path(tmp) / f"out{n}.jsonl").read_bytes()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
     report = {"cpu": cpu_model(), "torch": torch.__version__, "commit": commit.strip(), "threads": 1,
               "lines": len(one), "chunk": args.chunk, "one_blank_per_second": rate, "fill_mask_best": best,
               "seconds_over_fill_mask": {m: {"median": statistics.median(r), "min": min(r), "max": max(r)}
                                          for m, r in ratios.items()},
               "two_blank_lines": len(two), "two_blank_per_second": two_blank,
-              "processes": {"lines": args.lines // 4, "wall": walls,
-                            "speedup": statistics.median(walls[1]) / statistics.median(walls[2]), "same_out": same}}
+              "processes": {"lines": len(quarter), "processes": n, "wall": walls,
+                            "speedup": statistics.median(walls[1]) / statistics.median(walls[n]), "same_out": same},
+              "first_pass_exact": exact_first_passes(infiller, one[:args.check_lines])}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
@@ -144,7 +169,8 @@ def markdown(r: dict) -> str:
     ratios = "\n".join(f"| {m} | {v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f}) |"
                        for m, v in r["seconds_over_fill_mask"].items())
     two = "\n".join(f"| {name} | {rate:.2f} |" for name, rate in r["two_blank_per_second"].items())
-    p = r["processes"]
+    p, x = r["processes"], r["first_pass_exact"]
+    walls = lambda w: ", ".join(f"{s:.1f}" for s in w)  # noqa: E731
     return f"""# A corpus: templates per second against `pipeline("fill-mask")` (dev MLM)
 
 Generated by `scripts/bench_corpus.py` (the protocol is its docstring). {r['cpu']}, torch {r['torch']}, 1 thread,
@@ -168,10 +194,15 @@ Seconds per chunk over `{r['fill_mask_best']}`'s (the fill-mask batch size that 
 |---|---|
 {two}
 
-## One process against two (`--out`, argmax top-1, {p['lines']} one-blank lines, in turn)
+## One process against {p['processes']} (`--out`, argmax top-1, {p['lines']} one-blank lines, in turn)
 
-Wall seconds: one process {', '.join(f'{w:.1f}' for w in p['wall'][1])}; two {', '.join(f'{w:.1f}' for w in p['wall'][2])}.
+Wall seconds: one process {walls(p['wall'][1])}; {p['processes']} processes {walls(p['wall'][p['processes']])}.
 Speed-up {p['speedup']:.2f}x; OUT the same: {p['same_out']}.
+
+## The packed first pass is exact
+
+{x['bitwise_equal']} of the first {x['lines']} one-blank lines ({x['lengths']} lengths) get the same all-masked
+logits bit for bit alone and packed with the others.
 """
 
 

@@ -153,9 +153,12 @@ def test_one_blank_is_answered_exactly_from_one_pass(infiller):
 
 
 @pytest.mark.parametrize("settings", [{"top": 3}, {"top": 3, "include": ["cat"]}, {"top": 2, "budget": 150},
-                                      {"sampler": "dmala", "num_samples": 3, "steps": 3, "init": "uniform"}])
+                                      {"sampler": "dmala", "num_samples": 3, "steps": 3, "init": "uniform"},
+                                      {"sampler": "argmax", "top": 2}, {"sampler": "independent", "num_samples": 3},
+                                      {"sampler": "confident-first", "top": 3}, {"num_samples": 3}])
 def test_a_batch_gives_each_template_its_single_call(infiller, settings):
-    templates = [TWO, SIX, "I [MASK] it.", EIGHT, TWO]
+    # lengths and blank counts mixed, so auto's methods too; templates of one length share their first pass
+    templates = [TWO, SIX, "I [MASK] it.", EIGHT, TWO, "The [MASK] ran up the [MASK].", "A [MASK] hit it."]
     batch = infiller.sample_many(templates, seed=5, **settings)
     for template, result in zip(templates, batch):
         alone = infiller.sample(template, seed=5, **settings)

@@ -37,7 +37,8 @@ class MaskedLMEnergy:
     set, :meth:`value_and_grad` and evaluations without gradient run the chains in chunks of at most
     ``chunk_size`` copies (whole chains, at least one), forward and backward per chunk, to bound activation
     memory: same values, less peak memory.
-    The model is put in eval mode with its parameters frozen.
+    The model is put in eval mode with its parameters frozen (unless it is in eval mode and its first parameter
+    frozen already).
 
     Every pass without gradient (values of one-hot states, :meth:`blank_logits`, :meth:`conditional_logits`)
     reads the logits at a masked slot through ``cache`` (:class:`~.conditionals.ConditionalCache`, keyed by
@@ -57,7 +58,9 @@ class MaskedLMEnergy:
                  mask_token_id: int, chunk_size: Optional[int] = None, cache: Optional[ConditionalCache] = None,
                  meter: Optional[Meter] = None, mask_repeats: bool = False):
         self.mask_repeats = mask_repeats
-        self.model = model.eval().requires_grad_(False)
+        if model.training or next(model.parameters()).requires_grad:  # else frozen already: spare the walk
+            model.eval().requires_grad_(False)
+        self.model = model
         device = model.get_input_embeddings().weight.device
         self.input_ids = torch.atleast_2d(input_ids).to(device)
         self.blank_positions = torch.atleast_2d(blank_positions).to(device)
@@ -72,6 +75,13 @@ class MaskedLMEnergy:
         self._head = category_head(model, self.category_ids)
         self.sequences = 0
         self.cache_hits = 0
+        self._given: Optional[tuple[Tensor, Tensor]] = None  # take_pass's sequence and logits
+
+    def take_pass(self, logits: Tensor) -> None:
+        """The all-masked sequence's logits ``(d, K)``, computed for this template of one in a pass shared with
+        others (:func:`infill.lm.packed.all_masked_logits`): the next pass, where it is that sequence alone, takes
+        them instead of running the encoder, and is charged and counted as it would have been."""
+        self._given = self.input_ids[0].scatter(0, self.blank_positions[0], self.mask_token_id), logits
 
     def template(self, g: int) -> "MaskedLMEnergy":
         """The energy of stacked template ``g`` alone: same model, categories, head, chunking, cache and meter, its
@@ -106,10 +116,14 @@ class MaskedLMEnergy:
     def _logits_at(self, slots: Tensor, ahead: int = 0, **inputs: Tensor) -> Tensor:
         """Logits ``(N, S, K)`` over the categories at ``slots (N, S)`` of the ``N`` sequences given as
         ``input_ids`` or ``inputs_embeds``; the head runs only at those slots where the family's is known.
-        ``ahead``: the sequences of a backward pass that must follow, charged with it."""
+        ``ahead``: the sequences of a backward pass that must follow, charged with it. The first pass after
+        :meth:`take_pass` takes its logits where it is that sequence alone."""
         rows = torch.arange(len(slots), device=slots.device)[:, None]
         self.meter.spend(len(slots), ahead)
         self.sequences += len(slots)
+        given, self._given, ids = self._given, None, inputs.get("input_ids")
+        if given is not None and ids is not None and len(ids) == 1 and torch.equal(ids[0], given[0]):
+            return given[1][(slots[0, :, None] == self.blank_positions[0]).int().argmax(1)][None]
         if self._head is None:
             return self.model(**inputs).logits[rows, slots][..., self.category_ids]
         return self._head(self.model.base_model(**inputs)[0][rows, slots])

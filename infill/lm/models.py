@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+import weakref
 from typing import Callable, Optional, Union
 
 import torch
@@ -188,11 +189,27 @@ def prediction_head(model: nn.Module) -> Optional[Callable[[Tensor], Tensor]]:
 
 def category_head(model: nn.Module, category_ids: Tensor) -> Optional[Callable[[Tensor], Tensor]]:
     """:func:`prediction_head` over the tokens ``category_ids (K,)`` only, ``hidden (..., H) -> logits (..., K)``:
-    the transform, then the decoder's rows of those tokens (copied once, here)."""
+    the transform, then the decoder's rows of those tokens, copied once and kept with the model for the next
+    call that asks for the same tokens of the same decoder weights (:func:`_decoder_key`)."""
     head = _head(model)
     if head is None:
         return None
     transform, decoder = head
     weight, bias = decoder(model)
-    weight, bias = weight[category_ids], None if bias is None else bias[category_ids]
-    return lambda hidden: F.linear(transform(model, hidden), weight, bias)
+    key = _decoder_key(weight, bias, category_ids)
+    kept = _CATEGORY_HEADS.get(model)
+    if kept is None or kept[0] != key:
+        rows = weight[category_ids], None if bias is None else bias[category_ids]
+        kept = _CATEGORY_HEADS[model] = key, rows
+    return lambda hidden: F.linear(transform(model, hidden), *kept[1])
+
+
+def _decoder_key(weight: Tensor, bias: Optional[Tensor], category_ids: Tensor) -> tuple:
+    """What a category head's rows are copied from: the decoder's tensors (their storage and in-place version,
+    which an optimizer step bumps) and the tokens, as bytes."""
+    state = [(t.data_ptr(), t._version) for t in (weight, bias) if t is not None]
+    return *state, category_ids.to("cpu", torch.int64).numpy().tobytes()
+
+
+_CATEGORY_HEADS: "weakref.WeakKeyDictionary[nn.Module, tuple]" = weakref.WeakKeyDictionary()
+"""Each model's last category head: its :func:`_decoder_key` and the decoder's rows."""

@@ -40,9 +40,10 @@ from ..constraints import (
 )
 from ..energies.budget import BudgetSpent, Meter
 from ..energies.conditionals import CACHE_MIB, ConditionalCache
-from ..energies.masked_lm import MaskedLMEnergy
+from ..energies.masked_lm import PASS_SEQUENCES, MaskedLMEnergy
 from ..errors import InfillError, positive_integer
-from ..lm import default_model, mlm_draws, models, scoring
+from ..lm import default_model, mlm_draws, models, packed, scoring
+from ..lm.models import category_head
 from ..samplers import run_annealed
 from ..spans import MAX_PIECES, span_run
 from ..text.blanks import quote
@@ -60,6 +61,9 @@ RESCORE_PER_BLANK = 0.1
 share per blank token of the ``d`` masked copies of every distinct state they visited (at most all ``d``): the
 cached terms and ``top``'s bound spare the rest (measured on the tuning templates)."""
 WORD = re.compile(r"(?<![\w'’])\w+(?![\w'’])")  # a word that rewrite may change
+PACK = 256
+"""Templates whose first passes share encoder passes (:meth:`Infiller._first_passes`): more find more of one
+length; their logits are held until their runs."""
 OnStep = Callable[[int, int], None]
 """``on_step(done, total)``, called after every sampler step of a run; an exception raised in it ends the run."""
 
@@ -269,9 +273,10 @@ class Infiller:
                rewrite: Optional[tuple[Tensor, float]] = None) -> Iterator[tuple[int, InfillResult]]:
         """Fill every template as ``config`` says (or run what :meth:`prepare` returned), yielding
         ``(index, result)`` in the templates' order. Each template is a run of its own, all its chains one
-        batch, drawing from its own generator seeded with the request's seed: a template gets the same samples
-        whatever it is requested with (exactly :meth:`sample`'s). ``rewrite`` is ``(source, change)`` of
-        :meth:`rewrite`."""
+        batch, drawing from its own generator seeded with the request's seed; only the first pass of
+        :data:`PACK` templates at a time is shared (:meth:`_first_passes`), with the floats each gets alone: a
+        template gets the same samples whatever it is requested with (exactly :meth:`sample`'s). ``rewrite`` is
+        ``(source, change)`` of :meth:`rewrite`."""
         prepared = templates if isinstance(templates, Prepared) else self.prepare(templates, config)
         if terms or rewrite is not None:
             prepared = prepared.with_terms()
@@ -291,9 +296,9 @@ class Infiller:
                 if on_step is not None:
                     on_step(next(taken), total)
 
-            for index in range(len(prepared.templates)):
+            for index, first in self._first_passes(prepared, rewrite is None):
                 generator = torch.Generator(self.device).manual_seed(seed)
-                batch = self.run_batch(prepared, index, generator, stepped, terms, rewrite)
+                batch = self.run_batch(prepared, index, generator, stepped, terms, rewrite, first)
                 try:
                     result = postprocess(batch, self.tokenizer, self.model_name, seed, bar)
                 except BudgetSpent:
@@ -303,44 +308,82 @@ class Infiller:
 
     def run_batch(self, prepared: Prepared, index: int, generator: torch.Generator,
                   callback: Optional[Callable] = None, terms: Sequence[tuple] = (),
-                  rewrite: Optional[tuple[Tensor, float]] = None) -> Batch:
+                  rewrite: Optional[tuple[Tensor, float]] = None, first: Optional[Tensor] = None) -> Batch:
         """Stage 2 for template ``index``; ``callback(t, state, info)`` after every step. The kernel follows the
         run: token blanks run the batched chains (or the masked LM's draws for a one-pass method), a template
         with word blanks the span sampler. A budget caps the encoder sequences through a
-        :class:`~infill.energies.budget.Meter` shared by the run's energies."""
+        :class:`~infill.energies.budget.Meter` shared by the run's energies. ``first``: the template's
+        all-masked logits from a shared pass (:meth:`_first_passes`), which its energy takes as its first."""
         start = time.perf_counter()
         template, run = prepared.templates[index], prepared.runs[index]
         meter = Meter(run.config.budget)
         if not template.fixed:
             return self._run_spans(prepared, template, run.config, meter, generator, callback, start)
         if run.sampler is None:
-            return self._draw(prepared, template, run.config, meter, generator, start)
-        return self._run_chains(prepared, template, run, meter, generator, callback, terms, rewrite, start)
+            return self._draw(prepared, template, run.config, meter, generator, start, first)
+        return self._run_chains(prepared, template, run, meter, generator, callback, terms, rewrite, start, first)
+
+    def _first_passes(self, prepared: Prepared, drawn_starts: bool) -> Iterator[tuple[int, Optional[Tensor]]]:
+        """Each template's index with its all-masked logits ``(d, K)`` (None where it takes none), computed for
+        :data:`PACK` templates at a time in shared passes (:func:`infill.lm.packed.all_masked_logits`): for
+        token blanks whose run reads that sequence first: the one-pass methods, and chains from drawn starts
+        (``drawn_starts``: not rewrite's)."""
+        for start in range(0, len(prepared.templates), PACK):
+            window = range(start, min(start + PACK, len(prepared.templates)))
+            models_of = {index: self._first_model(prepared.templates[index], prepared.runs[index], drawn_starts)
+                         for index in window}
+            firsts: dict[int, Tensor] = {}
+            for model in {id(m): m for m in models_of.values() if m is not None}.values():
+                head = category_head(model, prepared.categories.to(self.device))
+                at = [index for index in window if models_of[index] is model]
+                if head is None:
+                    continue
+                logits = packed.all_masked_logits(model, head, [(prepared.templates[i].input_ids.to(self.device),
+                                                                 prepared.templates[i].blank_positions.to(self.device))
+                                                                for i in at],
+                                                  self.tokenizer.mask_token_id, self._pass_rows())
+                firsts.update(zip(at, logits))
+            yield from ((index, firsts.get(index)) for index in window)
+
+    def _first_model(self, template: Template, run: Run, drawn_starts: bool) -> Optional[nn.Module]:
+        """The model whose all-masked pass ``run`` reads first on ``template`` (None: it reads none first)."""
+        if not template.fixed or self.cache_mib == 0:
+            return None
+        if run.sampler is None:
+            return self.model
+        return self.chain_model if drawn_starts and run.config.init != "uniform" else None
+
+    def _pass_rows(self) -> int:
+        """Sequences a shared pass holds at most: as the energies' passes without gradient."""
+        return min(PASS_SEQUENCES.get(self.device.type, PASS_SEQUENCES["cuda"]), self.chunk_size or 1 << 62)
 
     def _energy(self, model: nn.Module, template: Template, prepared: Prepared, meter: Meter,
-                config: RunConfig) -> MaskedLMEnergy:
-        return MaskedLMEnergy(model, template.input_ids, template.blank_positions, prepared.categories,
-                              self.tokenizer.mask_token_id, self.chunk_size, ConditionalCache(self.cache_mib << 20),
-                              meter, config.mask_repeats)
+                config: RunConfig, first: Optional[Tensor] = None) -> MaskedLMEnergy:
+        energy = MaskedLMEnergy(model, template.input_ids, template.blank_positions, prepared.categories,
+                                self.tokenizer.mask_token_id, self.chunk_size, ConditionalCache(self.cache_mib << 20),
+                                meter, config.mask_repeats)
+        if first is not None:
+            energy.take_pass(first)
+        return energy
 
     def _draw(self, prepared: Prepared, template: Template, config: RunConfig, meter: Meter,
-              generator: torch.Generator, start: float) -> Batch:
+              generator: torch.Generator, start: float, first: Optional[Tensor]) -> Batch:
         """A one-pass method's draws (:func:`~.one_pass.draw`) on the float32 model (the chains' precision does
         not apply)."""
-        pll = self._energy(self.model, template, prepared, meter, config)
+        pll = self._energy(self.model, template, prepared, meter, config, first)
         x, values = one_pass.draw(pll, config, generator)
         return Batch(template=template, config=dataclasses.replace(config, num_samples=len(x)), start=start, energy=pll,
                      target=pll, x=x, starts=x, energies=values)
 
     def _run_chains(self, prepared: Prepared, template: Template, run: Run, meter: Meter,
                     generator: torch.Generator, callback: Optional[Callable], terms: Sequence[tuple],
-                    rewrite: Optional[tuple[Tensor, float]], start: float) -> Batch:
+                    rewrite: Optional[tuple[Tensor, float]], start: float, first: Optional[Tensor]) -> Batch:
         """The sampler's chains, all one batch. With a budget they may spend it less what choosing ``top``
         fillings takes (:func:`~infill.pipeline.policy.least_budget`; with chains in a lower precision, the
         float32 PLLs too: :func:`~infill.pipeline.choose.float32_cost`), and stop early as
         :data:`RESCORE_PER_BLANK` says; choosing them spends the rest."""
         config, sampler, d = run.config, run.sampler, template.num_blanks
-        pll = self._energy(self.chain_model, template, prepared, meter, config)
+        pll = self._energy(self.chain_model, template, prepared, meter, config, first)
         float32 = None if self.chain_model is self.model else self._energy(self.model, template, prepared, meter,
                                                                                  config)
         target = pll if prepared.include is None and not terms else constrained_energy(pll, terms, prepared.include)

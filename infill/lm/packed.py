@@ -1,0 +1,58 @@
+"""The first pass of many templates at once: each template's all-masked sequence (every blank the mask token),
+which every draw from the masked LM and every chain start reads first, run for a batch of templates in shared
+passes that give each template the floats it gets alone.
+
+A row of a matrix product reads only its own row of the input, and attention stays inside its sequence; yet a
+product's last bits can depend on its shape. Measured on the CPU (``tests/test_packed.py``; on the dev MLM,
+``docs/performance.md``): a row comes out the same whatever the other rows hold, where they sit, or how many there
+are, once the product has at least :data:`MIN_ROWS` rows (smaller ones take another kernel); padding a sequence
+to a longer length with an attention mask changes its floats. So the buckets are:
+
+- encoder passes of sequences of exactly one length (no padding), at most ``rows`` sequences a pass, each pass
+  at least :data:`MIN_ROWS` token rows (a short sequence alone is repeated);
+- the prediction head over the blanks of every template of the call at once, in products of
+  :data:`HEAD_ROWS` rows at most and :data:`MIN_ROWS` at least (padded with copies), so a template of one
+  blank alone takes the same kernel as in a batch.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+from torch import Tensor, nn
+
+MIN_ROWS = 4
+"""The fewest rows a packed product has: below, the CPU's matrix product takes a kernel whose last bits differ."""
+HEAD_ROWS = 256
+"""The most blanks the prediction head reads in one product (its logits ``(HEAD_ROWS, K)`` stay small)."""
+
+
+@torch.inference_mode()
+def all_masked_logits(model: nn.Module, head: Callable[[Tensor], Tensor], templates: Sequence[tuple[Tensor, Tensor]],
+                      mask_token_id: int, rows: int) -> list[Tensor]:
+    """The float32 logits ``(d, K)`` at the blanks of each template ``(input_ids (L,), blank_positions (d,))``
+    with every blank masked: the encoder over ``model.base_model`` in passes of one length and at most ``rows``
+    sequences, then ``head`` (hidden ``(N, H)`` -> logits ``(N, K)``) over all the blanks (module docstring)."""
+    by_length: dict[int, list[int]] = {}
+    for t, (ids, _) in enumerate(templates):
+        by_length.setdefault(len(ids), []).append(t)
+    hidden: list[Tensor] = [torch.empty(0)] * len(templates)
+    for members in by_length.values():
+        for start in range(0, len(members), rows):
+            part = members[start:start + rows]
+            ids = torch.stack([templates[t][0].scatter(0, templates[t][1], mask_token_id) for t in part])
+            repeat = -(-MIN_ROWS // ids.shape[1])  # a sequence shorter than MIN_ROWS tokens: its pass repeats it
+            states = model.base_model(input_ids=ids.repeat(repeat, 1) if len(part) < repeat else ids)[0]
+            for r, t in enumerate(part):
+                hidden[t] = states[r, templates[t][1]]
+    blanks = torch.cat(hidden)
+    logits = torch.cat([_head(head, part) for part in blanks.split(HEAD_ROWS)]).float()
+    return list(logits.split([len(positions) for _, positions in templates]))
+
+
+def _head(head: Callable[[Tensor], Tensor], hidden: Tensor) -> Tensor:
+    """``head`` over ``hidden (N, H)``, its product padded to :data:`MIN_ROWS` rows."""
+    n = len(hidden)
+    if n >= MIN_ROWS:
+        return head(hidden)
+    return head(torch.cat([hidden, hidden[:1].expand(MIN_ROWS - n, -1)]))[:n]
