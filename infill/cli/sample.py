@@ -204,14 +204,30 @@ def checked(job: Job):
         raise InfillError(f"{job.where}{exc}") from None
 
 
-def prepared(jobs: list[Job], config, tokenizer, limit: int):
-    """``jobs`` of one configuration prepared for the model (every check that needs the tokenizer)."""
+def prepared(job: Job, config, tokenizer, limit: int):
+    """``job`` prepared for the model (every check that needs the tokenizer)."""
     from ..pipeline.infiller import prepare
 
     try:
-        return prepare([job.template for job in jobs], config, tokenizer, limit)
+        return prepare([job.template], config, tokenizer, limit)
     except InfillError as exc:
-        raise InfillError(f"{jobs[0].where}{exc}") from None
+        raise InfillError(f"{job.where}{exc}") from None
+
+
+def groups(jobs: list[Job], tokenizer, limit: int) -> Iterator[tuple[list[Job], object]]:
+    """``jobs`` in runs of consecutive jobs of one configuration, each run prepared for the model as one (a
+    vocabulary's categories built once, not per line): ``(run, prepared)``. A bad job fails naming its line."""
+    from ..pipeline.infiller import prepare
+
+    for config, run in groupby(((job, checked(job)) for job in jobs), key=lambda item: item[1]):
+        run = [job for job, _ in run]
+        try:
+            batch = prepare([job.template for job in run], config, tokenizer, limit)
+        except InfillError:
+            for job in run:
+                prepared(job, config, tokenizer, limit)  # fails on the bad line, named
+            raise
+        yield run, batch
 
 
 def run(args) -> int:
@@ -220,7 +236,7 @@ def run(args) -> int:
     jobs = read_jobs(args)
     configs = [checked(job) for job in jobs]  # what needs no tokenizer (nor torch) first
     load_model, tokenizer, limit = _load(args)
-    lines = [prepared([job], config, tokenizer, limit) for job, config in zip(jobs, configs)]  # every line checked
+    lines = [prepared(job, config, tokenizer, limit) for job, config in zip(jobs, configs)]  # every line checked
     infiller = load_model(args.device)
     bar = not args.quiet and sys.stderr.isatty()  # each run's; elsewhere a line per template of several
     with Lines(len(lines), "infill sample", "template", disable=args.quiet or bar or len(lines) == 1) as progress:
@@ -276,8 +292,10 @@ def run_to_out(args) -> int:
 
 
 def _check_file(path: str, defaults: dict, args):
-    """FILE checked whole, read twice as it goes: what needs no tokenizer (nor torch) first, then the rest; its
-    number of templates, and :func:`_load`'s ``(load_model, tokenizer, limit)``."""
+    """FILE checked whole, read twice as it goes: what needs no tokenizer (nor torch) first, then the rest, a
+    chunk at a time; its number of templates, and :func:`_load`'s ``(load_model, tokenizer, limit)``."""
+    from ..pipeline.corpus import CHUNK
+
     total = 0
     for job in iter_jobs(file_lines(path), path, defaults):
         checked(job)
@@ -285,35 +303,42 @@ def _check_file(path: str, defaults: dict, args):
     if not total:
         raise InfillError(f"no templates in {path} (empty lines are skipped)")
     load_model, tokenizer, limit = _load(args)
-    for job in iter_jobs(file_lines(path), path, defaults):
-        prepared([job], checked(job), tokenizer, limit)
+    jobs = iter_jobs(file_lines(path), path, defaults)
+    while chunk := list(islice(jobs, CHUNK)):
+        for _ in groups(chunk, tokenizer, limit):
+            pass
     return total, load_model, tokenizer, limit
 
 
 def fill_records(infiller, jobs: list[Job], tokenizer, limit: int, check: bool) -> list[dict]:
-    """OUT's records of ``jobs``, in order: consecutive jobs of one configuration filled by one call of the
-    batch API (each template gets what it gets alone). ``check``: each job checked first, a bad one's record an
-    error record (jobs not checked before)."""
+    """OUT's records of ``jobs``, in order, each run of one configuration filled by one call of the batch API
+    (a template gets what it gets alone). ``check`` (jobs not checked before): a bad job's record is an error
+    record."""
     from ..pipeline import corpus
 
-    records: list = [None] * len(jobs)
-    good = []
+    bad = _bad(jobs, tokenizer, limit) if check else {}
+    good = [job for index, job in enumerate(jobs) if index not in bad]
+    records = iter([corpus.record(job.line, result) for run, batch in groups(good, tokenizer, limit)
+                    for job, result in zip(run, infiller.run(batch))])
+    return [corpus.error_record(job.line, job.template, bad[index]) if index in bad else next(records)
+            for index, job in enumerate(jobs)]
+
+
+def _bad(jobs: list[Job], tokenizer, limit: int) -> dict[int, str]:
+    """What is wrong with each bad job, by its index (each job checked alone only where the runs fail)."""
+    try:
+        for _ in groups(jobs, tokenizer, limit):
+            pass
+        return {}
+    except InfillError:
+        pass
+    bad = {}
     for index, job in enumerate(jobs):
         try:
-            config = checked(job)
-            if check:
-                prepared([job], config, tokenizer, limit)
-            good.append((index, job, config))
+            prepared(job, checked(job), tokenizer, limit)
         except InfillError as exc:
-            if not check:
-                raise
-            records[index] = corpus.error_record(job.line, job.template, str(exc).removeprefix(job.where))
-    for config, group in groupby(good, key=lambda item: item[2]):
-        group = list(group)
-        results = infiller.run(prepared([job for _, job, _ in group], config, tokenizer, limit))
-        for (index, job, _), result in zip(group, results):
-            records[index] = corpus.record(job.line, result)
-    return records
+            bad[index] = str(exc).removeprefix(job.where)
+    return bad
 
 
 def _resume(path: str, world, jobs: Iterator[Job]):
