@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 from itertools import groupby, islice
 from typing import Iterable, Iterator, NamedTuple, Optional
 
@@ -273,11 +274,8 @@ def run_to_out(args) -> int:
         if stdin and world.size > 1:
             raise InfillError("under torchrun --out reads --file FILE (each process reads it), not stdin")
         out = _resume(args.out, world, jobs)
-
-        def fill(part: list[Job]) -> list[dict]:
-            return fill_records(infiller, part, tokenizer, limit, check=stdin)
         try:
-            infiller = load_model(device)
+            fill = partial(fill_records, load_model(device), tokenizer=tokenizer, limit=limit, check=stdin)
             with Lines(total, "infill sample", "template", initial=out.done if out else 0,
                        disable=args.quiet or not world.is_main) as progress:
                 for records in corpus.shards(jobs, fill, world):
@@ -355,7 +353,8 @@ def _resume(path: str, world, jobs: Iterator[Job]):
     error, done = world.broadcast((error, out.done if out else 0))
     if not error and done:
         last = next(islice(jobs, done - 1, None), None)
-        if out is not None and (last is None or (last.line, last.template) != (out.last["line"], out.last["template"])):
+        ours = None if last is None else (last.line, last.template)
+        if out is not None and ours != (out.last["line"], out.last.get("template")):
             out.close()
             error = (f"--out {path} holds the fillings of another input (its record {done} is of line "
                      f"{out.last['line']}: {out.last['template']!r}); give another --out")
