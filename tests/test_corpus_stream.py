@@ -181,6 +181,16 @@ def test_the_shards_take_a_round_at_a_time_and_give_it_in_input_order():
     assert next(rounds) == [40, 50, 60, 70] and len(taken) == 8
 
 
+def test_rank_zero_merges_a_round_of_two_ranks_into_input_order():
+    class TwoRanks:  # rank 0 of two; rank 1's part of a round of 0, 1, 2... is rank 0's plus one
+        rank, size = 0, 2
+
+        @staticmethod
+        def gather(part):
+            return [part, [x + 1 for x in part]]
+    assert list(corpus.shards(range(12), list, TwoRanks(), chunk=3)) == [list(range(6)), list(range(6, 12))]
+
+
 @pytest.mark.slow
 def test_two_torchrun_processes_write_one_process_out(tmp_path, tiny_model_dir):
     if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
