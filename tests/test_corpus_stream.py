@@ -122,10 +122,13 @@ def test_an_out_of_another_input_is_refused(tmp_path, tiny_model_dir, capsys):
 
 def test_a_bad_line_of_a_file_fails_before_anything_is_written(tmp_path, tiny_model_dir, capsys):
     source = _corpus(tmp_path / "in.txt", 4)
+    source.with_name("good.txt").write_text(source.read_text())
     source.write_text(source.read_text() + "no blank here\n")
     assert main(_command(tiny_model_dir, source, tmp_path / "out.jsonl")) == 2
     err = capsys.readouterr().err
     assert f"{source}:7:" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "out.jsonl").exists()
+    assert main(_command(tiny_model_dir, source.with_name("good.txt"), tmp_path / "no" / "out.jsonl")) == 2
+    assert "cannot write --out" in capsys.readouterr().err and not (tmp_path / "no").exists()
     assert main(["sample", "a [MASK] .", "--out", str(tmp_path / "o.jsonl")]) == 2
     assert "--out fills the lines of --file FILE or of stdin" in capsys.readouterr().err
 

@@ -54,20 +54,19 @@ class Out:
         self.path = Path(path)
         if self.path.is_dir():
             raise InfillError(f"--out {path} is a directory; give a file (OUT.jsonl)")
+        try:  # opened first, so that a path that cannot be written is not taken for a lock held
+            self.file = open(self.path, "a+b")
+        except OSError as exc:
+            raise InfillError(f"cannot write --out {path}: {exc.strerror}") from None
         self.lock = FileLock(f"{path}.lock", timeout=0)
         try:
             self.lock.acquire()
-        except Timeout:
-            raise InfillError(f"--out {path} is being written by another run; wait for it or give another "
-                              "--out") from None
-        except OSError as exc:
-            raise InfillError(f"cannot write --out {path}: {exc.strerror}") from None
+        except (Timeout, OSError) as exc:
+            self.file.close()
+            raise InfillError(f"--out {path} is being written by another run; wait for it or give another --out"
+                              if isinstance(exc, Timeout) else f"cannot lock --out {path}: {exc}") from None
         try:
-            self.file = open(self.path, "a+b")
             self.done, self.last = resume(self.file, path)
-        except OSError as exc:
-            self.lock.release()
-            raise InfillError(f"cannot write --out {path}: {exc.strerror}") from None
         except InfillError:
             self.close()
             raise
