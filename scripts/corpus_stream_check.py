@@ -1,6 +1,6 @@
 """Does ``infill sample --out`` stream? Peak RSS against the input's length, and one process against two.
 
-    python scripts/corpus_stream_check.py [--reader-lines 1000 100000] [--command-lines 1000 5000]
+    python scripts/corpus_stream_check.py [--reader-lines 1000 20000] [--command-lines 1000 5000]
                                           [--pair-lines 1000] [--repeats 2] [--out eval/corpus-stream-minilm]
 
 One-blank lines of the shared wiki103 corpus (``bench_corpus.lines``, repeated to the length asked), the dev MLM,
@@ -80,7 +80,7 @@ def sample_command(source: Path, out: Path, processes: int = 1) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reader-lines", type=int, nargs="+", default=[1000, 100_000])
+    parser.add_argument("--reader-lines", type=int, nargs="+", default=[1000, 20_000])
     parser.add_argument("--command-lines", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--pair-lines", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=2)

@@ -207,6 +207,35 @@ def test_two_torchrun_processes_write_one_process_out(tmp_path, tiny_model_dir):
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
 
 
+FILL_ON_EVERY_RANK = """import json, sys
+from pathlib import Path
+from infill import Infiller
+from infill.evaluation.distributed import close_world, init_world
+from infill.pipeline.corpus import fill_iterable
+world = init_world("cpu")[0]
+templates = [f"the {w} [MASK] near the [MASK] ." for w in sys.argv[3:]] * 3
+got = [r.texts for r in fill_iterable(Infiller(sys.argv[1]), templates, world, sampler="independent", top=2, seed=0)]
+(Path(sys.argv[2]) / f"rank{world.rank}.json").write_text(json.dumps(got))
+close_world(world)
+"""
+
+
+@pytest.mark.slow
+def test_fill_iterable_under_torchrun_gives_every_rank_every_result(tmp_path, tiny_model_dir):
+    if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
+        pytest.skip("torch.distributed with gloo is not available")
+    script = tmp_path / "fill.py"
+    script.write_text(FILL_ON_EVERY_RANK)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           str(script), str(tiny_model_dir), str(tmp_path), *WORDS], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    templates = [f"the {w} [MASK] near the [MASK] ." for w in WORDS] * 3
+    expected = [r.texts for r in Infiller(str(tiny_model_dir)).sample_many(templates, "independent", top=2, seed=0)]
+    assert [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)] == [expected, expected]
+
+
 def test_an_iterable_and_a_dataset_get_what_sample_many_gives(tiny_model_dir):
     datasets = pytest.importorskip("datasets")
     infiller = Infiller(str(tiny_model_dir))
