@@ -71,11 +71,11 @@ def measured(command: list[str]) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024
 
 
-def sample_command(source: Path, out: Path, processes: int = 1) -> list[str]:
+def sample_command(model: Path, source: Path, out: Path, processes: int = 1) -> list[str]:
     launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 \
         else []
     return [sys.executable, *launcher, "-m", "infill", "sample", "-f", str(source), "--out", str(out), "--model",
-            str(MODEL), "--sampler", "argmax", "--top", "1", "-q"]
+            str(model), "--sampler", "argmax", "--top", "1", "-q"]
 
 
 def main() -> None:
@@ -84,38 +84,47 @@ def main() -> None:
     parser.add_argument("--command-lines", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--pair-lines", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--model", type=Path, default=MODEL, help="the masked LM (default: the dev MLM)")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["reader", "command", "processes"])
     parser.add_argument("--out", type=Path, default=ROOT / "eval" / "corpus-stream-minilm")
     args = parser.parse_args()
-    report: dict = {"cpu": cpu_model(), "cores": os.cpu_count(), "threads_per_process": 1,
+    report: dict = {"model": str(args.model), "cpu": cpu_model(), "cores": os.cpu_count(), "threads_per_process": 1,
                     "torch": subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"],
                                             capture_output=True, text=True).stdout.strip()}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         report["reader"] = {}
-        for n in args.reader_lines:
+        for n in [] if "reader" in args.skip else args.reader_lines:
             wall, rss = measured([sys.executable, "-c", READER, str(corpus_file(tmp, n)), str(tmp / f"r{n}.jsonl"),
-                                  str(MODEL)])
+                                  str(args.model)])
             report["reader"][n] = {"seconds": wall, "peak_rss_mb": rss}
             print(f"reader/writer {n} lines: {wall:.1f} s, {rss:.0f} MB", flush=True)
         report["command"] = {}
-        for n in args.command_lines:
-            wall, rss = measured(sample_command(corpus_file(tmp, n), tmp / f"c{n}.jsonl"))
+        for n in [] if "command" in args.skip else args.command_lines:
+            wall, rss = measured(sample_command(args.model, corpus_file(tmp, n), tmp / f"c{n}.jsonl"))
             report["command"][n] = {"seconds": wall, "peak_rss_mb": rss}
             print(f"command {n} lines: {wall:.1f} s, {rss:.0f} MB", flush=True)
-        source, walls = corpus_file(tmp, args.pair_lines), {1: [], 2: []}
-        for k in range(args.repeats):
-            for processes in ((1, 2) if k % 2 == 0 else (2, 1)):
-                out = tmp / f"p{processes}-{k}.jsonl"
-                walls[processes].append(measured(sample_command(source, out, processes))[0])
-                print(f"{processes} process(es), {args.pair_lines} lines: {walls[processes][-1]:.1f} s", flush=True)
-        outs = {(tmp / f"p{p}-{k}.jsonl").read_bytes() for p in (1, 2) for k in range(args.repeats)}
-        rates = {p: [args.pair_lines / w for w in walls[p]] for p in walls}
-        report["processes"] = {"lines": args.pair_lines, "wall": walls, "per_second": rates,
-                               "speedup": [a / b for a, b in zip(walls[1], walls[2])], "out_identical": len(outs) == 1}
+        if "processes" not in args.skip:
+            report["processes"] = one_against_two(args.model, corpus_file(tmp, args.pair_lines), args.repeats)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     (args.out / "report.md").write_text(markdown(report))
     print(markdown(report))
+
+
+def one_against_two(model: Path, source: Path, repeats: int) -> dict:
+    """The command alone and under ``torchrun --nproc-per-node 2``, in turn: walls, rates, OUT compared."""
+    lines_in = sum(1 for line in source.read_text().splitlines() if line.strip())
+    walls: dict = {1: [], 2: []}
+    outs = set()
+    for k in range(repeats):
+        for processes in ((1, 2) if k % 2 == 0 else (2, 1)):
+            out = source.with_name(f"p{processes}-{k}.jsonl")
+            walls[processes].append(measured(sample_command(model, source, out, processes))[0])
+            outs.add(out.read_bytes())
+            print(f"{processes} process(es), {lines_in} lines: {walls[processes][-1]:.1f} s", flush=True)
+    return {"lines": lines_in, "wall": walls, "per_second": {p: [lines_in / w for w in walls[p]] for p in walls},
+            "speedup": [a / b for a, b in zip(walls[1], walls[2])], "out_identical": len(outs) == 1}
 
 
 def markdown(r: dict) -> str:
@@ -123,21 +132,24 @@ def markdown(r: dict) -> str:
                      for n, v in r["reader"].items())
     rows += "\n" + "\n".join(f"| `--sampler argmax --top 1` | {n:,} | {v['seconds']:.1f} | {v['peak_rss_mb']:.0f} |"
                              for n, v in r["command"].items())
-    p = r["processes"]
-    rates = {n: ", ".join(f"{x:.1f}" for x in v) for n, v in p["per_second"].items()}
-    return f"""# `infill sample --out`: memory and processes
+    text = f"""# `infill sample --out`: memory and processes
 
-{r['cpu']}, {r['cores']} cores (shared with other jobs), torch {r['torch']}, one torch thread a process, the dev MLM,
-one-blank lines of wiki103 (`scripts/corpus_stream_check.py`).
+{r['cpu']}, {r['cores']} cores (shared with other jobs), torch {r['torch']}, one torch thread a process,
+{Path(r['model']).name}, one-blank lines of wiki103 (`scripts/corpus_stream_check.py`).
 
 | run | lines | seconds | peak RSS (MB) |
 |---|---:|---:|---:|
 {rows}
-
+"""
+    if "processes" in r:
+        p = r["processes"]
+        rates = {n: ", ".join(f"{x:.1f}" for x in v) for n, v in p["per_second"].items()}
+        text += f"""
 One process against two (`torchrun --nproc-per-node 2`), {p['lines']:,} lines, in turn: templates per second
 {rates[1]} (one) against {rates[2]} (two); speedup per pair {', '.join(f'{x:.2f}' for x in p['speedup'])}x;
 OUT identical: {p['out_identical']}.
 """
+    return text
 
 
 if __name__ == "__main__":
