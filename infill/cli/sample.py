@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from itertools import islice
+from functools import partial
+from itertools import groupby, islice
 from typing import Iterable, Iterator, NamedTuple, Optional
 
 from ..errors import InfillError
@@ -45,8 +46,9 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser.add_argument("template", nargs="?", help="the template, or - to read templates from stdin")
     parser.add_argument("--file", "-f", help="read templates from FILE (one per line, or JSONL with options)")
     parser.add_argument("--out", metavar="OUT.jsonl",
-                        help="with --file: write a JSON record per template line to OUT as each is done, in input "
-                             "order; run again to go on after the last complete one (lines without a seed: seed 0)")
+                        help="with --file or -: write a JSON record per template line to OUT, a chunk at a time, in "
+                             "input order; run again to go on after the last complete one (lines without a seed: "
+                             "seed 0)")
     add_run_arguments(parser)
     parser.set_defaults(run=run)
     return parser
@@ -134,12 +136,14 @@ def read_lines(given: list[str], file: Optional[str], what: str) -> tuple[str, l
 
 class Job(NamedTuple):
     """A template to fill: its input ``line`` (None for the TEMPLATE argument), ``where`` error messages say it
-    is (``FILE:LINE: ``), and its options."""
+    is (``FILE:LINE: ``), and its options; ``error`` what is wrong with a line kept though bad (the line itself
+    its template)."""
 
     line: Optional[int]
     where: str
     template: str
     options: dict
+    error: Optional[str] = None
 
 
 def read_jobs(args) -> list[Job]:
@@ -154,8 +158,9 @@ def read_jobs(args) -> list[Job]:
     return jobs
 
 
-def iter_jobs(lines: Iterable[str], source: str, defaults: dict) -> Iterator[Job]:
-    """A job per non-empty line of ``lines`` (from ``source``; ``""`` for the TEMPLATE argument), lazily."""
+def iter_jobs(lines: Iterable[str], source: str, defaults: dict, keep_bad: bool = False) -> Iterator[Job]:
+    """A job per non-empty line of ``lines`` (from ``source``; ``""`` for the TEMPLATE argument), lazily; a line
+    that is not a template fails, or with ``keep_bad`` is a job with its ``error``."""
     for number, line in enumerate(lines, 1):
         number, where = (number, f"{source}:{number}: ") if source else (None, "")
         if not line.strip():
@@ -165,10 +170,14 @@ def iter_jobs(lines: Iterable[str], source: str, defaults: dict) -> Iterator[Job
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InfillError(f"{where}invalid JSON: {exc.msg}") from None
-        if not isinstance(record, dict) or not isinstance(record.get("template"), str):
-            raise InfillError(f"{where}a JSON line needs a \"template\" string")
+            if not isinstance(record, dict) or not isinstance(record.get("template"), str):
+                raise InfillError("a JSON line needs a \"template\" string")
+        except (json.JSONDecodeError, InfillError) as exc:
+            error = f"invalid JSON: {exc.msg}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+            if not keep_bad:
+                raise InfillError(f"{where}{error}") from None
+            yield Job(number, where, line.strip(), {}, error)
+            continue
         template = record.pop("template")
         yield Job(number, where, template, {**defaults, **{k.replace("-", "_"): v for k, v in record.items()}})
 
@@ -188,6 +197,8 @@ def checked(job: Job):
     from ..pipeline.config import RunConfig
 
     try:
+        if job.error:
+            raise InfillError(job.error)
         scan(job.template, job.options.get("blank_unit", RunConfig.blank_unit))
         return RunConfig.create(**job.options)
     except InfillError as exc:
@@ -202,6 +213,22 @@ def prepared(job: Job, config, tokenizer, limit: int):
         return prepare([job.template], config, tokenizer, limit)
     except InfillError as exc:
         raise InfillError(f"{job.where}{exc}") from None
+
+
+def groups(jobs: list[Job], tokenizer, limit: int) -> Iterator[tuple[list[Job], object]]:
+    """``jobs`` in runs of consecutive jobs of one configuration, each run prepared for the model as one (a
+    vocabulary's categories built once, not per line): ``(run, prepared)``. A bad job fails naming its line."""
+    from ..pipeline.infiller import prepare
+
+    for config, run in groupby(((job, checked(job)) for job in jobs), key=lambda item: item[1]):
+        run = [job for job, _ in run]
+        try:
+            batch = prepare([job.template for job in run], config, tokenizer, limit)
+        except InfillError:
+            for job in run:
+                prepared(job, config, tokenizer, limit)  # fails on the bad line, named
+            raise
+        yield run, batch
 
 
 def run(args) -> int:
@@ -225,54 +252,96 @@ def run(args) -> int:
 
 
 def run_to_out(args) -> int:
-    """``--out``: FILE checked whole (read twice, lazily, before the model loads), then filled into OUT as each
-    line is done, after OUT's complete records; lines dealt out over the ranks of a ``torchrun`` launch, rank 0
-    writing (:mod:`infill.pipeline.corpus`)."""
+    """``--out``: the input filled into OUT after OUT's complete records, a chunk of lines per call of the batch
+    API; FILE checked whole first (read twice, lazily, before the model loads), stdin's bad lines written as error
+    records; lines dealt out over the ranks of a ``torchrun`` launch, rank 0 writing
+    (:mod:`infill.pipeline.corpus`)."""
     from ..evaluation.distributed import close_world, init_world
     from ..pipeline import corpus
 
-    if args.file is None or args.template is not None:
-        raise InfillError("--out fills the lines of --file FILE (read twice: checked whole first, then run)")
+    stdin = args.file is None and args.template == "-"
+    if not stdin and (args.file is None or args.template is not None):
+        raise InfillError("--out fills the lines of --file FILE or of stdin (-)")
     defaults = {"seed": 0, **cli_options(args)}
-
-    def jobs() -> Iterator[Job]:
-        return iter_jobs(file_lines(args.file), args.file, defaults)
-    total = 0
-    for job in jobs():  # what needs no tokenizer (nor torch) first
-        checked(job)
-        total += 1
-    if not total:
-        raise InfillError(f"no templates in {args.file} (empty lines are skipped)")
-    load_model, tokenizer, limit = _load(args)
-    for job in jobs():
-        prepared(job, checked(job), tokenizer, limit)
+    if stdin:
+        total, jobs = None, iter_jobs((line.rstrip("\r\n") for line in sys.stdin), "<stdin>", defaults, True)
+        load_model, tokenizer, limit = _load(args)
+    else:
+        total, load_model, tokenizer, limit = _check_file(args.file, defaults, args)
+        jobs = iter_jobs(file_lines(args.file), args.file, defaults)
     world, device = init_world(args.device)
     try:
-        out = _open_out(args.out, world)
-        infiller, todo, done = load_model(device), jobs(), out.done if out else 0
-        done = world.broadcast(done)
-        if done and out is not None:
-            corpus.check_resumed(out, next(islice(todo, done - 1, None), None))
-        elif done:
-            next(islice(todo, done - 1, None), None)
-        with Lines(total, "infill sample", "template", initial=done,
-                   disable=args.quiet or not world.is_main) as progress:
-            for chunk, job in corpus.rounds(todo, world.rank, world.size):
-                entry = None if job is None else corpus.record(
-                    job.line, infiller.run(prepared(job, checked(job), tokenizer, limit))[0])
-                for entry in world.gather(entry) or ():
-                    if entry is not None:
-                        out.write(entry)
-                progress.update(len(chunk))
-        if out is not None:
-            out.close()
+        if stdin and world.size > 1:
+            raise InfillError("under torchrun --out reads --file FILE (each process reads it), not stdin")
+        out = _resume(args.out, world, jobs)
+        try:
+            fill = partial(fill_records, load_model(device), tokenizer=tokenizer, limit=limit, check=stdin)
+            with Lines(total, "infill sample", "template", initial=out.done if out else 0,
+                       disable=args.quiet or not world.is_main) as progress:
+                for records in corpus.shards(jobs, fill, world):
+                    out.write(records)
+                    progress.update(len(records))
+        finally:
+            if out is not None:
+                out.close()
     finally:
         close_world(world)
     return 0
 
 
-def _open_out(path: str, world):
-    """OUT opened and locked on rank 0 (None elsewhere); its refusal raised on every rank."""
+def _check_file(path: str, defaults: dict, args):
+    """FILE checked whole, read twice as it goes: what needs no tokenizer (nor torch) first, then the rest, a
+    chunk at a time; its number of templates, and :func:`_load`'s ``(load_model, tokenizer, limit)``."""
+    from ..pipeline.corpus import CHUNK
+
+    total = 0
+    for job in iter_jobs(file_lines(path), path, defaults):
+        checked(job)
+        total += 1
+    if not total:
+        raise InfillError(f"no templates in {path} (empty lines are skipped)")
+    load_model, tokenizer, limit = _load(args)
+    jobs = iter_jobs(file_lines(path), path, defaults)
+    while chunk := list(islice(jobs, CHUNK)):
+        for _ in groups(chunk, tokenizer, limit):
+            pass
+    return total, load_model, tokenizer, limit
+
+
+def fill_records(infiller, jobs: list[Job], tokenizer, limit: int, check: bool) -> list[dict]:
+    """OUT's records of ``jobs``, in order, each run of one configuration filled by one call of the batch API
+    (a template gets what it gets alone). ``check`` (jobs not checked before): a bad job's record is an error
+    record."""
+    from ..pipeline import corpus
+
+    bad = _bad(jobs, tokenizer, limit) if check else {}
+    good = [job for index, job in enumerate(jobs) if index not in bad]
+    records = iter([corpus.record(job.line, result) for run, batch in groups(good, tokenizer, limit)
+                    for job, result in zip(run, infiller.run(batch))])
+    return [corpus.error_record(job.line, job.template, bad[index]) if index in bad else next(records)
+            for index, job in enumerate(jobs)]
+
+
+def _bad(jobs: list[Job], tokenizer, limit: int) -> dict[int, str]:
+    """What is wrong with each bad job, by its index (each job checked alone only where the runs fail)."""
+    try:
+        for _ in groups(jobs, tokenizer, limit):
+            pass
+        return {}
+    except InfillError:
+        pass
+    bad = {}
+    for index, job in enumerate(jobs):
+        try:
+            prepared(job, checked(job), tokenizer, limit)
+        except InfillError as exc:
+            bad[index] = str(exc).removeprefix(job.where)
+    return bad
+
+
+def _resume(path: str, world, jobs: Iterator[Job]):
+    """OUT opened and locked on rank 0 (None elsewhere), and ``jobs`` advanced past its complete records on every
+    rank; a refusal (OUT locked, or of another input) raised on every rank."""
     from ..pipeline.corpus import Out
 
     out, error = None, None
@@ -281,7 +350,15 @@ def _open_out(path: str, world):
             out = Out(path)
         except InfillError as exc:
             error = str(exc)
-    error = world.broadcast(error)
+    error, done = world.broadcast((error, out.done if out else 0))
+    if not error and done:
+        last = next(islice(jobs, done - 1, None), None)
+        ours = None if last is None else (last.line, last.template)
+        if out is not None and ours != (out.last["line"], out.last.get("template")):
+            out.close()
+            error = (f"--out {path} holds the fillings of another input (its record {done} is of line "
+                     f"{out.last['line']}: {out.last['template']!r}); give another --out")
+        error = world.broadcast(error)
     if error:
         raise InfillError(error)
     return out

@@ -34,6 +34,14 @@ class World:
         dist.gather_object(obj, gathered, dst=0)
         return gathered
 
+    def all_gather(self, obj: Any) -> list:
+        """Every rank's ``obj`` on every rank (in rank order)."""
+        if self.size == 1:
+            return [obj]
+        gathered = [None] * self.size
+        dist.all_gather_object(gathered, obj)
+        return gathered
+
     def broadcast(self, obj: Any) -> Any:
         """Rank 0's ``obj`` on every rank."""
         if self.size == 1:

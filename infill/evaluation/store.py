@@ -14,7 +14,6 @@ import tempfile
 from pathlib import Path
 
 from ..errors import InfillError
-from ..pipeline.corpus import try_lock
 
 try:
     import fcntl
@@ -31,6 +30,14 @@ def _busy(directory: Path, fd: int) -> InfillError:
                        "wait for it to finish or use another --out")
 
 
+def _try_lock(fd: int, operation: int) -> bool:
+    try:
+        fcntl.flock(fd, operation | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
 def check_out(directory: Path) -> None:
     """Raise ``InfillError`` at once if ``directory`` cannot serve as an output directory: it is a file, or
     another process holds its lock. Writes nothing."""
@@ -45,7 +52,7 @@ def check_out(directory: Path) -> None:
     except OSError:  # no lock file yet: nobody holds it
         return
     try:
-        if not try_lock(fd, exclusive=False):
+        if not _try_lock(fd, fcntl.LOCK_SH):
             raise _busy(directory, fd)
     finally:
         os.close(fd)
@@ -58,7 +65,7 @@ def lock_directory(directory: Path) -> None:
     if fcntl is None or key in _locked:
         return
     fd = os.open(key / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-    if not try_lock(fd, exclusive=True):
+    if not _try_lock(fd, fcntl.LOCK_EX):
         error = _busy(directory, fd)
         os.close(fd)
         raise error

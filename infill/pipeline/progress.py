@@ -20,10 +20,11 @@ def duration(seconds: float) -> str:
 
 class Lines:
     """A line per :meth:`update` on ``file``: ``LABEL: UNIT n/total done (POSTFIX), 41 s elapsed, about 4 min
-    left``; the estimate extrapolates the units done in this run (``initial`` were done before). The methods of
+    left`` (``n done`` where the ``total`` is not known); the estimate extrapolates the units done in this run
+    (``initial`` were done before). The methods of
     tqdm that the commands use, so either serves."""
 
-    def __init__(self, total: int, desc: str, unit: str, initial: int = 0, disable: bool = False,
+    def __init__(self, total: Optional[int], desc: str, unit: str, initial: int = 0, disable: bool = False,
                  file: Optional[TextIO] = None):
         self.total, self.desc, self.unit, self.n, self.disable = total, desc, unit, initial, disable
         self.file = file or sys.stderr
@@ -38,9 +39,10 @@ class Lines:
             return
         elapsed = time.perf_counter() - self.start
         rate = elapsed / (self.n - self.initial)
-        left = f", about {duration(rate * (self.total - self.n))} left" if self.n < self.total else ""
+        left = f", about {duration(rate * (self.total - self.n))} left" if self.total and self.n < self.total else ""
         postfix = f" ({self.postfix})" if self.postfix else ""
-        print(f"{self.desc}: {self.unit} {self.n}/{self.total} done{postfix}, {duration(elapsed)} elapsed{left}",
+        count = f"{self.n}/{self.total}" if self.total else self.n
+        print(f"{self.desc}: {self.unit} {count} done{postfix}, {duration(elapsed)} elapsed{left}",
               file=self.file, flush=True)
 
     def __enter__(self) -> "Lines":
