@@ -75,13 +75,6 @@ def choose(batch, bar=None, avoid: Optional[Repeats] = None) -> Chosen:
     return Chosen(rows, scored[inverse], order, exact, len(unique))
 
 
-def trace_fields(config) -> tuple:
-    """What the pipeline reads of the chains' trace (:func:`~infill.samplers.sample`): every step's states,
-    energies, acceptances and hops, and the proposals only where the diverse pick scores them."""
-    diverse = config.top is not None and config.decode == "diverse"
-    return ("samples", "energies", "accepted", "hops") + (("proposals",) if diverse else ())
-
-
 def candidates(batch) -> tuple[Tensor, Tensor]:
     """The states ``(N, d)`` ``top`` may choose from, the visited states first, with their values ``(N,)`` at
     temperature 1 (NaN where the run did not compute them)."""

@@ -42,7 +42,7 @@ from ..text.blanks import quote
 from ..text.template import Template, parse
 from ..text.vocabulary import sampleable_token_ids, spelled, word_piece_ids
 from . import one_pass
-from .choose import float32_cost, trace_fields
+from .choose import float32_cost
 from .config import AUTO, REWRITE_SAMPLER, RunConfig, positive_integer
 from .policy import Run, least_budget, resolve
 from .postprocess import Batch, postprocess
@@ -346,8 +346,7 @@ class Infiller:
         batch = dict(template=template, start=start, energy=pll, target=target, starts=x, float32=float32)
         try:
             with meter.holding(d * (config.top or config.num_samples) + held_back):  # what choosing takes
-                trace = run_annealed(sampler, target, x, config.annealing_schedule(), generator, callback, stop,
-                                     trace_fields(config))
+                trace = run_annealed(sampler, target, x, config.annealing_schedule(), generator, callback, stop)
         except BudgetSpent:  # the starts took what the chains could spend: they are the candidates
             if config.init not in mlm_draws.ORDERS + ("independent",):
                 raise InfillError(f"a budget of {config.budget} encoder sequences buys no step of {config.method} "
