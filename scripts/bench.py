@@ -27,7 +27,7 @@ import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM
 
 from infill.energies import MaskedLMEnergy, one_hot, value_and_grad
-from infill.samplers import make_sampler
+from infill.samplers import make_sampler, sample
 from infill.text.vocabulary import sampleable_token_ids
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -170,7 +170,7 @@ def peak_rss_child(device: str, steps: int, chunk_size: int) -> None:
     """In a fresh process: a 25-chain DMALA run on the bert-base shape; prints the peak RSS in GB."""
     tokenizer = AutoTokenizer.from_pretrained(DEV_MODEL)
     energy, x0 = problem(load("bert-base", device), tokenizer, chunk_size=chunk_size or None)
-    make_sampler("dmala", step_size=0.1).run(energy, x0.to(device), steps)
+    sample(make_sampler("dmala", step_size=0.1), energy, x0.to(device), steps)
     # VmHWM, not ru_maxrss: the latter keeps the high-water mark of the parent forked before exec
     status = Path("/proc/self/status").read_text()
     print(int(status.split("VmHWM:")[1].split()[0]) / 2**20)

@@ -13,7 +13,7 @@ import torch
 
 from infill.energies.exact import tv_noise_floor
 from infill.energies.toy import TwoScalePotts
-from infill.samplers import make_sampler
+from infill.samplers import make_sampler, sample
 
 SINGLE = (0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 20.0)
 
@@ -50,7 +50,8 @@ def main() -> None:
     for label, options in rows(args.binary_scale):
         many, binary, accept = [], [], []
         for seed in range(args.seeds):
-            trace = make_sampler("dmala", **options).run(energy, x0, args.steps, torch.Generator().manual_seed(seed))
+            generator = torch.Generator().manual_seed(seed)
+            trace = sample(make_sampler("dmala", **options), energy, x0, args.steps, generator)
             m, b = energy.block_distances(trace.samples[-1])
             many.append(m), binary.append(b), accept.append(trace.acceptance_rate)
         cells = [f"{statistics.mean(v):.3f} ({min(v):.3f}-{max(v):.3f})" for v in (many, binary)]

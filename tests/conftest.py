@@ -24,6 +24,18 @@ def tiny_bert(vocab_size: int = 30522, seed: int = 0, init: float = 0.02) -> Ber
     return BertForMaskedLM(config).eval()
 
 
+def recording(adapted, values: list):
+    """``adapted`` (a sampler in its adaptation) whose kernel appends its tuned value to ``values`` at each step."""
+    from infill.samplers import Adapted, options_of
+
+    class Recording(type(adapted.sampler)):
+        def step(self, energy, state, generator):
+            values.append(getattr(self, self.tuned))
+            return super().step(energy, state, generator)
+
+    return Adapted(Recording(**options_of(adapted.sampler)), adapted.adaptation)
+
+
 def reading_only_masked_blanks(energy, monkeypatch) -> list:
     """Wrap ``energy.blank_logits`` to record, per call, whether every blank it read was masked."""
     calls, original = [], energy.blank_logits

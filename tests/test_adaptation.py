@@ -8,7 +8,7 @@ import torch
 from infill.energies import PottsEnergy
 from infill.energies.tempered import Tempered
 from infill.errors import InfillError
-from infill.samplers import Adapted, Tuning, make_sampler, run_annealed, sampler_options
+from infill.samplers import Adapted, Tuning, make_sampler, run_annealed, sample, sampler_options
 from infill.samplers.auxiliary_gaussian import AVG, Preconditioning
 from infill.samplers.presets import DMALA
 
@@ -22,9 +22,9 @@ def test_run_annealed_is_fresh_runs_from_each_final_state():
                          callback=lambda t, state, info: seen.append(t))
     generator, x, evaluations = torch.Generator().manual_seed(0), x0, 0
     for temperature, steps in [(4.0, 3), (2.0, 2)]:
-        stage = sampler.run(Tempered(ENERGY, temperature), x, steps, generator)
+        stage = sample(sampler, Tempered(ENERGY, temperature), x, steps, generator)
         x, evaluations = stage.final_state.x, evaluations + stage.evaluations
-    last = sampler.run(ENERGY, x, 4, generator)
+    last = sample(sampler, ENERGY, x, 4, generator)
     assert torch.equal(trace.samples, last.samples) and trace.samples.shape == (4, 5, 3)
     assert trace.evaluations == evaluations + last.evaluations
     assert seen == list(range(9))
@@ -57,32 +57,36 @@ class Halving:
     def final(self, tuning):
         return (tuning.value,)
 
+    def schedule(self, tuning):
+        return dataclasses.replace(tuning, steps=tuning.steps + 1)
+
 
 @dataclass
 class RecordingDMALA(DMALA):
-    """DMALA that records the step size each transition is given."""
+    """DMALA that records the step size of each step (its copies share the record)."""
 
     given: list = field(default_factory=list)
 
-    def transition(self, energy, state, generator, value):
-        self.given.append(value)
-        return super().transition(energy, state, generator, value)
+    def step(self, energy, state, generator):
+        self.given.append(self.step_size)
+        return super().step(energy, state, generator)
 
 
-def test_the_kernel_takes_the_value_the_adaptation_feeds_and_it_freezes_after_the_window():
+def test_the_kernel_steps_with_the_value_the_adaptation_feeds_and_it_freezes_after_the_warmup():
     kernel = RecordingDMALA(step_size=0.8)
-    trace = Adapted(kernel, Halving()).run(ENERGY, torch.zeros(4, 3, dtype=torch.long), 6)
+    trace = sample(Adapted(kernel, Halving()), ENERGY, torch.zeros(4, 3, dtype=torch.long), 6)
     assert kernel.given == [0.8, 0.4, 0.2, 0.1, 0.1, 0.1]
-    assert trace.burn_in == 3 and trace.final_state.tuning == Tuning(0.1, 3, 3, 6)
+    assert trace.burn_in == 3 and trace.tuning == Tuning(0.1, 3, 3, 6)
 
 
 def test_a_kernel_without_its_adaptation_is_the_fixed_kernel():
     x0, steps = torch.zeros(5, 3, dtype=torch.long), 12
-    fixed = make_sampler("dmala", step_size=0.5, adapt_steps=0).run(ENERGY, x0, steps, torch.Generator().manual_seed(3))
+    fixed = sample(make_sampler("dmala", step_size=0.5, adapt_steps=0), ENERGY, x0, steps,
+                   torch.Generator().manual_seed(3))
     kernel, generator = DMALA(step_size=0.5), torch.Generator().manual_seed(3)
-    state, samples = kernel.start(ENERGY, x0, 4), []
+    state, samples = kernel.init(ENERGY, x0), []
     for _ in range(steps):
-        state, _ = kernel.transition(ENERGY, state, generator, 0.5)
+        state, _ = kernel.step(ENERGY, state, generator)
         samples.append(state.x)
     assert torch.equal(fixed.samples, torch.stack(samples)) and fixed.burn_in == 0
 
@@ -91,9 +95,9 @@ def test_pavg_is_avg_tuned_by_preconditioning():
     x0 = torch.randint(4, (20, 3), generator=torch.Generator().manual_seed(0))
     pavg = make_sampler("pavg", burn_in=20)
     assert isinstance(pavg.adaptation, Preconditioning) and pavg.hyperparameters()["burn_in"] == 20
-    a = pavg.run(ENERGY, x0, 30, torch.Generator().manual_seed(1))
-    b = Adapted(AVG(), Preconditioning(burn_in=20)).run(ENERGY, x0, 30, torch.Generator().manual_seed(1))
-    assert torch.equal(a.samples, b.samples) and a.final_state.tuning.gamma == b.final_state.tuning.gamma
+    a = sample(pavg, ENERGY, x0, 30, torch.Generator().manual_seed(1))
+    b = sample(Adapted(AVG(), Preconditioning(burn_in=20)), ENERGY, x0, 30, torch.Generator().manual_seed(1))
+    assert torch.equal(a.samples, b.samples) and a.tuning.gamma == b.tuning.gamma
     assert a.burn_in == 20
 
 

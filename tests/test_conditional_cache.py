@@ -10,7 +10,7 @@ from infill import Infiller
 from infill.energies import MaskedLMEnergy, evaluate, one_hot, value_and_grad
 from infill.energies.conditionals import ConditionalCache, key
 from infill.energies.exact import empirical_distribution, exact_distribution, total_variation, tv_noise_floor
-from infill.samplers import SAMPLERS, make_sampler
+from infill.samplers import SAMPLERS, make_sampler, sample
 
 INPUT_IDS = torch.tensor([2, 10, 4, 11, 4, 12, 4, 3])
 BLANKS = torch.tensor([2, 4, 6])
@@ -52,7 +52,7 @@ def target(model):
 def run_tv(sampler, energy, p, seed=0):
     generator = torch.Generator().manual_seed(seed)
     x0 = torch.randint(K, (CHAINS, D), generator=generator)
-    trace = sampler.run(energy, x0, STEPS, generator=generator)
+    trace = sample(sampler, energy, x0, STEPS, generator=generator)
     kept = trace.samples[max(trace.burn_in, STEPS // 2):]
     return total_variation(p, empirical_distribution(kept, K)), tv_noise_floor(p, kept.shape[0] * CHAINS)
 
@@ -72,7 +72,7 @@ def test_gradient_samplers_never_read_it(model, name):
     traces = []
     for energy in (pll(model), pll(model, ConditionalCache(0))):
         generator = torch.Generator().manual_seed(0)
-        traces.append(make_sampler(name).run(energy, torch.randint(K, (20, D), generator=generator), 4, generator))
+        traces.append(sample(make_sampler(name), energy, torch.randint(K, (20, D), generator=generator), 4, generator))
         assert energy.cache_hits == 0
     assert torch.equal(traces[0].samples, traces[1].samples)
     assert torch.equal(traces[0].energies, traces[1].energies)

@@ -19,7 +19,7 @@ from infill.energies.exact import (
     total_variation,
     tv_noise_floor,
 )
-from infill.samplers import SAMPLERS, make_sampler
+from infill.samplers import SAMPLERS, make_sampler, sample
 
 CHAINS, STEPS = 2000, 150
 EXACT = sorted(n for n, cls in SAMPLERS.items() if getattr(cls, "adjusted", True))  # all but dula, una
@@ -58,7 +58,7 @@ def target(request):
 def run_tv(sampler, energy, p, d, k, chains=CHAINS, steps=STEPS, seed=0):
     generator = torch.Generator().manual_seed(seed)
     x0 = torch.randint(k, (chains, d), generator=generator)
-    trace = sampler.run(energy, x0, steps, generator=generator)
+    trace = sample(sampler, energy, x0, steps, generator=generator)
     kept = trace.samples[max(trace.burn_in, steps // 2):]
     return total_variation(p, empirical_distribution(kept, k)), tv_noise_floor(p, kept.shape[0] * chains), trace
 
@@ -146,7 +146,7 @@ def test_a_proposal_that_sees_the_include_term_reaches_an_unlikely_keyword():
     def reached(sampler, target):
         generator = torch.Generator().manual_seed(0)
         x0 = torch.randint(keyword, (100, d), generator=generator)  # starts without the keyword
-        trace = sampler.run(target, x0, 30, generator)
+        trace = sample(sampler, target, x0, 30, generator)
         return (trace.final_state.x == keyword).any(1).float().mean().item()
 
     seeing = {name: reached(make_sampler(name), energy) for name in ("gibbs-mh", "gwg", "dmala", "pas")}

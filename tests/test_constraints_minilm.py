@@ -6,7 +6,7 @@ from transformers import AutoModelForMaskedLM
 
 from infill.constraints import calibrate_closeness, constrained_energy, include_term, source_categories
 from infill.energies import MaskedLMEnergy
-from infill.samplers import make_sampler
+from infill.samplers import make_sampler, sample
 from infill.text.template import parse
 from infill.text.vocabulary import sampleable_token_ids
 
@@ -40,7 +40,7 @@ def test_include_is_met_on_a_real_template(dev):
     x0 = indices(dev, ["room", "window"]).expand(8, -1)
     reached = {}
     for name, target in (("gibbs-mh", energy), ("gibbs", pll)):
-        trace = make_sampler(name).run(target, x0, 20, torch.Generator().manual_seed(0))
+        trace = sample(make_sampler(name), target, x0, 20, torch.Generator().manual_seed(0))
         reached[name] = (energy.terms(torch.nn.functional.one_hot(trace.final_state.x, len(categories)).float(),
                                       ["include"])["include"] == 0).float().mean().item()
     assert reached["gibbs-mh"] == 1.0 and reached["gibbs"] == 0.0, reached
@@ -56,7 +56,7 @@ def test_rewrite_returns_distinct_variants_near_the_change(dev):
     generator = torch.Generator().manual_seed(0)
     sampler = make_sampler("gibbs-mh")
     energy = calibrate_closeness(pll, source, 0.5, sampler, chains=8, steps=10, rounds=1, generator=generator)
-    trace = sampler.run(energy, source.expand(8, -1), 16, generator)
+    trace = sample(sampler, energy, source.expand(8, -1), 16, generator)
     final = trace.final_state.x
     assert len({tuple(x) for x in final.tolist()}) >= 6
     changed = (trace.samples[8:] != source).float().mean().item()

@@ -333,7 +333,7 @@ def test_tuned_step_size_is_each_templates_own(infiller):
     results = infiller.sample_many(["the [MASK] sat on the [MASK] .", "a [MASK] ran to my [MASK] !"], sampler="dmala",
                                    num_samples=3, steps=6, seed=0, init="uniform")
     for result in results:
-        tuned, tuning = result.diagnostics.tuned, result.trace.final_state.tuning
+        tuned, tuning = result.diagnostics.tuned, result.trace.tuning
         assert tuned is not None and tuned["value"] == tuning.value and tuned["burn_in"] == result.diagnostics.burn_in
         assert tuned["value"] != result.diagnostics.hyperparameters["step_size"]  # it did adapt
         alone = infiller.sample(result.template, sampler="dmala", num_samples=3, steps=6, seed=0, init="uniform")

@@ -4,7 +4,7 @@ import torch
 from conftest import tiny_bert
 
 from infill.energies import MaskedLMEnergy, evaluate, one_hot, value_and_grad
-from infill.samplers import make_sampler
+from infill.samplers import make_sampler, sample
 from infill.text.vocabulary import sampleable_token_ids
 
 INPUT_IDS = torch.tensor([2, 10, 11, 4, 12, 4, 4, 13, 3])
@@ -92,7 +92,7 @@ def dmala_fill(model, tokenizer, text, seed):
     energy = MaskedLMEnergy(model, ids, blanks, categories, tokenizer.mask_token_id)
     generator = torch.Generator().manual_seed(seed)
     x0 = torch.randint(len(categories), (3, len(blanks)), generator=generator)
-    trace = make_sampler("dmala", step_size=0.5).run(energy, x0, 8, generator=generator)
+    trace = sample(make_sampler("dmala", step_size=0.5), energy, x0, 8, generator=generator)
     return categories[trace.samples[-1]], trace
 
 

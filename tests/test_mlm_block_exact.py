@@ -8,7 +8,7 @@ from test_samplers_exact import bound, exact_floor
 from infill.energies import MaskedLMEnergy
 from infill.energies.exact import empirical_distribution, exact_distribution, total_variation
 from infill.energies.tempered import Tempered
-from infill.samplers import make_sampler, run_annealed
+from infill.samplers import make_sampler, run_annealed, sample
 from infill.samplers.mlm_block import BlockMH, MLMIndependence, is_masked_lm
 
 D, K = 3, 4
@@ -28,7 +28,7 @@ def run_tv(sampler, energy, p):
     """TV between ``p`` and the second half of a run from uniform starts, and the noise floor at as many draws."""
     generator = torch.Generator().manual_seed(0)
     x0 = torch.randint(K, (CHAINS, D), generator=generator)
-    trace = sampler.run(energy, x0, STEPS, generator)
+    trace = sample(sampler, energy, x0, STEPS, generator)
     kept = trace.samples[STEPS // 2:]
     return total_variation(p, empirical_distribution(kept, K)), exact_floor(p, kept.shape[0] * CHAINS), trace
 

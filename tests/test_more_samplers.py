@@ -1,19 +1,18 @@
 """DLMC, DLMCf, NCG, AVG, PAVG and PAS: transitions, PAVG vs AVG, adaptation, masked LM, bad options."""
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
 import torch
-from conftest import tiny_bert
+from conftest import recording, tiny_bert
 
 from infill.energies import MaskedLMEnergy, PottsEnergy, evaluate, one_hot
 from infill.energies.exact import empirical_distribution, exact_distribution, total_variation
 from infill.errors import InfillError
-from infill.samplers import SAMPLERS, make_sampler
+from infill.samplers import SAMPLERS, make_sampler, sample
 from infill.samplers.adaptive import moving_acceptance
-from infill.samplers.auxiliary_gaussian import PreconditionerTuning
+from infill.samplers.auxiliary_gaussian import Preconditioner
 from infill.samplers.balancing import balancing_function
 from infill.samplers.dlmc import euler_log_proposal, interpolated_log_proposal
 from infill.samplers.langevin import ncg_log_proposal
@@ -34,7 +33,7 @@ def _ising(d: int, coupling: float, field: float) -> PottsEnergy:
 def _tv(name: str, options: dict, energy, d: int, k: int, chains: int, burn_in: int, keep: int, seed: int = 0):
     generator = torch.Generator().manual_seed(seed)
     x0 = torch.randint(k, (chains, d), generator=generator)
-    trace = make_sampler(name, **options).run(energy, x0, burn_in + keep, generator)
+    trace = sample(make_sampler(name, **options), energy, x0, burn_in + keep, generator)
     tv = total_variation(exact_distribution(energy, d, k), empirical_distribution(trace.samples[burn_in:], k))
     return tv, trace
 
@@ -85,8 +84,8 @@ def test_pavg_beats_avg_on_a_strongly_correlated_target():
     energy = _ising(8, coupling=0.3, field=0.1)  # two modes holding 88% of the mass, 74% / 15%
     tv_avg, _ = _tv("avg", {}, energy, 8, 2, 1000, 150, 250)
     tv_pavg, trace = _tv("pavg", {"burn_in": 100}, energy, 8, 2, 1000, 150, 250)
-    assert trace.final_state.tuning.gamma > 0
-    assert json.loads(json.dumps(trace.final_state.tuning.to_dict()))["gamma"] == trace.final_state.tuning.gamma
+    assert trace.tuning.gamma > 0
+    assert json.loads(json.dumps(trace.tuning.to_dict()))["gamma"] == trace.tuning.gamma
     assert tv_pavg < 0.8 * tv_avg, (tv_pavg, tv_avg)
 
 
@@ -94,15 +93,13 @@ def test_pavg_with_the_true_curvature_is_exact_and_rejection_free():
     d, k = 4, 3
     energy = PottsEnergy.random(d, k, scale=1.0, seed=7)  # quadratic, no same-site couplings
     spectrum, basis = torch.linalg.eigh(energy.couplings.reshape(d * k, d * k))
-    sampler = make_sampler("pavg", burn_in=14)
+    avg = make_sampler("pavg").sampler
+    kernel = avg.fixed(avg.step_size, Preconditioner(basis, spectrum, 1.0))
     generator = torch.Generator().manual_seed(8)
-    state = sampler.init(energy, torch.randint(k, (CHAINS, d), generator=generator))
-    burn_in = sampler.adaptation.burn_in
-    state = dataclasses.replace(state, tuning=PreconditionerTuning(
-        sampler.kernel.step_size, 0, burn_in, steps=burn_in, basis=basis, spectrum=spectrum, gamma=1.0))
+    state = kernel.init(energy, torch.randint(k, (CHAINS, d), generator=generator))
     samples, accepted = [], []
     for _ in range(BURN_IN + KEEP):
-        state, info = sampler.step(energy, state, generator)
+        state, info = kernel.step(energy, state, generator)
         samples.append(state.x)
         accepted.append(info.accepted)
     assert torch.stack(accepted).float().mean() > 0.999
@@ -115,33 +112,28 @@ def test_adaptation_reaches_the_target_acceptance_of_moves_then_freezes(name):
     energy = PottsEnergy.random(30, 3, scale=2.0, seed=5)
     generator = torch.Generator().manual_seed(6)
     x0 = torch.randint(3, (200, 30), generator=generator)
-    sampler = make_sampler(name, adapt_steps=100)
-    values, rates = [], []
-
-    def record(t, state, info):
-        values.append(state.tuning.value)
-        rates.append(moving_acceptance(info))
-
-    trace = sampler.run(energy, x0, 160, generator, callback=record)
+    sampler, values, rates = make_sampler(name, adapt_steps=100), [], []
+    trace = sample(recording(sampler, values), energy, x0, 160, generator,
+                   callback=lambda t, state, info: rates.append(moving_acceptance(info)))
     rate = sum(rates[100:]) / 60  # every step has moving proposals here
     assert abs(rate - 0.574) <= 0.05, (name, rate, values[-1])
-    assert len(set(values[99:])) == 1 and len(set(values[:100])) > 50  # tuned, then frozen
-    assert trace.burn_in == 100 and trace.final_state.tuning.value == values[99]
+    assert len(set(values[100:])) == 1 and len(set(values[:100])) > 50  # tuned during the warmup, then fixed
+    assert trace.burn_in == 100 and trace.tuning.value == values[100]
 
 
 def test_adaptation_grows_a_step_that_stays_put():
     """Acceptance alone would keep a tiny step (every stay-put proposal is accepted); moves drive it up."""
     energy = PottsEnergy.random(6, 4, scale=1.0, seed=2)
     x0 = torch.randint(4, (100, 6), generator=torch.Generator().manual_seed(0))
-    trace = make_sampler("dmala", step_size=1e-3).run(energy, x0, 200, torch.Generator().manual_seed(1))
-    assert trace.burn_in == 100 and trace.final_state.tuning.value > 0.3
+    trace = sample(make_sampler("dmala", step_size=1e-3), energy, x0, 200, torch.Generator().manual_seed(1))
+    assert trace.burn_in == 100 and trace.tuning.value > 0.3
     assert trace.hops[:3].float().mean() < 0.05 and trace.hops[100:].float().mean() > 0.5
 
 
 def test_without_adaptation_nothing_is_burnt_in():
     energy = PottsEnergy.random(6, 4, scale=1.0, seed=2)
-    trace = make_sampler("dmala", step_size=0.7, adapt_steps=0).run(energy, torch.zeros(5, 6, dtype=torch.long), 20)
-    assert trace.burn_in == 0 and trace.final_state.tuning.value == 0.7
+    trace = sample(make_sampler("dmala", step_size=0.7, adapt_steps=0), energy, torch.zeros(5, 6, dtype=torch.long), 20)
+    assert trace.burn_in == 0 and trace.tuning.value == 0.7
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +147,7 @@ def lm_energy():
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_runs_on_the_masked_lm_energy_at_defaults(lm_energy, name):
     x0 = torch.zeros(4, 2, dtype=torch.long)
-    trace = make_sampler(name).run(lm_energy, x0, 16, torch.Generator().manual_seed(0))
+    trace = sample(make_sampler(name), lm_energy, x0, 16, torch.Generator().manual_seed(0))
     assert trace.samples.shape == (16, 4, 2) and trace.hops.sum() > 0
     if name != "gibbs":  # plain Gibbs on a masked LM never computes the energy (test_sampler_contract)
         torch.testing.assert_close(trace.final_state.energy, evaluate(lm_energy, one_hot(trace.final_state.x, 6)))
@@ -180,4 +172,4 @@ def test_registered():
 def test_pavg_refuses_a_dense_preconditioner_too_large_before_sampling():
     energy = PottsEnergy.random(3, 2000, scale=0.1, seed=0)
     with pytest.raises(InfillError, match="dense"):
-        make_sampler("pavg").init(energy, torch.zeros(2, 3, dtype=torch.long))
+        sample(make_sampler("pavg"), energy, torch.zeros(2, 3, dtype=torch.long), 1)

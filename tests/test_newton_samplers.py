@@ -1,11 +1,12 @@
 """Newton-series samplers (una, mana) and the locally balanced sampler (lb) on enumerable targets."""
 import pytest
 import torch
+from conftest import recording
 
 from infill.energies.exact import empirical_distribution, exact_distribution, total_variation
 from infill.energies.toy import PottsEnergy
 from infill.errors import InfillError
-from infill.samplers import make_sampler
+from infill.samplers import make_sampler, sample
 from infill.samplers.balancing import balancing_function
 from infill.samplers.neighbours import neighbour_values
 
@@ -39,7 +40,7 @@ class NoGradEnergy:
 def run_tv(energy, target, name, chains=CHAINS, steps=STEPS, burn_in=BURN_IN, seed=0, **hp):
     generator = torch.Generator().manual_seed(seed)
     x0 = torch.randint(energy.num_categories, (chains, energy_dim(energy)), generator=generator)
-    trace = make_sampler(name, **hp).run(energy, x0, steps, generator=generator)
+    trace = sample(make_sampler(name, **hp), energy, x0, steps, generator=generator)
     empirical = empirical_distribution(trace.samples[burn_in:], energy.num_categories)
     return total_variation(target, empirical), trace
 
@@ -97,13 +98,10 @@ def test_una_accepts_everything_and_mana_rejects_some(ising):
 def test_step_size_decay_schedule_and_exactness(ising):
     energy, target = ising
     sampler = make_sampler("mana", step_size=2.0, decay=0.9, min_step_size=0.5, adapt_steps=0)
-    generator = torch.Generator().manual_seed(0)
-    state = sampler.init(energy, torch.zeros(4, 6, dtype=torch.long))
     sizes = []
-    for _ in range(20):
-        sizes.append(state.tuning.value)
-        state, _ = sampler.step(energy, state, generator)
-    assert state.tuning.steps == 20
+    trace = sample(recording(sampler, sizes), energy, torch.zeros(4, 6, dtype=torch.long), 20,
+                   torch.Generator().manual_seed(0))
+    assert trace.tuning.steps == 20 and trace.tuning.value == sizes[-1] and trace.burn_in == 0
     assert sizes[0] == 2.0 and abs(sizes[1] - 1.8) < 1e-9 and sizes[-1] == 0.5
     tv, _ = run_tv(energy, target, "mana", step_size=2.0, decay=0.99, min_step_size=0.5, adapt_steps=0)
     assert tv <= 0.02

@@ -6,7 +6,7 @@ from conftest import tiny_bert
 from infill.energies import MaskedLMEnergy
 from infill.energies.conditionals import MASKED, ConditionalCache, key
 from infill.energies.exact import all_states, empirical_distribution, exact_distribution, total_variation
-from infill.samplers import make_sampler
+from infill.samplers import make_sampler, sample
 
 INPUT_IDS = torch.tensor([2, 10, 11, 4, 12, 4, 13, 3])
 BLANKS, CATEGORIES = torch.tensor([3, 5]), torch.arange(20, 26)
@@ -64,7 +64,7 @@ def test_bound_reads_the_repeat_masked_terms(model):
 def stationary_tv(energy, p, name, chains=1000, steps=40, seed=0):
     """A kernel started at the target: TV of its draws to ``p`` (floor at 1000 x 40 correlated draws ~0.009)."""
     x0 = torch.repeat_interleave(all_states(2, 6), torch.round(p * chains).long(), dim=0)
-    trace = make_sampler(name).run(energy, x0, steps, generator=torch.Generator().manual_seed(seed))
+    trace = sample(make_sampler(name), energy, x0, steps, generator=torch.Generator().manual_seed(seed))
     return total_variation(p, empirical_distribution(trace.samples, 6)), trace
 
 

@@ -5,7 +5,7 @@ import torch
 from infill.energies import PottsEnergy
 from infill.energies.base import one_hot
 from infill.errors import InfillError
-from infill.samplers import SAMPLERS, make_sampler
+from infill.samplers import SAMPLERS, make_sampler, sample
 
 ENERGY = PottsEnergy.random(3, 4, seed=1)
 
@@ -13,7 +13,7 @@ ENERGY = PottsEnergy.random(3, 4, seed=1)
 def run(name, seed, steps=6, chains=5):
     generator = torch.Generator().manual_seed(seed)
     x0 = torch.randint(4, (chains, 3), generator=generator)
-    return make_sampler(name).run(ENERGY, x0, steps, generator=generator)
+    return sample(make_sampler(name), ENERGY, x0, steps, generator=generator)
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
@@ -36,12 +36,12 @@ def test_gradient_samplers_spend_one_evaluation_per_step(name):
         return ENERGY(x)
 
     counting.num_categories = 4
-    make_sampler(name).run(counting, torch.zeros(5, 3, dtype=torch.long), 7)
+    sample(make_sampler(name), counting, torch.zeros(5, 3, dtype=torch.long), 7)
     assert len(calls) == 1 + 7
 
 
 def test_one_hot_start_is_accepted():
-    trace = make_sampler("dmala").run(lambda x: ENERGY(x), one_hot(torch.zeros(2, 3, dtype=torch.long), 4), 2)
+    trace = sample(make_sampler("dmala"), lambda x: ENERGY(x), one_hot(torch.zeros(2, 3, dtype=torch.long), 4), 2)
     assert trace.samples.shape == (2, 2, 3)
 
 
@@ -49,7 +49,7 @@ def test_one_hot_start_is_accepted():
     (lambda: make_sampler("nope"), "unknown sampler"),
     (lambda: make_sampler("dmala", temperature=2), "no option 'temperature'"),
     (lambda: make_sampler("dula", step_size=0), "step_size must be positive"),
-    (lambda: make_sampler("gwg").run(lambda x: ENERGY(x), torch.zeros(2, 3, dtype=torch.long), 3), "one-hot"),
+    (lambda: sample(make_sampler("gwg"), lambda x: ENERGY(x), torch.zeros(2, 3, dtype=torch.long), 3), "one-hot"),
 ])
 def test_bad_arguments_say_what_is_wrong(call, message):
     with pytest.raises(InfillError, match=message):
@@ -57,14 +57,28 @@ def test_bad_arguments_say_what_is_wrong(call, message):
 
 
 def test_state_and_trace_select_chains_and_keep_the_tuning():
-    trace = make_sampler("dmala").run(ENERGY, torch.zeros(6, 3, dtype=torch.long), 10, torch.Generator().manual_seed(0))
+    x0 = torch.zeros(6, 3, dtype=torch.long)
+    trace = sample(make_sampler("dmala"), ENERGY, x0, 10, torch.Generator().manual_seed(0))
     part = trace.select(slice(2, 4))
     assert part.samples.shape == (10, 2, 3) and torch.equal(part.samples, trace.samples[:, 2:4])
     assert torch.equal(part.final_state.scores, trace.final_state.scores[2:4])
-    assert part.final_state.tuning == trace.final_state.tuning and part.final_state.tuning.value != 0.1
+    assert part.tuning == trace.tuning and part.tuning.value != 0.1 and part.steps == 10
     assert part.burn_in == trace.burn_in == 5
     mask = torch.tensor([True, False, True, False, False, True])
     assert torch.equal(trace.final_state.select(mask).energy, trace.final_state.energy[mask])
+
+
+def test_the_driver_keeps_only_the_fields_asked_for():
+    x0 = torch.zeros(4, 3, dtype=torch.long)
+    full = sample(make_sampler("dmala"), ENERGY, x0, 6, torch.Generator().manual_seed(0))
+    some = sample(make_sampler("dmala"), ENERGY, x0, 6, torch.Generator().manual_seed(0), fields=("samples",))
+    assert full.proposals.shape == (6, 4, 3) and full.proposal_energies.shape == (6, 4)
+    assert torch.equal(some.samples, full.samples) and torch.equal(some.final_state.x, full.final_state.x)
+    assert some.energies is None and some.accepted is None and some.hops is None and some.proposals is None
+    assert some.steps == full.steps == 6 and some.tuning == full.tuning and some.evaluations == full.evaluations
+    assert some.select(slice(0, 2)).samples.shape == (6, 2, 3)
+    with pytest.raises(InfillError, match="no field 'scores'"):
+        sample(make_sampler("dmala"), ENERGY, x0, 6, fields=("scores",))
 
 
 class CountingLM:
@@ -94,17 +108,17 @@ def lm_energy():
 
 def test_plain_gibbs_on_a_masked_lm_costs_one_forward_per_step_and_no_energy(lm_energy):
     counting = CountingLM(lm_energy)
-    trace = make_sampler("gibbs").run(counting, torch.zeros(3, 2, dtype=torch.long), 8)
+    trace = sample(make_sampler("gibbs"), counting, torch.zeros(3, 2, dtype=torch.long), 8)
     assert counting.calls == {"pll": 0, "conditional": 8} and trace.evaluations == 8
     assert torch.isnan(trace.energies).all() and trace.hops.sum() > 0
     counting = CountingLM(lm_energy)
-    trace = make_sampler("gibbs-mh").run(counting, torch.zeros(3, 2, dtype=torch.long), 8)
+    trace = sample(make_sampler("gibbs-mh"), counting, torch.zeros(3, 2, dtype=torch.long), 8)
     assert counting.calls == {"pll": 1 + 8, "conditional": 8} and torch.isfinite(trace.energies).all()
 
 
 def test_gibbs_proposal_is_explicit(lm_energy):
     counting = CountingLM(lm_energy)
-    make_sampler("gibbs", proposal="exact").run(counting, torch.zeros(3, 2, dtype=torch.long), 4)
+    sample(make_sampler("gibbs", proposal="exact"), counting, torch.zeros(3, 2, dtype=torch.long), 4)
     assert counting.calls["conditional"] == 0 and counting.calls["pll"] == 1 + 4  # K values, one batch a step
     with pytest.raises(InfillError, match="proposal"):
         make_sampler("gibbs", proposal="bert")

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from infill.energies import MaskedLMEnergy, evaluate, one_hot
-from infill.samplers import SAMPLERS, make_sampler
+from infill.samplers import SAMPLERS, make_sampler, sample
 from infill.text.vocabulary import sampleable_token_ids
 
 TEXT = "he had not, after all, [MASK] me the chance but [MASK] abandoned me [MASK] ."
@@ -34,7 +34,7 @@ def test_defaults_move_and_climb_on_the_dev_mlm(dev_energy, name):
     generator = torch.Generator().manual_seed(0)
     x0 = torch.randint(energy.num_categories, (2, energy.num_blanks), generator=generator)
     start = evaluate(energy, one_hot(x0, energy.num_categories))
-    trace = make_sampler(name).run(energy, x0, 8, generator)
+    trace = sample(make_sampler(name), energy, x0, 8, generator)
     final = evaluate(energy, one_hot(trace.final_state.x, energy.num_categories))
     if name != "gibbs":  # plain Gibbs never computes the energy
         torch.testing.assert_close(trace.final_state.energy, final, rtol=1e-4, atol=1e-3)

@@ -21,7 +21,7 @@ from infill.energies.exact import (
     tv_noise_floor,
 )
 from infill.energies.toy import TwoScalePotts
-from infill.samplers import SAMPLERS, Adapted, make_sampler
+from infill.samplers import SAMPLERS, Adapted, make_sampler, sample
 from infill.samplers.presets import DMALA
 
 UNADJUSTED = {"dula", "una"}  # biased by design: no exactness bound, a bias bound instead
@@ -56,7 +56,7 @@ def run_tv(sampler, energy, target, d, chains=CHAINS, steps=STEPS, seed=0):
     the noise floor at as many draws."""
     generator = torch.Generator().manual_seed(seed)
     x0 = torch.randint(energy.num_categories, (chains, d), generator=generator)
-    trace = sampler.run(energy, x0, steps, generator=generator)
+    trace = sample(sampler, energy, x0, steps, generator=generator)
     kept = trace.samples[max(trace.burn_in, steps // 2):]
     floor = exact_floor(target, kept.shape[0] * chains)
     return total_variation(target, empirical_distribution(kept, energy.num_categories)), floor, trace
@@ -143,7 +143,7 @@ def test_preconditioner_is_dlps_in_value_coordinates():
 
     _, scores = value_and_grad(energy, one_hot(x, 2))
     g = tuple((2 * big_g / (values[:, 1] - values[:, 0]) ** 2).tolist())
-    ours = make_sampler("dmala", preconditioner=g).kernel.log_proposal(x, scores, alpha)
+    ours = make_sampler("dmala", preconditioner=g).sampler.log_proposal(x, scores, alpha)
     torch.testing.assert_close(ours.gather(2, (1 - x).unsqueeze(-1)).squeeze(-1), flip)
 
 
@@ -159,7 +159,7 @@ def test_preconditioned_dmala_mixes_where_no_single_step_size_does():
     x0 = torch.zeros(chains, 8, dtype=torch.long)
 
     def distances(**options):
-        trace = make_sampler("dmala", **options).run(energy, x0, steps, torch.Generator().manual_seed(0))
+        trace = sample(make_sampler("dmala", **options), energy, x0, steps, torch.Generator().manual_seed(0))
         return energy.block_distances(trace.samples[-1])
 
     floor = tv_noise_floor(energy.binary_marginal, chains)
@@ -207,7 +207,7 @@ def stationary_run(energy, p, sampler, chains=1000, steps=40, seed=0):
     invariant, a biased one drifts away at once. Floor at 1000 x 40 draws (correlated): 0.0086."""
     x0 = torch.repeat_interleave(all_states(2, 6), torch.round(p * chains).long(), dim=0)
     generator = torch.Generator().manual_seed(seed)
-    trace = sampler.run(energy, x0, steps, generator=generator)
+    trace = sample(sampler, energy, x0, steps, generator=generator)
     return total_variation(p, empirical_distribution(trace.samples, 6)), trace
 
 

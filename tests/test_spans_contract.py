@@ -9,7 +9,7 @@ from conftest import tiny_bert
 from infill import Infiller
 from infill.energies.budget import BudgetSpent, Meter
 from infill.errors import InfillError
-from infill.samplers import run_annealed
+from infill.samplers import run_annealed, sample
 from infill.spans import best, sample_spans, span_run
 from infill.text.template import parse
 
@@ -62,7 +62,7 @@ def test_a_pass_the_meter_cannot_pay_is_refused_before_it_runs(setup):
     assert starts == run.energy.encoder_sequences > 0
     meter.limit = starts + 1  # the starts' energies need more copies than that
     with pytest.raises(BudgetSpent):
-        run.sampler.run(run.target, run.x0, 3, torch.Generator().manual_seed(0))
+        sample(run.sampler, run.target, run.x0, 3, torch.Generator().manual_seed(0))
     assert meter.spent == starts  # nothing of the refused pass ran
 
 

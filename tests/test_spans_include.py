@@ -10,6 +10,7 @@ from test_spans_kernel import TableEnergy, all_fills, make_space
 from infill.constraints import include_pieces
 from infill.energies.exact import total_variation, tv_noise_floor
 from infill.errors import InfillError
+from infill.samplers import sample
 from infill.spans.fills import MASK, Fills
 from infill.spans.include import SpanInclude, plant
 from infill.spans.kernel import SpanSampler
@@ -27,7 +28,7 @@ def visited_tv(target_energy, chain_energy, chains: int = 2000, steps: int = 200
     base = target_energy.energy
     sampler = SpanSampler(space)
     x0 = enumerated.select(torch.randint(len(enumerated.lengths), (chains,), generator=generator)).pack()
-    trace = sampler.run(chain_energy, x0, steps, generator)
+    trace = sample(sampler, chain_energy, x0, steps, generator)
     kept = base.index(sampler.fills(trace.samples[steps // 2:].flatten(0, 1)))
     target = torch.softmax(target_energy(enumerated), 0)
     position = {int(i): n for n, i in enumerate(base.index(enumerated))}

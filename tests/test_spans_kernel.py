@@ -10,6 +10,7 @@ import torch
 from infill.energies.exact import total_variation, tv_noise_floor
 from infill.energies.tempered import Tempered
 from infill.errors import InfillError
+from infill.samplers import sample
 from infill.spans.fills import EMPTY, MASK, Fills, SpanSpace
 from infill.spans.kernel import SpanSampler
 
@@ -118,7 +119,7 @@ def run_chains(kind: type, case: str, temperature: float = 1.0, chains: int = 20
             assert torch.equal(state.energy, target_energy(sampler.fills(state.x)))  # the cached energy is the state's
         assert torch.equal(info.hops, torch.where(info.accepted, info.proposed_hops, 0))  # only accepted ones move
 
-    trace = sampler.run(target_energy, enumerated.select(start).pack(), steps, generator, callback=check)
+    trace = sample(sampler, target_energy, enumerated.select(start).pack(), steps, generator, callback=check)
     lengths = sampler.fills(trace.samples.flatten(0, 1)).lengths.view(steps, chains, -1)
     changed = (lengths[1:] != lengths[:-1]).any(-1).sum().item()
     target = torch.softmax(energy(enumerated) / temperature, 0)

@@ -23,14 +23,16 @@ in two stages:
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Optional, Union
 
 import torch
 from torch import Tensor
 
 from ..energies.base import Energy, HasConditionals
 from ..errors import InfillError, check, is_number
+from ..samplers.adaptive import Adapted
 from ..samplers.base import Sampler
+from ..samplers.driver import sample
 from ..samplers.neighbours import neighbour_values
 from .terms import Closeness
 from .weighted_sum import WeightedSum
@@ -93,7 +95,7 @@ def closeness_sum(energy: Energy, source: Tensor, weight: float) -> WeightedSum:
     return WeightedSum([(1.0, energy, "pll"), closeness])
 
 
-def calibrate_closeness(energy: Energy, source: Tensor, change: float, sampler: Optional[Sampler] = None,
+def calibrate_closeness(energy: Energy, source: Tensor, change: float, sampler: Union[Sampler, Adapted, None] = None,
                         chains: int = 16, steps: int = 20, rounds: int = 3,
                         generator: Optional[torch.Generator] = None, with_state: bool = False):
     """``energy + lambda * closeness(source)`` (``energy`` the PLL, or a sum of terms with it) with ``lambda``
@@ -106,7 +108,7 @@ def calibrate_closeness(energy: Energy, source: Tensor, change: float, sampler: 
     weight = solve_weight(source_log_probs(energy, source), change)
     x = source.expand(chains, -1).clone()
     for _ in range(rounds if sampler is not None else 0):
-        trace = sampler.run(closeness_sum(energy, source, weight), x, steps, generator)
+        trace = sample(sampler, closeness_sum(energy, source, weight), x, steps, generator, ("samples",))
         x = trace.final_state.x
         kept = trace.samples[steps // 2:]
         observed = (kept != source.to(kept.device)).double().mean().item()

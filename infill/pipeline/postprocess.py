@@ -27,7 +27,7 @@ from ..constraints import WeightedSum
 from ..energies.base import one_hot
 from ..energies.masked_lm import MaskedLMEnergy
 from ..lm import mlm_draws
-from ..samplers import Sampler, Trace
+from ..samplers import Adapted, Sampler, Trace
 from ..spans import MaskedLMSpanEnergy, SpanInclude, SpanSampler, best
 from ..text.repeats import repeats
 from ..text.template import Template, blank_pieces, detokenize, fill_pieces
@@ -59,7 +59,7 @@ class Batch:
     x: Tensor
     starts: Tensor
     trace: Optional[Trace] = None
-    sampler: Optional[Sampler] = None
+    sampler: Union[Sampler, Adapted, None] = None
     float32: Optional[MaskedLMEnergy] = None
     energies: Optional[Tensor] = None
 
@@ -199,7 +199,7 @@ def _diagnostics(batch: Batch, choice: Choice, model_name: str, seed: int) -> Di
             steps=0 if trace is None else config.steps, init="-" if trace is None else config.init,
             temperature=config.token_temperature, acceptance_rate=None if trace is None else trace.acceptance_rate,
             mean_hops=None if trace is None else trace.mean_hops,
-            tuned=None if trace is None or trace.final_state.tuning is None else trace.final_state.tuning.to_dict(),
+            tuned=None if trace is None or trace.tuning is None else trace.tuning.to_dict(),
             burn_in=0 if trace is None else config.steps - trace.samples.shape[0] + trace.burn_in,
             evaluations=0 if trace is None else trace.evaluations,
             forwards=(one_pass.forwards(config, batch.template.num_blanks) if trace is None

@@ -1,15 +1,17 @@
-"""Samplers by name: ``make_sampler("dmala", step_size=0.5)``.
+"""Samplers by name: ``make_sampler("dmala", step_size=0.5)``, run by ``sample(sampler, energy, x0, steps)``.
 
-A registered kernel (:class:`.adaptive.Kernel`) comes wrapped in its default adaptation
-(:class:`.adaptive.Adapted`); its options and the adaptation's are the sampler's hyperparameters.
+Every sampler is an ``init``/``step`` pair (:class:`.base.Sampler`); one that is tuned comes wrapped in its
+default adaptation (:class:`.adaptive.Adapted`), whose options are the sampler's hyperparameters too.
 """
 from __future__ import annotations
 
 import dataclasses
+from typing import Union
 
 from ..errors import InfillError
-from .adaptive import Adaptation, Adapted, Kernel, StepSize
+from .adaptive import Adaptation, Adapted, StepSize
 from .base import Sampler, State, StepInfo, Trace, Tuning, options_of, sample_categorical
+from .driver import FIELDS, sample
 from .registry import SAMPLERS, register
 from .runner import run_annealed
 
@@ -21,10 +23,10 @@ def sampler_options(name: str) -> dict:
     """Hyperparameter names of sampler ``name`` with their defaults."""
     cls = SAMPLERS[name]
     options = {f.name: f.default for f in dataclasses.fields(cls)}
-    return {**options, **options_of(cls.adaptation)} if issubclass(cls, Kernel) else options
+    return options if cls.adaptation is None else {**options, **options_of(cls.adaptation)}
 
 
-def make_sampler(name: str, **hyperparameters) -> Sampler:
+def make_sampler(name: str, **hyperparameters) -> Union[Sampler, Adapted]:
     """The sampler registered as ``name`` with the given hyperparameters (others at their defaults)."""
     if name not in SAMPLERS:
         raise InfillError(f"unknown sampler {name!r}; choose from {', '.join(sorted(SAMPLERS))}")
@@ -37,7 +39,7 @@ def make_sampler(name: str, **hyperparameters) -> Sampler:
     own = {f.name for f in dataclasses.fields(cls)}
     try:
         sampler = cls(**{k: v for k, v in hyperparameters.items() if k in own})
-        if isinstance(sampler, Kernel):
+        if cls.adaptation is not None:
             tuning = {k: v for k, v in hyperparameters.items() if k not in own}
             sampler = Adapted(sampler, dataclasses.replace(cls.adaptation, **tuning))
         return sampler
@@ -47,5 +49,5 @@ def make_sampler(name: str, **hyperparameters) -> Sampler:
         raise InfillError(f"bad option for sampler {name!r}: {exc}") from None
 
 
-__all__ = ["SAMPLERS", "Adaptation", "Adapted", "Kernel", "Sampler", "State", "StepInfo", "StepSize", "Trace", "Tuning",
-           "make_sampler", "register", "run_annealed", "sample_categorical", "sampler_options"]
+__all__ = ["FIELDS", "SAMPLERS", "Adaptation", "Adapted", "Sampler", "State", "StepInfo", "StepSize", "Trace", "Tuning",
+           "make_sampler", "register", "run_annealed", "sample", "sample_categorical", "sampler_options"]

@@ -1,22 +1,23 @@
-"""Adaptation during burn-in: a wrapper around a kernel that takes its tuned value as an argument.
+"""Adaptation during a warmup apart from sampling: a wrapper around a sampler that does not know it is tuned.
 
-A :class:`Kernel` implements ``transition(energy, state, generator, *arguments)``: one step with the arguments
-it is tuned by (a step size, PAS's path length, PAVG's preconditioner). It does not know it is tuned. An
-adaptation is an init/update/final triple over a record of the tuning (:class:`~.base.Tuning`, kept in
-``State.tuning``):
+A sampler steps with its own hyperparameters; :meth:`~.base.Sampler.fixed` gives a copy with the tuned ones
+(a step size, PAS's path length, PAVG's preconditioner) set to new values. An adaptation is an init/update/final
+triple over a record of the tuning (:class:`~.base.Tuning`):
 
 - ``init(value, steps) -> Tuning``: the record at the start of a run of ``steps`` steps (None: unknown),
   ``value`` the kernel's tuned hyperparameter;
-- ``update(tuning, before, after, info) -> Tuning``: the record after the step ``before -> after``
+- ``update(tuning, before, after, info) -> Tuning``: the record after the warmup step ``before -> after``
   (``info`` its :class:`~.base.StepInfo`), one more step counted;
-- ``final(tuning) -> tuple``: the kernel's arguments the record stands for. Once the window is over the
-  record no longer changes them (or only by a schedule fixed in advance, as :class:`DecayingStepSize`'s),
-  so from then on every step is an exact kernel.
+- ``final(tuning) -> tuple``: the tuned settings the record stands for, the arguments of ``fixed``;
+- ``schedule(tuning) -> Tuning``: the record one sampling step after the warmup, one more step counted. It
+  never sees the chains: only a schedule fixed in advance may move the value (:class:`DecayingStepSize`).
 
-:class:`Adapted` feeds ``final(state.tuning)`` to the kernel at every step and updates the record. A new
-adaptation is any object with these three methods (a frozen dataclass whose fields are its options, checked
-in ``__post_init__``); a kernel names its default one in its ``adaptation`` class attribute, and the options
-of both are the sampler's hyperparameters.
+:class:`Adapted` pairs a sampler with its adaptation. The driver (:func:`.driver.sample`) runs the warmup, the
+first ``burn_in`` steps, each with the kernel of the settings tuned so far, then samples with the fixed kernel
+of the final settings, so the trace after the warmup is an exact chain. A new adaptation is any object with
+these methods (a frozen dataclass whose fields are its options, checked in ``__post_init__``); a sampler names
+its default one in its ``adaptation`` class attribute, and the options of both are the sampler's
+hyperparameters.
 
 :class:`StepSize`, the default: a run adapts during its first half (``adapt_steps=None``; ``0`` never
 adapts). The criterion sees stay-put acceptances: it is the mean Metropolis-Hastings acceptance probability
@@ -36,13 +37,8 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar, Optional, Protocol
 
-import torch
-from torch import Tensor
-
-from ..energies.base import Energy
 from ..errors import InfillError
 from .base import Sampler, State, StepInfo, Tuning, options_of
-from .scores import GRADIENT, ScoreSource
 
 GAIN, GAIN_DECAY = 2.0, 0.6  # Robbins-Monro gains 2 (t + 1)^-0.6: sum diverges, sum of squares converges
 
@@ -56,13 +52,15 @@ def moving_acceptance(info: StepInfo) -> Optional[float]:
 
 
 class Adaptation(Protocol):
-    """The init/update/final triple of an adaptation (module docstring)."""
+    """The init/update/final triple of an adaptation and its schedule after the warmup (module docstring)."""
 
     def init(self, value: float, steps: Optional[int]) -> Tuning: ...
 
     def update(self, tuning: Tuning, before: State, after: State, info: StepInfo) -> Tuning: ...
 
     def final(self, tuning: Tuning) -> tuple: ...
+
+    def schedule(self, tuning: Tuning) -> Tuning: ...
 
 
 @dataclass(frozen=True)
@@ -99,6 +97,9 @@ class StepSize:
     def final(self, tuning: Tuning) -> tuple:
         return (tuning.value,)
 
+    def schedule(self, tuning: Tuning) -> Tuning:
+        return dataclasses.replace(tuning, steps=tuning.steps + 1)
+
 
 @dataclass(frozen=True)
 class PathLength(StepSize):
@@ -130,71 +131,43 @@ class DecayingStepSize(StepSize):
         return super().init(value, steps)
 
     def update(self, tuning: Tuning, before: State, after: State, info: StepInfo) -> Tuning:
-        tuning = super().update(tuning, before, after, info)
+        return self.decayed(super().update(tuning, before, after, info))
+
+    def schedule(self, tuning: Tuning) -> Tuning:
+        return self.decayed(super().schedule(tuning))
+
+    def decayed(self, tuning: Tuning) -> Tuning:
         if self.decay < 1:
             tuning = dataclasses.replace(tuning, value=max(tuning.value * self.decay, self.min_step_size))
         return tuning
 
 
 @dataclass
-class Kernel:
-    """A transition with tuned arguments, whose states cache the scores of ``score_source``: subclasses give
-    ``transition``; ``tuned`` names the hyperparameter the adaptation starts from and ``adaptation`` is the
-    default adaptation (its fields are options too)."""
+class Adapted:
+    """``sampler`` tuned by ``adaptation`` during a warmup (module docstring; None: the sampler's default)."""
 
-    name: ClassVar[str] = ""
-    tuned: ClassVar[str] = "step_size"
-    adaptation: ClassVar[Adaptation] = StepSize()
-    score_source: ClassVar[ScoreSource] = GRADIENT
-
-    def check_variables(self, d: int) -> None:
-        """Refuse, with one line, hyperparameters that do not fit ``d`` variables (before any sampling)."""
-
-    def start(self, energy: Energy, x_idx: Tensor, k: int) -> State:
-        value, scores = self.score_source.evaluate(energy, x_idx, k)
-        return State(x_idx, value, scores, k)
-
-    def init_evaluations(self, energy: Energy, d: int, k: int) -> int:
-        return self.score_source.evaluations(d, k)
-
-    def start_value(self) -> float:
-        return getattr(self, self.tuned)
-
-    def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator],
-                   *arguments) -> tuple[State, StepInfo]:
-        raise NotImplementedError
-
-
-@dataclass
-class Adapted(Sampler):
-    """The sampler of ``kernel`` tuned by ``adaptation`` (module docstring; None: the kernel's default)."""
-
-    kernel: Kernel
+    sampler: Sampler
     adaptation: Optional[Adaptation] = None
 
     def __post_init__(self):
         if self.adaptation is None:
-            self.adaptation = self.kernel.adaptation
-        self.adaptation.init(self.kernel.start_value(), None)  # refuses a start the adaptation cannot use
+            self.adaptation = self.sampler.adaptation
+        self.adaptation.init(self.start_value(), None)  # refuses a start the adaptation cannot use
 
     @property
     def name(self) -> str:
-        return self.kernel.name
+        return self.sampler.name
+
+    def start_value(self) -> float:
+        """The tuned hyperparameter's value the adaptation starts from."""
+        return getattr(self.sampler, self.sampler.tuned)
 
     def check_variables(self, d: int) -> None:
-        self.kernel.check_variables(d)
+        self.sampler.check_variables(d)
 
-    def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
-        state = self.kernel.start(energy, x_idx, k)
-        return dataclasses.replace(state, tuning=self.adaptation.init(self.kernel.start_value(), steps))
-
-    def init_evaluations(self, energy: Energy, d: int, k: int) -> int:
-        return self.kernel.init_evaluations(energy, d, k)
-
-    def step(self, energy: Energy, state: State, generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
-        tuning = state.tuning if state.tuning is not None else self.adaptation.init(self.kernel.start_value(), None)
-        new_state, info = self.kernel.transition(energy, state, generator, *self.adaptation.final(tuning))
-        return dataclasses.replace(new_state, tuning=self.adaptation.update(tuning, state, new_state, info)), info
+    def kernel(self, tuning: Tuning) -> Sampler:
+        """The sampler with the settings ``tuning`` stands for."""
+        return self.sampler.fixed(*self.adaptation.final(tuning))
 
     def hyperparameters(self) -> dict:
-        return {**options_of(self.kernel), **options_of(self.adaptation)}
+        return {**options_of(self.sampler), **options_of(self.adaptation)}

@@ -15,9 +15,8 @@ vectors. The MH ratio in the extended space is
 
 ``A`` itself is never formed. A proposal is exact (always accepted) when ``f`` is quadratic with cross-site
 curvature ``gamma W``. One value-and-gradient evaluation per step (at ``x'``, cached). AVG's step size adapts during
-burn-in
-(:mod:`.adaptive`). The kernel takes the step size and the preconditioner as arguments; PAVG's learning is
-its adaptation (:class:`Preconditioning`).
+the warmup (:mod:`.adaptive`). The kernel steps with its step size and preconditioner (``curvature``, set by
+:meth:`AVG.fixed`); PAVG's learning is its adaptation (:class:`Preconditioning`).
 
 - AVG: ``gamma = 0``, ``c = 1/alpha`` with ``alpha`` the ``step_size``, i.e. ``z ~ N(x, alpha I)``: logits
   ``grad f(x) + x/alpha + N(0, I/alpha)``, exact for linear ``f``.
@@ -37,15 +36,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Optional
+from typing import ClassVar, Optional
 
 import torch
 from torch import Tensor
 
 from ..energies.base import Energy, one_hot
 from ..errors import InfillError
-from .adaptive import Kernel, StepSize
-from .base import State, StepInfo, Tuning, mh_transition, sample_categorical
+from .adaptive import Adaptation, StepSize
+from .base import Sampler, State, StepInfo, Tuning, mh_transition, sample_categorical
 from .factorised import gather_sum
 from .registry import register
 from .scores import GRADIENT
@@ -114,19 +113,28 @@ def estimate_curvature(cov: Tensor, d: int, k: int, kind: str) -> tuple[Tensor, 
 
 @register
 @dataclass
-class AVG(Kernel):
-    """Auxiliary variable gradient sampler: ``z ~ N(x, alpha I)``, ``alpha`` = ``step_size``."""
+class AVG(Sampler):
+    """Auxiliary variable gradient sampler: ``z ~ N(x, alpha I)``, ``alpha`` = ``step_size``; with a
+    ``curvature`` (PAVG's, learned), its preconditioned proposal."""
 
     name = "avg"
+    tuned = "step_size"
+    adaptation: ClassVar[Adaptation] = StepSize()
+    score_source = GRADIENT
+    curvature: ClassVar[Optional[Preconditioner]] = None  # set on a copy by fixed(), not an option
     step_size: float = 1.0
 
     def __post_init__(self):
         if not self.step_size > 0:
             raise InfillError(f"step_size must be positive, got {self.step_size}")
 
-    def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator], value: float,
-                   preconditioner: Optional[Preconditioner] = None) -> tuple[State, StepInfo]:
-        return auxiliary_move(energy, state, value, preconditioner, generator)
+    def step(self, energy: Energy, state: State, generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
+        return auxiliary_move(energy, state, self.step_size, self.curvature, generator)
+
+    def fixed(self, value: float, curvature: Optional[Preconditioner] = None) -> "AVG":
+        kernel = super().fixed(value)
+        kernel.curvature = curvature
+        return kernel
 
 
 @dataclass(frozen=True)
@@ -212,7 +220,7 @@ class Preconditioning(StepSize):
 @dataclass
 class PAVG(AVG):
     """Preconditioned AVG: ``W`` (``preconditioner``: ``precision`` or ``covariance``) and ``gamma`` learned
-    during the first ``burn_in`` steps, then frozen. ``trace.final_state.tuning.gamma`` is the chosen scale."""
+    during the first ``burn_in`` steps, then frozen. ``trace.tuning.gamma`` is the chosen scale."""
 
     name = "pavg"
     adaptation = Preconditioning()

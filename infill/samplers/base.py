@@ -1,4 +1,5 @@
-"""The sampler contract: ``init(energy, x0) -> State`` and ``step(energy, state, generator) -> (State, StepInfo)``.
+"""The sampler contract: ``init(energy, x0) -> State`` and ``step(energy, state, generator) -> (State, StepInfo)``,
+one pair for every sampler; the driver (:mod:`.driver`) runs them and adaptation (:mod:`.adaptive`) wraps them.
 
 States hold category indices ``x (B, d)`` and, where the sampler uses them, the cached energy value and
 scores of the current state (gradients or exact neighbour differences, :mod:`.scores`), so an MH step costs
@@ -8,26 +9,29 @@ and ``K`` categories per variable.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Optional
+from typing import TYPE_CHECKING, ClassVar, Optional
 
 import torch
 from torch import Tensor
 
-from ..energies.base import Energy
-from ..energies.budget import BudgetSpent
-from ..energies.tempered import Tempered
+from ..energies.base import Energy, evaluate, one_hot
 from ..errors import InfillError
 from ..lm.mlm_draws import sample_categorical  # noqa: F401 (the samplers' draw)
+from .scores import ScoreSource
+
+if TYPE_CHECKING:
+    from .adaptive import Adaptation
 
 
 @dataclass(frozen=True)
 class Tuning:
     """The record of an adaptation (:mod:`.adaptive`): the kernel argument ``value`` in use (a step size or a
     path length), adapted during the first ``adapt_steps`` steps and frozen afterwards; ``burn_in`` steps tune
-    anything at all (``>= adapt_steps``); ``steps`` counts the steps taken. Adaptations that learn more
-    extend it (e.g. PAVG's preconditioner)."""
+    anything at all (``>= adapt_steps``): the warmup; ``steps`` counts the steps taken. Adaptations that learn
+    more extend it (e.g. PAVG's preconditioner)."""
 
     value: float
     adapt_steps: int
@@ -46,17 +50,16 @@ class State:
 
     ``scores`` are the gradient of the energy at the one-hot ``x`` or the exact differences
     ``U(x with x_i := k) - U(x)`` (:mod:`.scores`), None where unused. ``energy`` is NaN where the sampler
-    never needs it (plain ``gibbs`` with the model's proposal). ``tuning`` is what the sampler adapts, else None.
+    never needs it (plain ``gibbs`` with the model's proposal).
     """
 
     x: Tensor
     energy: Tensor
     scores: Optional[Tensor] = None
     num_categories: int = 0
-    tuning: Optional[Tuning] = None
 
     def select(self, chains) -> "State":
-        """The state of the chains ``chains`` (a slice, index tensor or mask over ``B``), tuning kept."""
+        """The state of the chains ``chains`` (a slice, index tensor or mask over ``B``)."""
         return dataclasses.replace(self, x=self.x[chains], energy=self.energy[chains],
                                    scores=None if self.scores is None else self.scores[chains])
 
@@ -80,22 +83,26 @@ class StepInfo:
 
 @dataclass
 class Trace:
-    """What a run produced. ``samples (steps, B, d)`` is the state after each step; ``burn_in`` the number of
-    first steps spent adapting (0 when nothing adapts): from then on the kernel is fixed and exact.
-    ``proposals`` and ``proposal_energies`` hold each step's proposals where the kernel reports them (None
-    otherwise): a rejected proposal was scored too. ``energies`` hold ``U / temperature``, ``temperature`` being
-    the energy's (:class:`~infill.energies.tempered.Tempered`; 1 for ``U`` itself)."""
+    """What a run of ``steps`` steps produced (:func:`.driver.sample`). ``samples (steps, B, d)`` is the state
+    after each step; ``burn_in`` the number of first steps spent adapting (the warmup; 0 when nothing adapts):
+    from then on the kernel is fixed and exact, tuned as ``tuning`` says (None: nothing adapts).
+    ``proposals`` and ``proposal_energies`` hold each step's proposals where the kernel reports them: a rejected
+    proposal was scored too. ``energies`` hold ``U / temperature``, ``temperature`` being the energy's
+    (:class:`~infill.energies.tempered.Tempered`; 1 for ``U`` itself). A field the run was not asked to keep
+    is None."""
 
-    samples: Tensor
-    energies: Tensor
-    accepted: Tensor
-    hops: Tensor
+    samples: Optional[Tensor]
+    energies: Optional[Tensor]
+    accepted: Optional[Tensor]
+    hops: Optional[Tensor]
     evaluations: int
     final_state: State
+    steps: int
     burn_in: int = 0
     proposals: Optional[Tensor] = None
     proposal_energies: Optional[Tensor] = None
     temperature: float = 1.0
+    tuning: Optional[Tuning] = None
 
     @property
     def acceptance_rate(self) -> float:
@@ -116,12 +123,11 @@ class Trace:
 
     def select(self, chains) -> "Trace":
         """The trace of the chains ``chains`` (a slice, index tensor or mask over ``B``)."""
-        proposals = None if self.proposals is None else self.proposals[:, chains]
-        proposal_energies = None if self.proposal_energies is None else self.proposal_energies[:, chains]
-        return dataclasses.replace(self, samples=self.samples[:, chains], energies=self.energies[:, chains],
-                                   accepted=self.accepted[:, chains], hops=self.hops[:, chains],
-                                   final_state=self.final_state.select(chains), proposals=proposals,
-                                   proposal_energies=proposal_energies)
+        kept = {name: getattr(self, name)[:, chains] for name in PER_STEP if getattr(self, name) is not None}
+        return dataclasses.replace(self, final_state=self.final_state.select(chains), **kept)
+
+
+PER_STEP = ("samples", "energies", "accepted", "hops", "proposals", "proposal_energies")
 
 
 def mh_accept(log_ratio: Tensor, generator: Optional[torch.Generator]) -> Tensor:
@@ -170,80 +176,44 @@ def as_indices(energy: Energy, x0: Tensor) -> tuple[Tensor, int]:
 
 
 class Sampler:
-    """Base class: hyperparameters are dataclass fields of the subclass; subclasses implement :meth:`init`
-    (through :meth:`start`) and :meth:`step`."""
+    """Base class of every sampler: hyperparameters are dataclass fields of the subclass, which gives
+    :meth:`step` and, where its states cache more than the energy, a ``score_source`` (:mod:`.scores`) or its
+    own :meth:`start`. A sampler that is tuned names its default adaptation (:mod:`.adaptive`) in
+    ``adaptation`` and the hyperparameter it tunes in ``tuned``; it does not know it is tuned: it steps with its
+    own fields. Run by :func:`.driver.sample`."""
 
     name: ClassVar[str] = ""
+    tuned: ClassVar[str] = ""
+    adaptation: ClassVar[Optional["Adaptation"]] = None
+    score_source: ClassVar[Optional[ScoreSource]] = None
 
-    def init(self, energy: Energy, x0: Tensor, steps: Optional[int] = None) -> State:
-        """Start from ``x0``: one-hot ``(B, d, K)``, or indices ``(B, d)`` with ``energy.num_categories``.
-        ``steps``, the length of the run, sets the default burn-in of samplers that adapt."""
+    def init(self, energy: Energy, x0: Tensor) -> State:
+        """Start from ``x0``: one-hot ``(B, d, K)``, or indices ``(B, d)`` with ``energy.num_categories``."""
         x_idx, k = as_indices(energy, x0)
         self.check_variables(x_idx.shape[1])
-        return self.start(energy, x_idx, k, steps)
+        return self.start(energy, x_idx, k)
 
     def check_variables(self, d: int) -> None:
         """Refuse, with one line, hyperparameters that do not fit ``d`` variables (before any sampling)."""
 
-    def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
-        raise NotImplementedError
+    def start(self, energy: Energy, x_idx: Tensor, k: int) -> State:
+        if self.score_source is None:
+            return State(x_idx, evaluate(energy, one_hot(x_idx, k)), None, k)
+        value, scores = self.score_source.evaluate(energy, x_idx, k)
+        return State(x_idx, value, scores, k)
 
     def init_evaluations(self, energy: Energy, d: int, k: int) -> int:
         """Energy evaluations per chain that :meth:`init` spends on ``d`` variables of ``k`` categories."""
-        return 1
+        return 1 if self.score_source is None else self.score_source.evaluations(d, k)
 
     def step(self, energy: Energy, state: State, generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
         raise NotImplementedError
 
-    def run(
-        self,
-        energy: Energy,
-        x0: Tensor,
-        steps: int,
-        generator: Optional[torch.Generator] = None,
-        callback: Optional[Callable[[int, State, StepInfo], None]] = None,
-        stop: Optional[Callable[[State], bool]] = None,
-    ) -> Trace:
-        """Run ``steps`` steps from ``x0 (B, d)``, or fewer where ``stop(state)`` says so after a step, or where
-        the energy's meter refuses a step's pass (:class:`~infill.energies.budget.BudgetSpent`: the run ends at
-        the state before that step, and the exception goes on if no step was taken); ``callback(t, state,
-        info)`` after each (e.g. progress)."""
-        if steps <= 0:
-            raise InfillError(f"steps must be positive, got {steps}")
-        state = self.init(energy, x0, steps)
-        evaluations = self.init_evaluations(energy, state.x.shape[1], state.num_categories)
-        samples, energies, accepted, hops, proposals, proposal_energies = [], [], [], [], [], []
-        for t in range(steps):
-            try:
-                state, info = self.step(energy, state, generator)
-            except BudgetSpent:
-                if not samples:
-                    raise
-                break
-            samples.append(state.x)
-            energies.append(state.energy)
-            accepted.append(info.accepted)
-            hops.append(info.hops)
-            proposals.append(info.proposal)
-            proposal_energies.append(info.proposal_energy)
-            evaluations += info.evaluations
-            if callback is not None:
-                callback(t, state, info)
-            if stop is not None and stop(state):
-                break
-        proposed = all(p is not None for p in proposals)
-        return Trace(
-            samples=torch.stack(samples),
-            energies=torch.stack(energies),
-            accepted=torch.stack(accepted),
-            hops=torch.stack(hops),
-            evaluations=evaluations,
-            final_state=state,
-            burn_in=0 if state.tuning is None else min(state.tuning.burn_in, len(samples)),
-            proposals=torch.stack(proposals) if proposed else None,
-            proposal_energies=torch.stack(proposal_energies) if proposed else None,
-            temperature=energy.temperature if isinstance(energy, Tempered) else 1.0,
-        )
+    def fixed(self, value: float) -> "Sampler":
+        """A copy stepping with the tuned hyperparameter at ``value`` (the adaptation's ``final``)."""
+        kernel = copy.copy(self)
+        setattr(kernel, self.tuned, value)
+        return kernel
 
     def hyperparameters(self) -> dict:
         return options_of(self)

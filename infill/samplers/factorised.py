@@ -17,8 +17,9 @@ from torch import Tensor
 
 from ..energies.base import Energy
 from ..errors import InfillError
-from .adaptive import Kernel
-from .base import State, StepInfo, mh_transition, sample_categorical
+from .adaptive import Adaptation, StepSize
+from .base import Sampler, State, StepInfo, mh_transition, sample_categorical
+from .scores import GRADIENT, ScoreSource
 
 
 def gather_sum(log_q: Tensor, x: Tensor) -> Tensor:
@@ -27,11 +28,14 @@ def gather_sum(log_q: Tensor, x: Tensor) -> Tensor:
 
 
 @dataclass
-class Factorised(Kernel):
+class Factorised(Sampler):
     """Factorised proposal from scores with step ``step_size``, MH-tested where ``adjusted``."""
 
     step_size: float = 1.0
     adjusted: ClassVar[bool] = True
+    tuned: ClassVar[str] = "step_size"
+    adaptation: ClassVar[Adaptation] = StepSize()
+    score_source: ClassVar[ScoreSource] = GRADIENT
 
     def __post_init__(self):
         if not self.step_size > 0:
@@ -40,9 +44,8 @@ class Factorised(Kernel):
     def log_proposal(self, x: Tensor, scores: Tensor, value: float) -> Tensor:
         raise NotImplementedError
 
-    def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator],
-                   value: float) -> tuple[State, StepInfo]:
-        x, k = state.x, state.num_categories
+    def step(self, energy: Energy, state: State, generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
+        x, k, value = state.x, state.num_categories, self.step_size
         log_fwd = self.log_proposal(x, state.scores, value)
         y = sample_categorical(log_fwd, generator)
         y_energy, y_scores = self.score_source.evaluate(energy, y, k)

@@ -53,7 +53,7 @@ class Gibbs(Sampler):
     def needs_energy(self, energy: Energy) -> bool:
         return self.corrected or not self.uses_model(energy)
 
-    def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
+    def start(self, energy: Energy, x_idx: Tensor, k: int) -> State:
         if self.needs_energy(energy):
             value = evaluate(energy, one_hot(x_idx, k))
         else:

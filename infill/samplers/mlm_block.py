@@ -55,11 +55,6 @@ def proposal_logits(energy: Energy, k: int):
     return lambda z, masked, read: torch.stack([single(z, read[:, s]) for s in range(read.shape[1])], 1)
 
 
-def start_state(energy: Energy, x_idx: Tensor, k: int) -> State:
-    """The chains at ``x_idx`` with their energy."""
-    return State(x_idx, evaluate(energy, one_hot(x_idx, k)), None, k)
-
-
 def accept(energy: Energy, state: State, y: Tensor, log_q_fwd: Tensor, log_q_rev: Tensor, evaluations: int,
            generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
     """The MH step to ``y``, its energy evaluated."""
@@ -106,9 +101,6 @@ class BlockMH(Sampler):
         if self.order not in BLOCK_ORDERS:
             raise InfillError(f"order must be one of {', '.join(BLOCK_ORDERS)}, got {self.order!r}")
 
-    def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
-        return start_state(energy, x_idx, k)
-
     def step(self, energy: Energy, state: State, generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
         x, k = state.x, state.num_categories
         b, d = x.shape
@@ -143,9 +135,6 @@ class MLMIndependence(Sampler):
             raise InfillError(f"independence must be a probability in [0, 1], got {self.independence!r}")
         if self.order not in ONE_PASS_ORDERS:
             raise InfillError(f"order must be one of {', '.join(ONE_PASS_ORDERS)}, got {self.order!r}")
-
-    def start(self, energy: Energy, x_idx: Tensor, k: int, steps: Optional[int]) -> State:
-        return start_state(energy, x_idx, k)
 
     def step(self, energy: Energy, state: State, generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
         x = state.x

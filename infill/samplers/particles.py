@@ -33,6 +33,7 @@ from ..energies.tempered import Tempered
 from ..errors import at_least, number_in, one_of, positive_integer
 from ..lm import mlm_draws
 from . import make_sampler
+from .driver import sample
 
 METHOD = "smc"
 """The name the pipeline runs these particles by, a one-pass method (:mod:`infill.pipeline.one_pass`)."""
@@ -150,7 +151,7 @@ def smc(energy: Energy, settings: SMC, runs: int, particles: int, generator: Opt
     visited, visited_energy = z[:0], energies[:0]
     if settings.moves:
         target = energy if temperature == 1 else Tempered(energy, temperature)
-        trace = make_sampler(settings.move).run(target, samples, settings.moves, generator)
+        trace = sample(make_sampler(settings.move), target, samples, settings.moves, generator, ("samples", "energies"))
         visited, visited_energy = trace.samples.flatten(0, 1), trace.energies.flatten() * temperature
         samples, sample_energy = trace.final_state.x, trace.final_state.energy * temperature
     return Particles(z.view(runs, particles, d), energies.view(runs, particles), log_weight, visited, visited_energy,

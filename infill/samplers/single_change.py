@@ -31,19 +31,21 @@ import torch
 
 from ..energies.base import Energy
 from ..errors import InfillError
-from .adaptive import Kernel, PathLength
+from .adaptive import PathLength
 from .balancing import balancing_function, single_change_log_proposal
-from .base import State, StepInfo, mh_transition, sample_categorical
+from .base import Sampler, State, StepInfo, mh_transition, sample_categorical
+from .scores import GRADIENT, ScoreSource
 
 
 @dataclass
-class SingleChange(Kernel):
+class SingleChange(Sampler):
     """On average ``path_length`` score-informed single-variable moves per MH step, balanced by ``balancing``."""
 
     path_length: float = 1.0
     balancing: str = "sqrt"
     tuned: ClassVar[str] = "path_length"
     adaptation: ClassVar[PathLength] = PathLength()
+    score_source: ClassVar[ScoreSource] = GRADIENT
 
     def __post_init__(self):
         if not self.path_length >= 1:
@@ -57,9 +59,8 @@ class SingleChange(Kernel):
         extra = torch.full((), path_length - 1.0, dtype=torch.float64, device=device)
         return 1 + int(torch.poisson(extra, generator=generator).item())
 
-    def transition(self, energy: Energy, state: State, generator: Optional[torch.Generator],
-                   value: float) -> tuple[State, StepInfo]:
-        x, k = state.x, state.num_categories
+    def step(self, energy: Energy, state: State, generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
+        x, k, value = state.x, state.num_categories, self.path_length
         rows = torch.arange(x.shape[0], device=x.device)
         g = balancing_function(self.balancing)
         steps = self.path_steps(value, generator, x.device)

@@ -1,7 +1,7 @@
 """Blanks of any length: fills whose length the sampler chooses.
 
 The span sampler is a sampler of the one contract (:class:`~infill.samplers.Sampler`), run by the samplers'
-driver (:meth:`~infill.samplers.Sampler.run`, :func:`~infill.samplers.run_annealed`: budget, annealing and
+driver (:func:`~infill.samplers.sample`, :func:`~infill.samplers.run_annealed`: budget, annealing and
 progress as for token blanks) into the one :class:`~infill.samplers.Trace`. Entry points::
 
     run = span_run(model, tokenizer, template, categories, chains, generator, temperature=0.5,

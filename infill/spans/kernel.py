@@ -51,8 +51,8 @@ class SpanEnergy(Protocol):
 @dataclass
 class SpanSampler(Sampler):
     """Reversible-jump MH over the fills of ``space``, a sampler of the one contract (:class:`Sampler`): its
-    state ``x (B, J * C + J)`` is the fills packed (:meth:`Fills.pack`), run by :meth:`Sampler.run` and
-    :func:`~infill.samplers.run_annealed`. At temperature ``T`` the energy is
+    state ``x (B, J * C + J)`` is the fills packed (:meth:`Fills.pack`), run by the one driver
+    (:func:`~infill.samplers.sample`, :func:`~infill.samplers.run_annealed`). At temperature ``T`` the energy is
     :class:`~infill.energies.tempered.Tempered`, which divides the energy and the proposal's logits alike."""
 
     name: ClassVar[str] = "rjmcmc"
@@ -71,7 +71,7 @@ class SpanSampler(Sampler):
         """The fills packed in the states ``x``."""
         return Fills.unpack(x, self.space.allowed.shape[0])
 
-    def init(self, energy: SpanEnergy, x0: Tensor, steps: Optional[int] = None) -> State:
+    def init(self, energy: SpanEnergy, x0: Tensor) -> State:
         """The state of the packed fills ``x0``, valid in the space and as wide as its capacity."""
         j = self.space.allowed.shape[0]
         if x0.dim() != 2 or x0.shape[1] != j * self.space.width + j:

@@ -115,7 +115,7 @@ def length_combinations(space: SpanSpace, chains: int) -> Tensor:
 
 @dataclass(frozen=True)
 class SpanRun:
-    """A run of the span sampler, ready for :meth:`~infill.samplers.Sampler.run` or
+    """A run of the span sampler, ready for :func:`~infill.samplers.sample` or
     :func:`~infill.samplers.run_annealed`: the ``sampler`` (its space bound), the span ``energy``, the
     ``target`` the chains sample (the energy, or with include words a :class:`~.include.SpanInclude` of it) and
     the chain starts ``x0`` (fills packed, :meth:`Fills.pack`)."""

@@ -173,7 +173,7 @@ def run_chains(objective: SummaryObjective, settings: ChainSettings = ChainSetti
         accepted.append(info.accepted)
         hops.append(info.hops)
 
-    run_annealed(stage_sampler, objective, x, schedule, generator, callback=record)
+    run_annealed(stage_sampler, objective, x, schedule, generator, callback=record, fields=())
     samples = torch.stack(parts)                                        # (T, B, N)
     flat = samples.reshape(-1, n).float()
     penalised = objective.penalised(flat).view(steps, settings.chains)
