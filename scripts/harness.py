@@ -42,6 +42,24 @@ def load_infiller(model: str | Path = DEV_MODEL, threads: int | None = 1, warm: 
     return loaded
 
 
+def load_model(model: str | Path, device: str = "cpu", vocab_size: int | None = None):
+    """A masked LM in float32 on ``device``: ``"proxy"`` is a 2-layer 128-wide random BERT (seed 0; a smoke test's
+    model, or a CPU proxy of a large one), ``"bert-base"`` bert-base's shape with random weights (cost does not
+    depend on the weights), else a checkpoint (a float16 one is widened)."""
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM
+
+    if model in ("proxy", "bert-base"):
+        torch.manual_seed(0)
+        vocab_size = vocab_size or AutoTokenizer.from_pretrained(DEV_MODEL).vocab_size
+        size = {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 512}
+        loaded = BertForMaskedLM(BertConfig(vocab_size=vocab_size, attn_implementation="sdpa",
+                                            **(size if model == "proxy" else {})))
+    else:
+        loaded = AutoModelForMaskedLM.from_pretrained(model, dtype=torch.float32, attn_implementation="sdpa")
+    return loaded.to(device).eval()
+
+
 # ---------------------------------------------------------------- a study's rows
 
 class Rows:
@@ -154,6 +172,44 @@ def paired(ours: list[dict], order: list[dict], metrics) -> tuple:
     ma, mb = {k: metrics(a[k]) for k in keys}, {k: metrics(b[k]) for k in keys}
     diffs = [ma[k]["pll"] - mb[k]["pll"] for k in keys]
     return keys, a, b, ma, mb, sum(x > SAME for x in diffs), sum(x < -SAME for x in diffs)
+
+
+# ---------------------------------------------------------------- templates from the bert-gen corpora
+
+CORPUS_FILES = {"wt103": "wiki103.5k.txt", "tbc": "tbc.5k.txt"}
+WORDS = (12, 30)
+
+
+def normalise(line: str) -> str:
+    """The protocols' normalisation: lowercase, ``@@UNKNOWN@@`` -> ``[UNK]``, TBC's quote marks -> ``"``."""
+    text = line.strip().replace("@@UNKNOWN@@", "[UNK]").lower()
+    return text.replace("``", '"').replace("''", '"')
+
+
+def sentences(corpus_dir: Path = CORPORA) -> list[tuple[str, list[str]]]:
+    """``(id, words)`` of every sentence of 12-30 words, ids as in the task manifests (corpus, line index)."""
+    out = []
+    for name, file in CORPUS_FILES.items():
+        lines = [line for line in (corpus_dir / file).read_text(encoding="utf-8").splitlines() if line.strip()]
+        for i, line in enumerate(lines):
+            words = normalise(line).split()
+            if WORDS[0] <= len(words) <= WORDS[1] and "[unk]" not in words:
+                out.append((f"{name}-{i}", words))
+    return out
+
+
+def blankable(tokenizer, word: str) -> bool:
+    """A word of letters that the tokenizer spells as one word-start token."""
+    return word.isalpha() and len(tokenizer.tokenize(word)) == 1 and not tokenizer.tokenize(word)[0].startswith("##")
+
+
+def template(tokenizer, words: list[str], count: int, rng):
+    """``count`` blanks at blankable words chosen by ``rng`` (None if there are too few): text and words."""
+    spots = [i for i, w in enumerate(words) if blankable(tokenizer, w)]
+    if len(spots) < count:
+        return None
+    chosen = sorted(rng.sample(spots, count))
+    return " ".join("[MASK]" if i in chosen else w for i, w in enumerate(words)), [words[i] for i in chosen]
 
 
 # ---------------------------------------------------------------- reports
