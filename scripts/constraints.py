@@ -1,7 +1,7 @@
 """Fillings under constraints on bert-gen sentences: keywords (``include=``) and rewrite, against
 the masked LM's own draws with rejection at equal encoder sequences.
 
-    python scripts/constraints.py --model ../shared/models/infill-dev-minilm-mlm --out eval/constraints-minilm
+    python -m scripts.constraints --model ../shared/models/infill-dev-minilm-mlm --out eval/constraints-minilm
         [--keywords 100] [--rewrites 50] [--changes 0.2,0.5] [--sampler-every 1] [--rewrite-chains 25]
         [--shard I/N] [--report-only]
 

@@ -1,8 +1,8 @@
 """Choose the default of `infill sample` at equal compute against every one-pass order.
 
-    python scripts/equal_compute.py tune  [--shard 0/2] [--grid SPEC,SPEC...] [--templates 2-4=N,6-10=N]
-    python scripts/equal_compute.py check [--shard 0/2] [--ours 2-4=SPEC --ours 6-10=SPEC] [--frontier 2-4=N,6-10=N]
-    python scripts/equal_compute.py report
+    python -m scripts.equal_compute tune  [--shard 0/2] [--grid SPEC,SPEC...] [--templates 2-4=N,6-10=N]
+    python -m scripts.equal_compute check [--shard 0/2] [--ours 2-4=SPEC --ours 6-10=SPEC] [--frontier 2-4=N,6-10=N]
+    python -m scripts.equal_compute report
 
 A candidate SPEC is ``sampler:CHAINSxSTEPS:init`` (e.g. ``gibbs:8x40:confident-first``) or ``auto``, each with
 optional ``+key=value`` settings (``auto+decode=diverse``, ``gibbs:50x100:confident-first+budget=100d``: 100
@@ -370,7 +370,7 @@ def report(out: Path, argv: list[str]) -> None:
     lines = ["# The default of `infill sample` at equal encoder sequences", "",
              f"Model: `{MODEL_NOTE}`; every run temperature 1, `top=5`; one-pass orders re-ranked by PLL with "
              "the matched row's encoder sequences as their budget (they draw until it is spent). Written by "
-             "`scripts/equal_compute.py report` from the runs under `runs/`.", "",
+             "`python -m scripts.equal_compute report` from `runs.jsonl`.", "",
              "## Tuning half (one-pass orders matched to the default's sequences)", "", *tables(tune, "Tune"),
              "## Check half (orders matched to the chosen candidate's sequences)", "", *tables(check, "Check"),
              *per_order_tables(check)]

@@ -1,9 +1,9 @@
 """Particles (``smc``) against the best one-pass order at equal compute.
 
-    python scripts/particles.py tune  [--shard 0/2] [--grid SPEC;SPEC...] [--templates N] [--seeds 0,1,2]
+    python -m scripts.particles tune  [--shard 0/2] [--grid SPEC;SPEC...] [--templates N] [--seeds 0,1,2]
                                       [--regime 8-10]
-    python scripts/particles.py check [--shard 0/2] --ours 6-7=SPEC --ours 8-10=SPEC  (the regimes named)
-    python scripts/particles.py report
+    python -m scripts.particles check [--shard 0/2] --ours 6-7=SPEC --ours 8-10=SPEC  (the regimes named)
+    python -m scripts.particles report
 
 A SPEC is ``method`` with ``+key=value`` settings (values read as JSON where they parse), e.g.
 ``smc+tilt=2.0+decode=diverse``; every row runs through ``Infiller(...).sample(..., top=5, temperature=1)`` on
