@@ -571,13 +571,13 @@ def main(argv=None) -> int:
     except InfillError:
         pass
     if args.profile:
-        text = f"    {' '.join(['python -m scripts.bench_gpu', *sys.argv[1:]])}\n\n" + profile_default(bench, one[:2], args.profile)
+        text = f"    {command()}\n\n" + profile_default(bench, one[:2], args.profile)
         (out.parent / f"{out.name}-profile.txt").write_text(text)
         print(text)
         return 0
     if args.host_ops:
         info = machine(args.device, reason)
-        text = (f"# Host ops of the default, one template a call\n\n    {' '.join(['python -m scripts.bench_gpu', *sys.argv[1:]])}\n\n"
+        text = (f"# Host ops of the default, one template a call\n\n    {command()}\n\n"
                 f"{info['cpu']}, torch {info['torch']}; commit {info.get('commit', '?')} with "
                 f"{info.get('changed', '?')} files of infill/ changed.\n\n" + host_ops(bench, one))
         (out.parent / f"{out.name}-host-ops.md").write_text(text)
@@ -590,7 +590,7 @@ def main(argv=None) -> int:
     batches = batch(bench, many, args.batch_repeats, pass_size, args.min_bare_seconds)
     busy = gpu_busy(bench, many) if device_type == "cuda" else None
     report = {
-        "command": " ".join(["python -m scripts.bench_gpu", *sys.argv[1:]]) if argv is None else str(argv),
+        "command": command() if argv is None else str(argv),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": measured, "bf16_native": native,
         "settings": {"model": "proxy: BertForMaskedLM(hidden 128, 2 layers, 2 heads, intermediate 512, random, seed 0)"
@@ -602,6 +602,10 @@ def main(argv=None) -> int:
         "gpu_busy": busy, "one_a_call": rows, "batch": batches,
     }
     return write(report, out)
+
+
+def command() -> str:
+    return " ".join(["python -m scripts.bench_gpu", *sys.argv[1:]])
 
 
 def write(report: dict, out: Path) -> int:
