@@ -1,22 +1,22 @@
 """Speed and memory of the core, measured side by side in one run, against the project's goals.
 
-    python scripts/bench.py [--models bert-base,dev] [--repeat 3] [--device cpu] [--templates 12] [--json]
+    python -m scripts.bench [--models bert-base,dev] [--repeat 3] [--device cpu] [--templates 12] [--json]
 
-Models: ``bert-base`` is ``BertForMaskedLM(BertConfig())`` with random weights (bert-base-uncased's shape;
-cost does not depend on the weights), ``dev`` is ``../shared/models/infill-dev-minilm-mlm``. The problem is
+Models (``harness.load_model``): ``bert-base`` is bert-base-uncased's shape with random weights, ``dev`` is
+``../shared/models/infill-dev-minilm-mlm``, ``proxy`` a tiny random BERT (a smoke test's). The problem is
 25 chains x 4 blanks in a 32-token template. Each time is the median of ``--repeat`` runs after a warm-up
 (of ``--repeat // 2`` for the slow one-chain-at-a-time baseline).
 
 Pipeline overhead: on ``--templates`` bert-gen sentences (12-20 words, 3 words masked; wiki103.5k, fixed
 seed) the default run (``infill sample --top 5``) and 25 left-to-right draws re-ranked by PLL run one after
 the other per template, on the dev MLM; the ratio of their wall time per encoder sequence is reported as a
-median with its spread (the machine is shared: only the interleaved ratio means anything).
+median with its spread (the machine is shared: only the interleaved ratio means anything). Corpus BLEU: the
+seconds to score 100 hypotheses (the first bert-gen lines) against ``--bleu-refs`` references (the last).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import subprocess
 import sys
@@ -24,16 +24,14 @@ import time
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM
+from transformers import AutoTokenizer
 
+from infill import metrics
 from infill.energies import MaskedLMEnergy, one_hot, value_and_grad
 from infill.samplers import make_sampler, sample
 from infill.text.vocabulary import sampleable_token_ids
+from scripts.harness import CORPORA, CORPUS_FILES, DEV_MODEL, ROOT, environment, load_model
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_metrics import corpus_bleu_timing  # noqa: E402
-
-DEV_MODEL = Path(__file__).resolve().parents[2] / "shared" / "models" / "infill-dev-minilm-mlm"
 CHAINS, BLANKS, LENGTH = 25, 4, 32
 GOALS = {  # name -> (comparison, bound)
     "dmala_step_over_value_and_grad": ("<=", 1.10),
@@ -43,19 +41,12 @@ GOALS = {  # name -> (comparison, bound)
     "gibbs_step_over_chains_forward": ("<=", 1.3),
     "default_over_left_to_right_seconds_per_sequence": ("<=", 1.2),
 }
-CORPUS = DEV_MODEL.parents[1] / "corpora" / "bert-gen" / "wiki103.5k.txt"
-
-
-MODELS = ("bert-base", "dev")
+CORPUS = CORPORA / CORPUS_FILES["wt103"]
+MODELS = ("bert-base", "dev", "proxy")
 
 
 def load(name: str, device: str):
-    if name == "bert-base":
-        torch.manual_seed(0)
-        model = BertForMaskedLM(BertConfig(attn_implementation="sdpa"))
-    else:
-        model = AutoModelForMaskedLM.from_pretrained(DEV_MODEL, attn_implementation="sdpa")
-    return model.to(device).eval()
+    return load_model(DEV_MODEL if name == "dev" else name, device)
 
 
 def problem(model, tokenizer, chains: int = CHAINS, seed: int = 0, chunk_size=None):
@@ -166,21 +157,37 @@ def pipeline_overhead(device: str, count: int) -> dict:
             "ratio_max": max(ratios), "ratios": ratios, "runs": per_row}
 
 
-def peak_rss_child(device: str, steps: int, chunk_size: int) -> None:
-    """In a fresh process: a 25-chain DMALA run on the bert-base shape; prints the peak RSS in GB."""
+def corpus_bleu_timing(n_hyp: int = 100, n_ref: int = 10000) -> dict:
+    """Seconds to score ``n_hyp`` hypotheses against ``n_ref`` references (reference statistics included):
+    the first and the last lines of the bert-gen corpora (WikiText-103 then TBC)."""
+    lines = []
+    for name in CORPUS_FILES.values():
+        lines += (CORPORA / name).read_text(encoding="utf-8").splitlines()
+    hypotheses, references = lines[:n_hyp], lines[-n_ref:]
+    start = time.perf_counter()
+    corpus = metrics.ReferenceCorpus(references)
+    prepared = time.perf_counter()
+    bleu = metrics.corpus_bleu(hypotheses, corpus)
+    done = time.perf_counter()
+    return {"n_hyp": n_hyp, "n_ref": n_ref, "bleu": bleu, "reference_seconds": prepared - start,
+            "scoring_seconds": done - prepared, "seconds": done - start}
+
+
+def peak_rss_child(model: str, device: str, steps: int, chunk_size: int) -> None:
+    """In a fresh process: a 25-chain DMALA run on ``model`` (bert-base's shape); prints the peak RSS in GB."""
     tokenizer = AutoTokenizer.from_pretrained(DEV_MODEL)
-    energy, x0 = problem(load("bert-base", device), tokenizer, chunk_size=chunk_size or None)
+    energy, x0 = problem(load(model, device), tokenizer, chunk_size=chunk_size or None)
     sample(make_sampler("dmala", step_size=0.1), energy, x0.to(device), steps)
     # VmHWM, not ru_maxrss: the latter keeps the high-water mark of the parent forked before exec
     status = Path("/proc/self/status").read_text()
     print(int(status.split("VmHWM:")[1].split()[0]) / 2**20)
 
 
-def peak_rss(device: str, steps: int, chunk_size: int) -> float:
+def peak_rss(model: str, device: str, steps: int, chunk_size: int) -> float:
     """Peak RSS in GB of :func:`peak_rss_child` (``chunk_size`` 0: all copies in one pass)."""
-    command = [sys.executable, __file__, "--rss-child", "--device", device, "--steps", str(steps),
-               "--chunk-size", str(chunk_size)]
-    out = subprocess.run(command, capture_output=True, text=True, check=True)
+    command = [sys.executable, "-m", "scripts.bench", "--rss-child", "--rss-model", model, "--device", device,
+               "--steps", str(steps), "--chunk-size", str(chunk_size)]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -199,23 +206,24 @@ def main() -> None:
     parser.add_argument("--chunk-size", type=int, default=25,
                         help="copies per forward/backward chunk in the peak-memory run (default 25)")
     parser.add_argument("--templates", type=int, default=12, help="templates of the pipeline overhead measure")
+    parser.add_argument("--rss-model", default="bert-base", choices=MODELS, help="the peak-memory run's model")
+    parser.add_argument("--bleu-refs", type=int, default=10000, help="references of the corpus BLEU timing")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--rss-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.rss_child:
-        return peak_rss_child(args.device, args.steps, args.chunk_size)
+        return peak_rss_child(args.rss_model, args.device, args.steps, args.chunk_size)
     unknown = set(args.models.split(",")) - set(MODELS)
     if unknown:
         parser.error(f"unknown model {sorted(unknown)[0]!r}; choose from {', '.join(MODELS)}")
     tokenizer = AutoTokenizer.from_pretrained(DEV_MODEL)
     report = {
-        "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-                    "torch": torch.__version__, "threads": torch.get_num_threads(), "device": args.device},
+        "machine": environment(device=args.device),
         "problem": {"chains": CHAINS, "blanks": BLANKS, "tokens": LENGTH, "repeat": args.repeat},
         "models": [measure(name, tokenizer, args.device, args.repeat) for name in args.models.split(",")],
-        "dmala_peak_rss_gb_one_pass": peak_rss(args.device, args.steps, 0),
-        "dmala_peak_rss_gb": peak_rss(args.device, args.steps, args.chunk_size),
-        "corpus_bleu": corpus_bleu_timing(),
+        "dmala_peak_rss_gb_one_pass": peak_rss(args.rss_model, args.device, args.steps, 0),
+        "dmala_peak_rss_gb": peak_rss(args.rss_model, args.device, args.steps, args.chunk_size),
+        "corpus_bleu": corpus_bleu_timing(n_ref=args.bleu_refs),
         "pipeline": pipeline_overhead(args.device, args.templates),
     }
     if args.json:
@@ -228,7 +236,7 @@ def main() -> None:
             if key != "model":
                 print(f"  {key:40s} {value:9.3f}  {verdict(key, value) if key in GOALS else ''}")
     rss, one_pass = report["dmala_peak_rss_gb"], report["dmala_peak_rss_gb_one_pass"]
-    print(f"\npeak RSS, bert-base DMALA 25 chains, {args.chunk_size} copies per chunk: {rss:.3f} GB  "
+    print(f"\npeak RSS, {args.rss_model} DMALA 25 chains, {args.chunk_size} copies per chunk: {rss:.3f} GB  "
           f"{verdict('dmala_peak_rss_gb', rss)}; all 100 copies in one pass: {one_pass:.3f} GB")
     pipe = report["pipeline"]
     print(f"default / left-to-right wall time per encoder sequence, {pipe['templates']} templates: median "

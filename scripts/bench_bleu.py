@@ -8,13 +8,12 @@ interleaved in one process, alternating which goes first, ``--repeats`` times; a
 called directly (the references counted again for each hypothesis): corpus BLEU of ``--direct`` gibbs
 fillings, self-BLEU of the gibbs row.
 
-    python scripts/bench_bleu.py [--repeats 7] [--direct 10]   # writes eval/bleu-dlp-table3.{json,md}
+    python -m scripts.bench_bleu [--repeats 7] [--direct 10]   # writes eval/bleu-dlp-table3.{json,md}
 """
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from pathlib import Path
 
@@ -24,10 +23,9 @@ from infill.evaluation.corpora import load_corpus
 from infill.evaluation.tables import fmt, table
 from infill.evaluation.tasks import make_tasks, references
 from infill.pipeline.signature import library_versions
+from scripts.harness import ROOT, cpu_model, median_range
 
-ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "eval" / "dlp-table3-minilm"
-OUT = ROOT / "eval" / "bleu-dlp-table3"
 
 
 def recorded_fillings() -> dict[str, list[str]]:
@@ -99,10 +97,6 @@ def direct_sacrebleu(row: list[str], refs: list[list[str]], hypotheses: int) -> 
                           "route_score": 100 * metrics.self_bleu(row, bleu="sacrebleu")}}
 
 
-def summary(values: list[float]) -> dict:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": values}
-
-
 def markdown(result: dict) -> str:
     """The figures and times as Markdown."""
     rows = [[row, *(fmt(result["figures"][bleu][row][key]) for key in ("self_bleu", "corpus_bleu")
@@ -132,7 +126,7 @@ def markdown(result: dict) -> str:
         f"{corpus['route_score']:.4f}). Self-BLEU with the other fillings as reference streams: "
         f"{self_bleu['seconds']:.2f} s for the {self_bleu['sentences']} gibbs fillings (BLEU {self_bleu['score']:.4f}, "
         f"here {self_bleu['route_score']:.4f}).", "",
-        f"Produced by `python scripts/bench_bleu.py` on {result['machine']}; versions "
+        f"Produced by `python -m scripts.bench_bleu` on {result['machine']}; versions "
         f"{', '.join(f'{k} {v}' for k, v in result['versions'].items())}.", ""])
 
 
@@ -140,7 +134,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--direct", type=int, default=10, help="hypotheses for the direct sacrebleu call")
-    parser.add_argument("--machine", default="the shared 2-core development machine")
+    parser.add_argument("--machine", default=f"{cpu_model()} (shared)")
+    parser.add_argument("--out", type=Path, default=ROOT / "eval" / "bleu-dlp-table3", help="OUT.json and OUT.md")
     args = parser.parse_args()
     rows, refs = recorded_fillings(), reference_sentences()
     recorded = json.loads((RUN / "report.json").read_text())["samplers"]
@@ -154,15 +149,15 @@ def main() -> None:
         "fillings": sum(map(len, rows.values())), "references": len(refs), "repeats": args.repeats,
         "figures": figures,
         "recorded": {row: {k: recorded[row].get(k) for k in ("self_bleu", "corpus_bleu")} for row in rows},
-        "seconds": {bleu: {part: summary([s[part] for s in runs]) for part in runs[0]}
+        "seconds": {bleu: {part: median_range(s[part] for s in runs) for part in runs[0]}
                     for bleu, runs in seconds.items()},
         "direct_sacrebleu": direct_sacrebleu(rows["gibbs"], refs, args.direct),
         "signatures": {"self_bleu": metrics.sacrebleu_signature("var"),
                        "corpus_bleu": metrics.sacrebleu_signature(len(refs))},
         "machine": args.machine, "versions": library_versions(("infill-mcmc", "nltk", "sacrebleu")),
     }
-    OUT.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    OUT.with_suffix(".md").write_text(markdown(result), encoding="utf-8")
+    args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    args.out.with_suffix(".md").write_text(markdown(result), encoding="utf-8")
     print(markdown(result))
 
 

@@ -1,7 +1,7 @@
 """Encoder sequences and wall time of the default run: the cache of conditionals, pass sizes, bfloat16.
 
     git worktree add /tmp/infill-before 06f5af7     # the tree before the cache of conditionals
-    python scripts/bench_compute.py --before /tmp/infill-before --out eval/compute-minilm [--seeds 0,1]
+    python -m scripts.bench_compute --before /tmp/infill-before --out eval/compute-minilm [--seeds 0,1]
 
 On the calibration templates with 2-4 one-token blanks (``corpora/calibration/tune.jsonl``, or ``--suite``),
 for each template and seed, interleaved in one process where the two sides share the machine:
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import subprocess
 import sys
@@ -29,8 +28,8 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-DEV_MODEL = ROOT.parent / "shared" / "models" / "infill-dev-minilm-mlm"
+from scripts.harness import DEV_MODEL, ROOT, commit, cpu_model
+
 RUN = """
 import json, sys, time, torch
 torch.set_num_threads(1)
@@ -53,13 +52,14 @@ def spread(values: list[float]) -> dict:
             "max": round(max(values), 3), "n": len(values)}
 
 
-def reference(tree: Path, runs: list[tuple[str, int]], path: Path) -> list[dict]:
+def reference(tree: Path, runs: list[tuple[str, int]], path: Path, model: Path) -> list[dict]:
     """The default runs of the tree before the cache, recorded to ``path`` once."""
     if path.exists():
         return json.loads(path.read_text())
     stdin = "\n".join(json.dumps(r) for r in runs)
-    done = subprocess.run([sys.executable, "-c", RUN, str(DEV_MODEL)], input=stdin, capture_output=True, text=True,
-                          check=True, cwd=tree, env={"PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    done = subprocess.run([sys.executable, "-c", RUN, str(model)], input=stdin, capture_output=True, text=True,
+                          check=True, cwd=tree,
+                          env={"PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
     source, recorded = done.stdout.strip().splitlines()[-2:]
     if not Path(source).resolve().is_relative_to(tree.resolve()):
         raise SystemExit(f"the reference imported infill from {source}, not from {tree}")
@@ -97,7 +97,7 @@ def markdown(summary: dict) -> str:
     """The report's summary as Markdown."""
     s, machine = summary, summary["machine"]
     lines = [
-        "# The cache of conditionals, pass sizes and bfloat16 (`scripts/bench_compute.py`)", "",
+        "# The cache of conditionals, pass sizes and bfloat16 (`python -m scripts.bench_compute`)", "",
         f"Dev MLM, the default run (`infill sample --top 5`) on {s['runs']} runs (the 2-4-blank templates of "
         f"`corpora/calibration/tune.jsonl` x 2 seeds), one thread, torch {machine['torch']}, native bfloat16: "
         f"{machine['native_bfloat16']}. Ratios: median (min-max) over runs.", "",
@@ -130,6 +130,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", default="0,1")
     parser.add_argument("--passes", default="32,128,512")
     parser.add_argument("--bf16-templates", type=int, default=4)
+    parser.add_argument("--model", type=Path, default=DEV_MODEL)
     parser.add_argument("--markdown-only", action="store_true", help="rewrite report.md from report.json")
     args = parser.parse_args(argv)
     if args.markdown_only:
@@ -146,8 +147,8 @@ def main(argv=None) -> int:
     tasks = [json.loads(line) for line in args.suite.read_text().splitlines()]
     tasks = [t for t in tasks if t["regime"] == "2-4"]
     runs = [(t["template"], int(s)) for t in tasks for s in args.seeds.split(",")]
-    before = reference(args.before, runs, args.out / "reference.json")
-    infiller = infill.Infiller(str(DEV_MODEL))
+    before = reference(args.before, runs, args.out / "reference.json", args.model)
+    infiller = infill.Infiller(str(args.model))
     batches = Batches(infiller.model)
     rows, passes = [], {int(p): [] for p in args.passes.split(",")}
     default_pass = masked_lm.PASS_SEQUENCES["cpu"]
@@ -166,7 +167,7 @@ def main(argv=None) -> int:
             passes[size].append(timed(infiller, template, seed)[1])
         masked_lm.PASS_SEQUENCES["cpu"] = default_pass
         print(json.dumps(rows[-1]), flush=True)
-    half = infill.Infiller(str(DEV_MODEL), dtype="bfloat16")
+    half = infill.Infiller(str(args.model), dtype="bfloat16")
     bf16 = []
     for template, seed in runs[:args.bf16_templates]:
         full, full_seconds = timed(infiller, template, seed)
@@ -174,10 +175,10 @@ def main(argv=None) -> int:
         common = {s.text: s.energy for s in full.samples}
         bf16.append({"template": template, "seed": seed, "wall_ratio": low_seconds / full_seconds,
                      "same_top5_set": set(full.texts) == set(low.texts),
-                     "max_energy_difference": max(abs(common[s.text] - s.energy) for s in low.samples
-                                                  if s.text in common)})
+                     "max_energy_difference": max((abs(common[s.text] - s.energy) for s in low.samples
+                                                   if s.text in common), default=float("nan"))})
     summary = {
-        "machine": {"cpu": platform.processor() or platform.machine(), "torch": torch.__version__, "threads": 1,
+        "machine": {"cpu": cpu_model(), "torch": torch.__version__, "threads": 1, "commit": commit(),
                     "native_bfloat16": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())},
         "runs": len(rows),
         "sequences_ratio": round(sum(r["sequences"] for r in rows) / sum(r["sequences_before"] for r in rows), 3),

@@ -1,6 +1,6 @@
 """A corpus at the speed of the bare model? Templates per second of ``infill`` against ``pipeline("fill-mask")``.
 
-    python scripts/bench_corpus.py [--lines 2000] [--chunk 250] [--default-lines 100] [--processes 2]
+    python -m scripts.bench_corpus [--lines 2000] [--chunk 250] [--default-lines 100] [--processes 2]
                                    [--check-lines 200] [--model DIR] [--out eval/corpus-minilm]
 
 The lines come from ``corpora/bert-gen/wiki103.5k.txt``, in file order: sentences of 8 to 40 words, the middle
@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -36,9 +35,9 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-MODEL = ROOT.parent / "shared" / "models" / "infill-dev-minilm-mlm"
-CORPUS = ROOT.parent / "shared" / "corpora" / "bert-gen" / "wiki103.5k.txt"
+from scripts.harness import CORPORA, DEV_MODEL, ROOT, commit, cpu_model
+
+CORPUS = CORPORA / "wiki103.5k.txt"
 BATCH_SIZES = (1, 8, 32, 64, 128)
 ONE_PASS = ("argmax", "independent")
 
@@ -56,13 +55,6 @@ def lines(n: int, blanks: int) -> list[str]:
         if len(out) == n:
             break
     return out
-
-
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
 
 
 def timed(work) -> float:
@@ -122,7 +114,7 @@ def main() -> int:
     parser.add_argument("--default-lines", type=int, default=100)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--check-lines", type=int, default=200)
-    parser.add_argument("--model", default=str(MODEL))
+    parser.add_argument("--model", default=str(DEV_MODEL))
     parser.add_argument("--out", default=str(ROOT / "eval" / "corpus-minilm"))
     args = parser.parse_args()
     if args.processes < 2:
@@ -147,8 +139,7 @@ def main() -> int:
             for p in ((1, n) if k == 0 else (n, 1)):
                 walls[p].append(out_run(quarter, p, Path(tmp) / f"out{p}.jsonl", args.model))
         same = (Path(tmp) / "out1.jsonl").read_bytes() == (Path(tmp) / f"out{n}.jsonl").read_bytes()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
-    report = {"cpu": cpu_model(), "torch": torch.__version__, "commit": commit.strip(), "threads": 1,
+    report = {"cpu": cpu_model(), "torch": torch.__version__, "commit": commit(), "threads": 1,
               "lines": len(one), "chunk": args.chunk, "one_blank_per_second": rate, "fill_mask_best": best,
               "seconds_over_fill_mask": {m: {"median": statistics.median(r), "min": min(r), "max": max(r)}
                                          for m, r in ratios.items()},

@@ -3,7 +3,7 @@
 against the same head collected into one module (the single-module case, the goal is within 1.1x) and
 against the full-logits fallback of an unknown architecture.
 
-    python scripts/bench_families.py [--families distilbert modernbert] [--repeats 5] [--out eval/families.json]
+    python -m scripts.bench_families [--families distilbert modernbert] [--repeats 5] [--out eval/families.json]
 
 Each call is timed in CPU seconds of this process on one thread (``time.process_time``), which load from
 other processes on a shared machine disturbs far less than wall time; sides are interleaved within each
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import time
 
@@ -22,6 +21,7 @@ import transformers as tf
 from torch import nn
 
 from infill.energies import MaskedLMEnergy, one_hot
+from scripts.harness import environment
 
 # Real-size configurations (those of the hub checkpoints named), random weights.
 CONFIGS = {
@@ -101,9 +101,8 @@ def main(argv=None) -> None:
         cell = lambda n: f"{median[n]:.3f} ({spread[n][0]:.3f}-{spread[n][1]:.3f})"  # noqa: E731
         print(f"| {family} ({CONFIGS[family][0]}) | {cell('adapter')} | {cell('single')} | {cell('full')} | "
               f"{median['adapter'] / median['single']:.2f} | {median['full'] / median['adapter']:.2f} |")
-    setup = dict(chains=args.chains, blanks=args.blanks, length=args.length, threads=args.threads,
-                 repeats=args.repeats, torch=torch.__version__, transformers=tf.__version__,
-                 machine=platform.processor() or platform.machine())
+    setup = dict(chains=args.chains, blanks=args.blanks, length=args.length, repeats=args.repeats,
+                 **environment())
     print(f"\n{args.chains} chains x {args.blanks} blanks = {args.chains * args.blanks} masked copies of "
           f"{args.length} tokens, {args.threads} threads, {args.repeats} interleaved repeats; "
           f"torch {torch.__version__}, transformers {tf.__version__}")

@@ -1,10 +1,10 @@
 """The default path against a bare forward, batching, the cache and bfloat16, as ratios in one run.
 
-    python scripts/bench_gpu.py --proxy                       # CPU proxy: 2-layer 128-wide random BERT
-    python scripts/bench_gpu.py                               # the dev MLM on the CPU
-    python scripts/bench_gpu.py --device cuda --model PATH    # on a GPU (a float16 checkpoint is widened)
-    python scripts/bench_gpu.py --proxy --profile 25          # where one default call's time goes
-    python scripts/bench_gpu.py --proxy --host-ops            # the host ops the issue counted, per template
+    python -m scripts.bench_gpu --proxy                       # CPU proxy: 2-layer 128-wide random BERT
+    python -m scripts.bench_gpu                               # the dev MLM on the CPU
+    python -m scripts.bench_gpu --device cuda --model PATH    # on a GPU (a float16 checkpoint is widened)
+    python -m scripts.bench_gpu --proxy --profile 25          # where one default call's time goes
+    python -m scripts.bench_gpu --proxy --host-ops            # the host ops the issue counted, per template
 
 Templates come from ``corpora/calibration/check.jsonl`` (regimes "2-4" and "6-10", taken in turn). One
 process; the two sides of every ratio run one after the other, template by template (A, B, A, B...), and each
@@ -54,10 +54,10 @@ from pathlib import Path
 
 import torch
 import transformers
-from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM
+from transformers import AutoTokenizer
 
-ROOT = Path(__file__).resolve().parents[1]
-DEV_MODEL = ROOT.parent / "shared" / "models" / "infill-dev-minilm-mlm"
+from scripts.harness import DEV_MODEL, ROOT, cpu_model, load_model
+
 SUITE = ROOT / "corpora" / "calibration" / "check.jsonl"
 SIZES = (64, 512)
 TARGETS = {  # key -> (comparison, bound, where the issue sets it)
@@ -72,15 +72,9 @@ TARGETS = {  # key -> (comparison, bound, where the issue sets it)
 
 
 def load(args, tokenizer):
-    """The proxy (random weights, seed 0) or the checkpoint at ``args.model`` in float32, on the device."""
-    if args.proxy:
-        torch.manual_seed(0)
-        model = BertForMaskedLM(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=128, num_hidden_layers=2,
-                                           num_attention_heads=2, intermediate_size=512,
-                                           attn_implementation="sdpa"))
-    else:  # a float16 checkpoint is widened: the chains run in float32 unless bfloat16 is asked for
-        model = AutoModelForMaskedLM.from_pretrained(args.model, dtype=torch.float32, attn_implementation="sdpa")
-    return model.to(args.device).eval()
+    """The proxy (random weights, seed 0) or the checkpoint at ``args.model`` in float32 (the chains run in
+    float32 unless bfloat16 is asked for), on the device."""
+    return load_model("proxy" if args.proxy else args.model, args.device, tokenizer.vocab_size)
 
 
 def templates(count: int) -> list[str]:
@@ -433,9 +427,7 @@ def summaries(rows: list[dict], batches: list[dict], busy, pass_size: int, threa
 
 
 def machine(device: str, bf16_reason: str) -> dict:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    info = {"cpu": cpu, "cores": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
+    info = {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
             "transformers": transformers.__version__, "python": platform.python_version(), "device": device,
             "bf16": bf16_reason}
     if device.startswith("cuda"):
@@ -491,7 +483,7 @@ def markdown(report: dict) -> str:
         "bf16_over_float32": "bfloat16 / float32: wall of the default",
         "bf16_same_top5": "bfloat16: share of templates with the same top-5 set",
     }
-    lines = [f"# `scripts/bench_gpu.py` on {m['device']}: {a['model']}", "",
+    lines = [f"# `scripts.bench_gpu` on {m['device']}: {a['model']}", "",
              f"{m.get('gpu', m['cpu'])}, {m['threads']} threads; torch {m['torch']}, transformers "
              f"{m['transformers']}; commit {m.get('commit', '?')} with {m.get('changed', '?')} files of infill/ "
              f"changed; {report['date']}; {report['seconds']} s.", "", f"    {report['command']}", "",
@@ -579,13 +571,13 @@ def main(argv=None) -> int:
     except InfillError:
         pass
     if args.profile:
-        text = f"    {' '.join(['python', *sys.argv])}\n\n" + profile_default(bench, one[:2], args.profile)
+        text = f"    {command()}\n\n" + profile_default(bench, one[:2], args.profile)
         (out.parent / f"{out.name}-profile.txt").write_text(text)
         print(text)
         return 0
     if args.host_ops:
         info = machine(args.device, reason)
-        text = (f"# Host ops of the default, one template a call\n\n    {' '.join(['python', *sys.argv])}\n\n"
+        text = (f"# Host ops of the default, one template a call\n\n    {command()}\n\n"
                 f"{info['cpu']}, torch {info['torch']}; commit {info.get('commit', '?')} with "
                 f"{info.get('changed', '?')} files of infill/ changed.\n\n" + host_ops(bench, one))
         (out.parent / f"{out.name}-host-ops.md").write_text(text)
@@ -598,7 +590,7 @@ def main(argv=None) -> int:
     batches = batch(bench, many, args.batch_repeats, pass_size, args.min_bare_seconds)
     busy = gpu_busy(bench, many) if device_type == "cuda" else None
     report = {
-        "command": "python " + " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:]) if argv is None else str(argv),
+        "command": command() if argv is None else str(argv),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": measured, "bf16_native": native,
         "settings": {"model": "proxy: BertForMaskedLM(hidden 128, 2 layers, 2 heads, intermediate 512, random, seed 0)"
@@ -610,6 +602,10 @@ def main(argv=None) -> int:
         "gpu_busy": busy, "one_a_call": rows, "batch": batches,
     }
     return write(report, out)
+
+
+def command() -> str:
+    return " ".join(["python -m scripts.bench_gpu", *sys.argv[1:]])
 
 
 def write(report: dict, out: Path) -> int:

@@ -2,7 +2,7 @@
 refactor (a worktree of the commit ``--before-commit``; first the move into subpackages) and this checkout.
 
     git worktree add /tmp/before 2a3497d
-    python scripts/bench_layout.py [--before /tmp/before] [--rounds 8] [--templates 2] [--out eval/layout.md]
+    python -m scripts.bench_layout [--before /tmp/before] [--rounds 8] [--templates 2] [--out eval/layout.md]
         [--title "Layout of the subpackages"]
 
 Each tree runs in its own subprocess whose working directory and ``PYTHONPATH`` are that tree (so its
@@ -18,13 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DEV_MODEL = ROOT.parent / "shared" / "models" / "infill-dev-minilm-mlm"
+from scripts.harness import DEV_MODEL, ROOT, commit, cpu_model, median_range
+
 TUNE = ROOT / "corpora" / "calibration" / "tune.jsonl"
 FIXED = {"sampler": "dmala", "num_samples": 8, "steps": 10, "top": 5}
 SPAN = {"num_samples": 4, "steps": 5, "top": 5}
@@ -74,7 +73,7 @@ def run(process: subprocess.Popen, work: list[dict]) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, default=Path("/tmp/before"))
-    parser.add_argument("--before-commit", default="2a3497d")
+    parser.add_argument("--before-commit", help="what to call the before tree (default: its commit)")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--templates", type=int, default=2)
     parser.add_argument("--out", type=Path, default=ROOT / "eval" / "layout.md")
@@ -99,29 +98,29 @@ def main() -> None:
     for process in workers.values():
         process.stdin.close()
         process.wait()
-    median = statistics.median(ratios)
+    ratio = median_range(ratios)
     sequences = sum(c["sequences"] for c in per["after"])
     report = "\n".join([
         f"# {args.title}: wall per encoder sequence, before and after",
         "",
-        f"`python scripts/bench_layout.py --rounds {args.rounds} --templates {args.templates}`: the first "
+        f"`python -m scripts.bench_layout --rounds {args.rounds} --templates {args.templates}`: the first "
         f"{args.templates} template(s) of corpora/calibration/tune.jsonl on `{args.model.name}` (CPU, one thread), "
         f"each with its token blanks ({FIXED}; the default, {AUTO}) and as `[MASK*?]` word blanks ({SPAN}), seed 0; "
         f"{sequences} encoder "
-        f"sequences per tree and round, after a warm-up round. Before: {args.before_commit}; after: this "
-        "checkout. The fillings are the same in every round. The machine (2 cores) was shared with other "
-        "work: the ratio, interleaved, is the number to read.",
+        f"sequences per tree and round, after a warm-up round. Before: {args.before_commit or commit(args.before)}; "
+        f"after: this checkout ({commit()}). The fillings are the same in every round. The machine ({cpu_model()}, "
+        f"{os.cpu_count()} cores) was shared with other work: the ratio, interleaved, is the number to read.",
         "",
         "| round | order | before ms/seq | after ms/seq | after / before |",
         "|---|---|---|---|---|",
         *rows,
         "",
-        f"**after / before: median {median:.3f}** (min {min(ratios):.3f}, max {max(ratios):.3f}, "
+        f"**after / before: median {ratio['median']:.3f}** (min {ratio['min']:.3f}, max {ratio['max']:.3f}, "
         f"{args.rounds} interleaved rounds; target within 5%).",
         "",
     ])
     args.out.write_text(report)
-    print(f"median {median:.3f} [{min(ratios):.3f}, {max(ratios):.3f}] -> {args.out}")
+    print(f"median {ratio['median']:.3f} [{ratio['min']:.3f}, {ratio['max']:.3f}] -> {args.out}")
 
 
 if __name__ == "__main__":

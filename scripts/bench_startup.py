@@ -2,7 +2,7 @@
 where that time goes.
 
     git worktree add /tmp/startup-base HEAD      # the tree to compare against, before changing anything
-    python scripts/bench_startup.py [--base /tmp/startup-base] [--new .] [--pairs 10] [--out eval/startup]
+    python -m scripts.bench_startup [--base /tmp/startup-base] [--new .] [--pairs 10] [--out eval/startup]
 
 Each run is ``python -m infill sample TEMPLATE --model MODEL --top 5 --seed 0`` in a fresh process, with
 ``PYTHONPATH`` and the working directory set to one tree and ``HF_HUB_OFFLINE=1``. The first filling is the
@@ -33,8 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-MODEL = ROOT.parent / "shared" / "models" / "infill-dev-minilm-mlm"
+from scripts.harness import DEV_MODEL, ROOT, cpu_model
+
 TEMPLATE = "he had not, after all, [MASK] me the chance ."
 OPTIONS = ("--top", "5", "--seed", "0")
 TICK = os.sysconf("SC_CLK_TCK")
@@ -111,8 +111,10 @@ def probe(model: str, template: str) -> None:
 
 
 def stage_run(tree: Path, model: Path, template: str) -> dict:
+    """:func:`probe` in a fresh process whose ``infill`` is the tree's (this checkout's ``scripts`` after it)."""
+    env = {**_env(tree), "PYTHONPATH": os.pathsep.join([str(tree), str(ROOT)])}
     done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--probe", "--model", str(model),
-                           "--template", template], cwd=tree, env=_env(tree), capture_output=True, text=True)
+                           "--template", template], cwd=tree, env=env, capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"{tree}: the stage probe failed: {done.stderr.strip()[-500:]}")
     return json.loads(done.stdout.splitlines()[-1])
@@ -129,7 +131,7 @@ def _span(s: dict, digits: int = 2) -> str:
 def report(results: dict) -> str:
     base, new = results["trees"]["base"], results["trees"]["new"]
     lines = ["# Start-up of `infill sample` to the first filling", "",
-             f"`python scripts/bench_startup.py --pairs {results['pairs']} --stages {results['stage_runs']}` on "
+             f"`python -m scripts.bench_startup --pairs {results['pairs']} --stages {results['stage_runs']}` on "
              f"{results['machine']}: `infill sample \"{results['template']}\" --model {results['model']} "
              f"{' '.join(OPTIONS)}`, a fresh process per run, the two trees alternated (order flipped every pair). "
              "Seconds: median (min-max). CPU is user + system over every thread.", "",
@@ -154,7 +156,7 @@ def main() -> None:
     parser.add_argument("--new", type=Path, default=ROOT)
     parser.add_argument("--pairs", type=int, default=10, help="runs of each tree, interleaved")
     parser.add_argument("--stages", type=int, default=5, help="runs of the stage probe per tree")
-    parser.add_argument("--model", type=Path, default=MODEL)
+    parser.add_argument("--model", type=Path, default=DEV_MODEL)
     parser.add_argument("--template", default=TEMPLATE)
     parser.add_argument("--out", type=Path, help="write OUT.json and OUT.md")
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
@@ -179,7 +181,7 @@ def main() -> None:
     outputs |= {"\n".join(s["texts"]) + "\n" for name in trees for s in stages[name]}
     results = {
         "template": args.template, "model": args.model.name, "pairs": args.pairs, "stage_runs": args.stages,
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
+        "machine": f"{cpu_model()}, {os.cpu_count()} cores, Python "
                    f"{platform.python_version()}",
         "same_fillings": len(outputs) == 1, "fillings": sorted(outputs),
         "trees": {name: {"path": str(tree), "label": _label(tree),

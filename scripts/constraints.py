@@ -1,7 +1,7 @@
 """Fillings under constraints on bert-gen sentences: keywords (``include=``) and rewrite, against
 the masked LM's own draws with rejection at equal encoder sequences.
 
-    python scripts/constraints.py --model ../shared/models/infill-dev-minilm-mlm --out eval/constraints-minilm
+    python -m scripts.constraints --model ../shared/models/infill-dev-minilm-mlm --out eval/constraints-minilm
         [--keywords 100] [--rewrites 50] [--changes 0.2,0.5] [--sampler-every 1] [--rewrite-chains 25]
         [--shard I/N] [--report-only]
 
@@ -20,9 +20,8 @@ model; the actual count is recorded); left-to-right draws of the whole template 
 fraction is within ``TOLERANCE`` of the target. A variant is "near" when its changed fraction is within
 ``TOLERANCE`` of the target; a row's PLL at that change is the mean PLL of its near variants.
 
-Each task's rows are written to ``OUT/keywords/ID.json`` or ``OUT/rewrite/ID.json`` as soon as they finish;
-a rerun skips tasks already written, and the report (``report.md``, ``report.json``, two plots) is rebuilt
-from the files after every task.
+Each task's rows are one line of ``OUT/runs.jsonl``, appended as soon as they finish; a rerun skips tasks
+already there, and the report (``report.md``, ``report.json``, two plots) is rebuilt from it after every task.
 """
 from __future__ import annotations
 
@@ -53,8 +52,9 @@ from infill.metrics import self_bleu
 from infill.pipeline.config import RunConfig
 from infill.pipeline.infiller import rewrite_template
 from infill.pipeline.signature import library_versions
+from scripts.harness import CORPORA as BERT_GEN
+from scripts.harness import Rows
 
-ROOT = Path(__file__).resolve().parents[1]
 CORPORA = {"wt103": ("wiki103.5k.txt", "wikitext103"), "tbc": ("tbc.5k.txt", "tbc")}
 SEED = 20
 TOP = 5
@@ -486,9 +486,21 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(part, path)
 
 
+def task_key(record: dict) -> tuple:
+    """A task's place: (part, name), ordered as the per-task files of the earlier layout were."""
+    if "change" in record:
+        return "rewrite", f"{record['id']}-c{record['change']:g}.json"
+    return "keywords", f"{record['id']}.json"
+
+
+def runs_of(out: Path) -> Rows:
+    return Rows(out / "runs.jsonl", task_key)
+
+
 def write_report(out: Path, model: str, chains: int, sampler_every: int) -> dict:
-    keywords = [json.loads(p.read_text()) for p in sorted((out / "keywords").glob("*.json"))]
-    rewrite = [json.loads(p.read_text()) for p in sorted((out / "rewrite").glob("*.json"))]
+    records = runs_of(out).read()
+    keywords = [r for r in records if task_key(r)[0] == "keywords"]
+    rewrite = [r for r in records if task_key(r)[0] == "rewrite"]
     kw_rows = keyword_summary(keywords) if keywords else {}
     rw_rows = rewrite_summary(rewrite) if rewrite else {}
     by_kind = {k: keyword_summary([t for t in keywords if t["kind"] == k])["gibbs (default)"]
@@ -516,7 +528,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True)
     parser.add_argument("--out", default="runs/constraints")
-    parser.add_argument("--corpora", default=str(ROOT.parent / "shared" / "corpora" / "bert-gen"))
+    parser.add_argument("--corpora", default=str(BERT_GEN))
     parser.add_argument("--keywords", type=int, default=KEYWORD_TASKS, help="keyword tasks (default 100; 0: none)")
     parser.add_argument("--rewrites", type=int, default=50, help="rewrite sentences (default 50; 0: none)")
     parser.add_argument("--changes", default="0.2,0.5")
@@ -526,8 +538,7 @@ def main() -> int:
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     out = Path(args.out)
-    for part in ("keywords", "rewrite"):
-        (out / part).mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     infiller = Infiller(args.model)
     if not args.report_only:
         sentences = load_sentences(Path(args.corpora))
@@ -541,15 +552,16 @@ def main() -> int:
         for j, job in enumerate(jobs):  # rewrite jobs spread among keyword tasks: a partial run has both
             work.insert(min(len(work), (j + 1) * (step + 1) - 1), job)
         shard, shards = map(int, args.shard.split("/"))
+        runs = runs_of(out)
         for kind, extra, spec in work[shard::shards]:
-            path = out / kind / (f"{spec['id']}.json" if kind == "keywords" else f"{spec['id']}-c{extra:g}.json")
-            if path.exists():
+            key = task_key({"id": spec["id"], "change": extra} if kind == "rewrite" else {"id": spec["id"]})
+            if key in runs.done():
                 continue
             record = run_keywords(infiller, spec, extra % args.sampler_every == 0) if kind == "keywords" else \
                 run_rewrite(infiller, spec, extra, args.rewrite_chains)
-            write_atomically(path, json.dumps(record, indent=1))
+            runs.append(record)
             write_report(out, args.model, args.rewrite_chains, args.sampler_every)
-            print(f"{kind} {path.name} done", file=sys.stderr, flush=True)
+            print(f"{kind} {key[1]} done", file=sys.stderr, flush=True)
     print(markdown(write_report(out, args.model, args.rewrite_chains, args.sampler_every)))
     return 0
 

@@ -1,6 +1,6 @@
 """Does ``infill sample --out`` stream? Peak RSS against the input's length, and one process against two.
 
-    python scripts/corpus_stream_check.py [--reader-lines 1000 20000] [--command-lines 1000 5000]
+    python -m scripts.corpus_stream_check [--reader-lines 1000 20000] [--command-lines 1000 5000]
                                           [--pair-lines 1000] [--repeats 2] [--out eval/corpus-stream-minilm]
 
 One-blank lines of the shared wiki103 corpus (``bench_corpus.lines``, repeated to the length asked), the dev MLM,
@@ -29,9 +29,8 @@ import time
 from itertools import cycle, islice
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-from bench_corpus import MODEL, cpu_model, lines  # noqa: E402  (the benchmark's lines, for the same corpus)
+from scripts.bench_corpus import lines  # the benchmark's lines, for the same corpus
+from scripts.harness import DEV_MODEL, ROOT, cpu_model
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
 READER = """import sys
@@ -84,7 +83,7 @@ def main() -> None:
     parser.add_argument("--command-lines", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--pair-lines", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--model", type=Path, default=MODEL, help="the masked LM (default: the dev MLM)")
+    parser.add_argument("--model", type=Path, default=DEV_MODEL, help="the masked LM (default: the dev MLM)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["reader", "command", "processes"])
     parser.add_argument("--out", type=Path, default=ROOT / "eval" / "corpus-stream-minilm")
     args = parser.parse_args()

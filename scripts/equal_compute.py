@@ -1,8 +1,8 @@
 """Choose the default of `infill sample` at equal compute against every one-pass order.
 
-    python scripts/equal_compute.py tune  [--shard 0/2] [--grid SPEC,SPEC...] [--templates 2-4=N,6-10=N]
-    python scripts/equal_compute.py check [--shard 0/2] [--ours 2-4=SPEC --ours 6-10=SPEC] [--frontier 2-4=N,6-10=N]
-    python scripts/equal_compute.py report
+    python -m scripts.equal_compute tune  [--shard 0/2] [--grid SPEC,SPEC...] [--templates 2-4=N,6-10=N]
+    python -m scripts.equal_compute check [--shard 0/2] [--ours 2-4=SPEC --ours 6-10=SPEC] [--frontier 2-4=N,6-10=N]
+    python -m scripts.equal_compute report
 
 A candidate SPEC is ``sampler:CHAINSxSTEPS:init`` (e.g. ``gibbs:8x40:confident-first``) or ``auto``, each with
 optional ``+key=value`` settings (``auto+decode=diverse``, ``gibbs:50x100:confident-first+budget=100d``: 100
@@ -20,7 +20,7 @@ row it is matched to as its budget (:func:`infill.evaluation.compute.matched`: i
   to that run).
 - ``report``: ``report.md``, ``report.json`` and ``frontier.png`` from whatever runs exist.
 
-Every (phase, template, seed, row) is one JSON file under ``OUT/runs``: a run resumes where it stopped, and
+Every (phase, template, seed, row) is one line of ``OUT/runs.jsonl``: a run resumes where it stopped, and
 ``--shard i/n`` runs the i-th of n disjoint parts (templates dealt by estimated cost). Metrics per run: the
 top-5 mean PLL, the self-BLEU of the 5 (nltk, ``infill.metrics``), the top-1 word accuracy against the
 removed words, encoder sequences, wall seconds. The targets compare a candidate with the best
@@ -30,35 +30,37 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from infill.pipeline.config import AUTO, AUTO_BUDGET_PER_BLANK  # noqa: E402
+from infill.pipeline.config import AUTO, AUTO_BUDGET_PER_BLANK
+from scripts.harness import (
+    ROOT,
+    SAME,
+    TARGETS,
+    TOP,
+    Rows,
+    load_half,
+    load_infiller,
+    log,
+    measure,
+    metrics,
+    run_key,
+    summary,
+)
 
 ORDERS = ("independent", "left-to-right", "confident-first", "random-order")
 DEFAULT = "gibbs:25x12:left-to-right"
 GRID = ",".join([DEFAULT, "gibbs:8x40:confident-first", "gibbs:50x6:confident-first", "gibbs-mh:25x12:confident-first",
                  "block-mh:8x24:confident-first", "mlm-independence:8x24:confident-first"])
 REGIMES = ("2-4", "6-10")
-TOP = 5
-SAME = 1e-4  # top-5 mean PLLs this close are "the same"
-TARGETS = {"wins": 0.65, "self_bleu": 2.0, "accuracy": -0.02, "wall": 1.2}
 SHORT = {"left-to-right": "l2r", "confident-first": "cf", "random-order": "ro", "independent": "ind"}
 
 
 # ---------------------------------------------------------------- templates and candidates
-
-def load_half(half: str) -> list[dict]:
-    with open(ROOT / "corpora" / "calibration" / f"{half}.jsonl") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
 
 def spread(rows: list[dict], limit: dict[str, int], ids: frozenset = frozenset()) -> list[dict]:
     """Per regime, the templates named in ``ids`` if it names any of that regime, else ``limit`` templates
@@ -105,37 +107,13 @@ def parse_spec(spec: str, scale: float = 1.0, d: int = 1) -> dict:
     return {**kwargs, **extra}
 
 
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.@-]+", "-", text).strip("-")
-
-
-def fill(template: str, fills: list[str]) -> str:
-    """The template's whitespace tokens with its ``[MASK]`` tokens replaced by ``fills`` in order."""
-    it = iter(fills)
-    return " ".join(next(it) if w == "[MASK]" else w for w in template.split())
-
-
 # ---------------------------------------------------------------- runs
-
-def measure(infiller, task: dict, seed: int, **kwargs) -> tuple[dict, object]:
-    """One timed ``Infiller.sample`` run: its top-5 and compute, and the result itself."""
-    start = time.perf_counter()
-    result = infiller.sample(task["template"], top=TOP, seed=seed, temperature=1.0, **kwargs)
-    seconds = time.perf_counter() - start
-    d = result.diagnostics
-    fills = [list(s.fills) for s in result.samples]
-    record = {"energies": [float(s.energy) for s in result.samples], "fills": fills,
-              "texts": [fill(task["template"], f) for f in fills], "encoder_sequences": d.encoder_sequences,
-              "seconds": seconds, "candidates": d.candidates, "acceptance_rate": d.acceptance_rate, "draws": d.num_samples,
-              "cache_hits": d.cache_hits}
-    return record, result
-
 
 def run_order(infiller, task: dict, seed: int, order: str, budget: int) -> dict:
     """``order``'s draws on ``budget`` encoder sequences: it draws until they are spent."""
     from infill.evaluation.compute import matched
 
-    record, match = matched(lambda b: measure(infiller, task, seed, sampler=order, budget=b)[0], budget, order,
+    record, match = matched(lambda b: measure(infiller, task, seed, sampler=order, budget=b), budget, order,
                             len(task["removed"]), TOP)
     return {**record, **match, "ratio": record["encoder_sequences"] / budget}
 
@@ -170,38 +148,33 @@ def row_name(spec: str, scale: float) -> str:
     return spec if scale == 1.0 else f"{spec}@x{scale:g}"
 
 
-def run_group(infiller, group: dict, phase: str, runs_dir: Path) -> None:
+def run_group(infiller, group: dict, phase: str, runs: Rows) -> None:
+    """The group's candidates, then its orders matched to the reference's sequences: each row not yet run is
+    run and appended."""
     task, seed, scale = group["task"], group["seed"], group["scale"]
-    where = runs_dir / phase / task["id"] / f"seed{seed}"
-    where.mkdir(parents=True, exist_ok=True)
     base = {"phase": phase, "id": task["id"], "regime": task["regime"], "blanks": len(task["removed"]),
             "removed": task["removed"], "seed": seed, "scale": scale}
+    have = {row["row"]: row for row in runs.read()
+            if (row["phase"], row["id"], row["seed"]) == (phase, task["id"], seed)}
     budgets = {}
     for spec in group["candidates"]:
         name = row_name(spec, scale)
-        path = where / f"{slug(name)}.json"
-        if not path.exists():
+        if name not in have:
             config = parse_spec(spec, scale, len(task["removed"]))
-            record = measure(infiller, task, seed, **config)[0]
-            path.write_text(json.dumps({**base, "row": name, "kind": "candidate", "spec": spec,
-                                        "config": config, **record}))
+            record = measure(infiller, task, seed, **config)
+            have[name] = {**base, "row": name, "kind": "candidate", "spec": spec, "config": config, **record}
+            runs.append(have[name])
             log(f"{phase} {task['id']} s{seed} {name}: {record['encoder_sequences']} seqs {record['seconds']:.1f}s")
-        budgets[spec] = json.loads(path.read_text())["encoder_sequences"]
+        budgets[spec] = have[name]["encoder_sequences"]
     reference = row_name(group["reference"], scale)
     for order in group["orders"]:
         name = f"{order}@{reference}"
-        path = where / f"{slug(name)}.json"
-        if path.exists():
+        if name in have:
             continue
         record = run_order(infiller, task, seed, order, budgets[group["reference"]])
-        path.write_text(json.dumps({**base, "row": name, "kind": "order", "order": order, "reference": reference,
-                                    **record}))
+        runs.append({**base, "row": name, "kind": "order", "order": order, "reference": reference, **record})
         log(f"{phase} {task['id']} s{seed} {name}: {record['draws']} draws {record['encoder_sequences']} seqs "
             f"({record['ratio']:.2f}x) {record['seconds']:.1f}s")
-
-
-def log(message: str) -> None:
-    print(time.strftime("%H:%M:%S"), message, file=sys.stderr, flush=True)
 
 
 def shard_of(groups: list[dict], i: int, n: int) -> list[dict]:
@@ -217,29 +190,6 @@ def shard_of(groups: list[dict], i: int, n: int) -> list[dict]:
 
 
 # ---------------------------------------------------------------- metrics and comparisons
-
-def metrics(record: dict) -> dict:
-    """The top-5 mean PLL, self-BLEU (percent) of the 5 and top-1 word accuracy of one run."""
-    from infill.metrics import self_bleu
-
-    texts = record["texts"]
-    top1 = record["fills"][0] if record["fills"] else []
-    accuracy = statistics.fmean(a.lower() == b.lower() for a, b in zip(top1, record["removed"])) if top1 else 0.0
-    return {"pll": statistics.fmean(record["energies"]),
-            "self_bleu": 100 * self_bleu(texts) if len(texts) > 1 else 100.0,
-            "accuracy": accuracy, "sequences": record["encoder_sequences"], "seconds": record["seconds"]}
-
-
-def summary(records: list[dict]) -> dict:
-    m = [metrics(r) for r in records]
-    return {"runs": len(m), "templates": len({r["id"] for r in records}),
-            "pll": statistics.fmean(x["pll"] for x in m), "self_bleu": statistics.fmean(x["self_bleu"] for x in m),
-            "accuracy": statistics.fmean(x["accuracy"] for x in m),
-            "sequences": statistics.fmean(x["sequences"] for x in m),
-            "wall_per_sequence": sum(x["seconds"] for x in m) / sum(x["sequences"] for x in m),
-            "ratio": statistics.fmean(r["ratio"] for r in records) if "ratio" in records[0] else None,
-            "draws": statistics.fmean(r["draws"] for r in records) if "draws" in records[0] else None}
-
 
 def compare(ours: list[dict], order: list[dict]) -> dict:
     """A candidate against an order over the (template, seed) runs both have: wins per template (top-5 mean
@@ -421,7 +371,7 @@ def plot(points: dict, path: Path) -> None:
 
 
 def report(out: Path, argv: list[str]) -> None:
-    records = [json.loads(p.read_text()) for p in sorted((out / "runs").rglob("*.json"))]
+    records = runs_of(out).read()
     tune, check = analyse(records, "tune"), analyse(records, "check")
     points = frontier(records)
     if points:
@@ -432,7 +382,7 @@ def report(out: Path, argv: list[str]) -> None:
     lines = ["# The default of `infill sample` at equal encoder sequences", "",
              f"Model: `{MODEL_NOTE}`; every run temperature 1, `top=5`; one-pass orders re-ranked by PLL with "
              "the matched row's encoder sequences as their budget (they draw until it is spent). Written by "
-             "`scripts/equal_compute.py report` from the runs under `runs/`.", "",
+             "`python -m scripts.equal_compute report` from `runs.jsonl`.", "",
              "## Tuning half (one-pass orders matched to the default's sequences)", "", *tables(tune, "Tune"),
              "## Check half (orders matched to the chosen candidate's sequences)", "", *tables(check, "Check"),
              *per_order_tables(check)]
@@ -454,6 +404,11 @@ def report(out: Path, argv: list[str]) -> None:
 
 
 # ---------------------------------------------------------------- main
+
+def runs_of(out: Path) -> Rows:
+    """The study's runs: one line of ``OUT/runs.jsonl`` each."""
+    return Rows(out / "runs.jsonl", run_key)
+
 
 MODEL_NOTE = "../shared/models/infill-dev-minilm-mlm"
 
@@ -492,7 +447,6 @@ def main() -> int:
     if args.phase == "report":
         report(out, sys.argv)
         return 0
-    torch.set_num_threads(1)
     args.seeds = [int(s) for s in args.seeds.split(",")]
     args.templates = pairs(args.templates)
     args.ids = frozenset(filter(None, args.ids.split(",")))
@@ -501,20 +455,16 @@ def main() -> int:
     args.scales = pairs(args.scales, lambda v: [float(x) for x in v.split("+")])
     args.ours = dict(item.split("=", 1) for item in args.ours)
     if args.phase == "check":
-        records = [json.loads(p.read_text()) for p in sorted((out / "runs" / "tune").rglob("*.json"))]
-        tune = analyse(records, "tune")
+        tune = analyse(runs_of(out).read(), "tune")
         for regime in REGIMES:  # the tuning half's pick where --ours does not name one
             args.ours.setdefault(regime, tune[regime]["choice"] or tune[regime]["closest"])
         log(f"check: ours {args.ours}")
     i, n = (int(v) for v in args.shard.split("/"))
-    from infill import Infiller
-
-    infiller = Infiller(args.model)
-    infiller.sample("the [MASK] sat on the mat .", top=TOP, seed=0)  # warm-up, untimed
+    infiller = load_infiller(args.model)
     groups = shard_of(groups_for(args.phase, args), i, n)
     log(f"{args.phase} shard {i}/{n}: {len(groups)} groups")
     for group in groups:
-        run_group(infiller, group, args.phase, out / "runs")
+        run_group(infiller, group, args.phase, runs_of(out))
     log(f"{args.phase} shard {i}/{n}: done")
     return 0
 

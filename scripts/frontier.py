@@ -1,6 +1,6 @@
 """Quality/diversity frontier of every method on bert-gen templates, and the issue's targets for the defaults.
 
-    python scripts/frontier.py --model ../shared/models/infill-dev-minilm-mlm --out runs/frontier
+    python -m scripts.frontier --model ../shared/models/infill-dev-minilm-mlm --out runs/frontier
         [--rows independent,left-to-right,argmax,gibbs,gibbs-mh,gwg,dmala,dula] [--temperatures 1,0.7,0.5]
         [--limit N] [--equal-sequences left-to-right,independent]
 

@@ -9,7 +9,7 @@ given to another request. Every bad one must be answered 4xx with a one-line err
 still answer. With Playwright and Debian's chromium installed, also the time from pressing each mode's
 button to its first results shown. Writes eval/serve-load.json and eval/serve-load.md.
 
-    python scripts/load_serve.py [--model PATH] [--clients 20] [--requests 5] [--time-limit 300]
+    python -m scripts.load_serve [--model PATH] [--clients 20] [--requests 5] [--time-limit 300]
 """
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ import argparse
 import collections
 import json
 import os
-import platform
 import shutil
 import socket
 import statistics
@@ -29,9 +28,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from infill.serve.app import FAST  # noqa: E402
+from infill.serve.app import FAST
+from scripts.harness import DEV_MODEL, ROOT, cpu_model
 
 TEMPLATES = ["The [MASK] sat on the [MASK].", "She bought a [MASK] and a [MASK] at the market.",
              "My [MASK] likes to [MASK] in the morning.", "The [MASK] of the city was [MASK]."]
@@ -167,12 +165,13 @@ def first_results(base: str, tries: int) -> dict[str, list[float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(ROOT.parent / "shared" / "models" / "infill-dev-minilm-mlm"))
+    parser.add_argument("--model", default=str(DEV_MODEL))
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--requests", type=int, default=5)
     parser.add_argument("--page-tries", type=int, default=3)
     parser.add_argument("--time-limit", type=float, default=300,
                         help="the server's --time-limit: every request queued behind the others must fit in it")
+    parser.add_argument("--out", type=Path, default=ROOT / "eval" / "serve-load", help="writes OUT.json and OUT.md")
     args = parser.parse_args()
     server, base = start_server(args.model, args.time_limit)
     try:
@@ -204,7 +203,7 @@ def main() -> None:
         recheck = ok[:: max(1, len(ok) // 10)]  # every 10th, sent again alone
         differ = [x for x in recheck if answer(post(f"{base}/api/{x[1]}", x[2])[1]) != answer(x[5])]
         alive = server.poll() is None and post(base + "/api/sample", {"template": TEMPLATES[1], **FAST})[0] == 200
-        page = first_results(base, args.page_tries) if shutil.which("chromium") else None
+        page = first_results(base, args.page_tries) if shutil.which("chromium") and args.page_tries else None
     except ImportError:
         page = None
     finally:
@@ -225,19 +224,19 @@ def main() -> None:
         "run_seconds_median": {kind: round(statistics.median(x[5]["diagnostics"]["seconds"] for x in ok if x[0] == kind), 3)
                                for kind in ("sample", "spans", "rewrite")},
         "page_first_results_seconds": page,
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs (shared), OMP_NUM_THREADS="
+        "machine": f"{cpu_model()}, {os.cpu_count()} CPUs (shared), OMP_NUM_THREADS="
                    f"{os.environ.get('OMP_NUM_THREADS', 'unset')}",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
-    (ROOT / "eval" / "serve-load.json").write_text(json.dumps(report, indent=2) + "\n")
+    args.out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
     rows = "\n".join(f"| {kind} | {v['sent']} | {v['as_expected']} | {v['latency_median']:.2f} / {v['latency_max']:.2f} s |"
                      for kind, v in report["per_kind"].items())
     runs = ", ".join(f"{kind} {v:.2f} s" for kind, v in report["run_seconds_median"].items())
     page_lines = ("not measured (no chromium or playwright)" if page is None else
                   "; ".join(f"{mode} median {statistics.median(t):.2f} s (max {max(t):.2f})" for mode, t in page.items()))
-    (ROOT / "eval" / "serve-load.md").write_text(f"""# `infill serve` under load
+    args.out.with_suffix(".md").write_text(f"""# `infill serve` under load
 
-`python scripts/load_serve.py` ({report['date']}; {report['machine']}; model `{report['model']}`).
+`python -m scripts.load_serve` ({report['date']}; {report['machine']}; model `{report['model']}`).
 {args.clients} concurrent clients x {args.requests} requests each, taking turns over every endpoint: a 2-blank
 template and a span template with an include word (`/api/sample`), a rewrite (`/api/rewrite`), all with
 the page's fast preset ({json.dumps(FAST)}); a score of 1-3 sentences (`/api/score`, pll and word-l2r); a rank

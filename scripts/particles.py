@@ -1,9 +1,9 @@
 """Particles (``smc``) against the best one-pass order at equal compute.
 
-    python scripts/particles.py tune  [--shard 0/2] [--grid SPEC;SPEC...] [--templates N] [--seeds 0,1,2]
+    python -m scripts.particles tune  [--shard 0/2] [--grid SPEC;SPEC...] [--templates N] [--seeds 0,1,2]
                                       [--regime 8-10]
-    python scripts/particles.py check [--shard 0/2] --ours 6-7=SPEC --ours 8-10=SPEC  (the regimes named)
-    python scripts/particles.py report
+    python -m scripts.particles check [--shard 0/2] --ours 6-7=SPEC --ours 8-10=SPEC  (the regimes named)
+    python -m scripts.particles report
 
 A SPEC is ``method`` with ``+key=value`` settings (values read as JSON where they parse), e.g.
 ``smc+tilt=2.0+decode=diverse``; every row runs through ``Infiller(...).sample(..., top=5, temperature=1)`` on
@@ -14,10 +14,10 @@ the row spent, so the baseline is never handicapped.
 
 Regimes by blank tokens: 2-4, 6-7, 8-10, from ``corpora/calibration/{tune,check}.jsonl`` (the tuning half to
 choose, the check half to judge). ``tune`` runs ``--templates`` templates per regime at every seed; ``check``
-every template of the check half. Each (phase, template, seed, row) is one JSON file under ``OUT/runs``: a run
+every template of the check half. Each (phase, template, seed, row) is one line of ``OUT/runs.jsonl``: a run
 resumes where it stopped; ``--shard i/n`` runs the i-th of n parts. The report compares each row with the
 order on the same (template, seed) pairs: top-5 mean PLL higher / lower (pairs where they differ), self-BLEU
-of the 5, top-1 word accuracy, wall per encoder sequence (the targets: ``equal_compute.TARGETS``). The
+of the 5, top-1 word accuracy, wall per encoder sequence (the targets: ``harness.TARGETS``). The
 other orders run as rows (``check --ours 8-10=left-to-right``), given the row's budget whole; the report's last
 sections set what ``auto`` runs in each regime against every order run.
 """
@@ -27,13 +27,23 @@ import argparse
 import json
 import statistics
 import sys
-import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-from equal_compute import SAME, TARGETS, TOP, fill, load_half, log, metrics, slug, summary  # noqa: E402
+from scripts.harness import (
+    DEV_MODEL,
+    ROOT,
+    TARGETS,
+    TOP,
+    Rows,
+    load_half,
+    load_infiller,
+    log,
+    measure,
+    metrics,
+    paired,
+    parse,
+    run_key,
+    summary,
+)
 
 REGIMES = {"2-4": range(2, 5), "6-7": range(6, 8), "8-10": range(8, 11)}
 ORDER = "confident-first"
@@ -46,7 +56,7 @@ DEFAULT_ROWS = {"2-4": "auto", "6-7": "smc+tilt=2.0+decode=diverse+diversity=12"
 BUDGET_PER_BLANK = 100
 GRID = "smc;smc+tilt=2.0;smc+tilt=2.0+decode=diverse;smc+tilt=3.0+decode=diverse"
 OUT = ROOT / "eval" / "particles-minilm"
-MODEL = ROOT.parent / "shared" / "models" / "infill-dev-minilm-mlm"
+RUNS = Rows(OUT / "runs.jsonl", run_key)
 
 
 def regime_of(task: dict) -> str | None:
@@ -64,60 +74,25 @@ def tasks_of(half: str, per_regime: int | None) -> list[dict]:
     return chosen
 
 
-def parse(spec: str) -> dict:
-    method, *settings = spec.split("+")
-    out = {"sampler": method}
-    for setting in settings:
-        key, value = setting.split("=", 1)
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
-def run(infiller, task: dict, seed: int, budget: int, **kwargs) -> dict:
-    start = time.perf_counter()
-    result = infiller.sample(task["template"], top=TOP, seed=seed, temperature=1.0, budget=budget, **kwargs)
-    seconds = time.perf_counter() - start
-    fills = [list(s.fills) for s in result.samples]
-    return {"energies": [float(s.energy) for s in result.samples], "fills": fills,
-            "texts": [fill(task["template"], f) for f in fills],
-            "encoder_sequences": result.diagnostics.encoder_sequences,
-            "seconds": seconds, "candidates": result.diagnostics.candidates, "draws": result.diagnostics.num_samples}
-
-
 def run_group(infiller, phase: str, task: dict, seed: int, rows: list[str]) -> None:
     from infill.evaluation.compute import matched
 
     d = len(task["removed"])
-    where = OUT / "runs" / phase / task["id"] / f"seed{seed}"
-    where.mkdir(parents=True, exist_ok=True)
+    done = RUNS.done()
     base = {"phase": phase, "id": task["id"], "regime": task["regime"], "blanks": d, "removed": task["removed"],
             "seed": seed, "scale": 1.0, "ratio": 1.0}
     budget = BUDGET_PER_BLANK * d
     for row in rows + [ORDER]:
-        path = where / f"{slug(row)}.json"
-        if path.exists():
+        if run_key({"phase": phase, "id": task["id"], "seed": seed, "row": row}) in done:
             continue
         if row == ORDER:
-            record, match = matched(lambda b: run(infiller, task, seed, b, sampler=ORDER), budget, ORDER, d, TOP)
+            record, match = matched(lambda b: measure(infiller, task, seed, budget=b, sampler=ORDER), budget, ORDER,
+                                    d, TOP)
             record = {**record, **match, "kind": "order"}
         else:
-            record = {**run(infiller, task, seed, budget, **parse(row)), "kind": "candidate"}
-        path.write_text(json.dumps({**base, "row": row, **record}))
+            record = {**measure(infiller, task, seed, budget=budget, **parse(row)), "kind": "candidate"}
+        RUNS.append({**base, "row": row, **record})
         log(f"{phase} {task['id']} s{seed} {row}: {record['encoder_sequences']} seqs {record['seconds']:.1f}s")
-
-
-def paired(ours: list[dict], order: list[dict], metrics) -> tuple:
-    """``(keys, ours, order, our metrics, the order's, higher, lower)``: the (template, seed) pairs both ran, each
-    side's runs and ``metrics`` by pair, and on how many pairs our top-5 mean PLL is higher / lower."""
-    a = {(r["id"], r["seed"]): r for r in ours}
-    b = {(r["id"], r["seed"]): r for r in order}
-    keys = sorted(a.keys() & b.keys())
-    ma, mb = {k: metrics(a[k]) for k in keys}, {k: metrics(b[k]) for k in keys}
-    diffs = [ma[k]["pll"] - mb[k]["pll"] for k in keys]
-    return keys, a, b, ma, mb, sum(x > SAME for x in diffs), sum(x < -SAME for x in diffs)
 
 
 def compare(ours: list[dict], order: list[dict]) -> dict:
@@ -137,7 +112,7 @@ def compare(ours: list[dict], order: list[dict]) -> dict:
 
 
 def report() -> None:
-    records = [json.loads(p.read_text()) for p in sorted((OUT / "runs").rglob("*.json"))]
+    records = RUNS.read()
     lines, result = ["# Particles (smc) against confident-first draws at equal compute (dev MLM)", "",
                      "Generated by `scripts/particles.py report`; see the script's docstring for the protocol.", ""], {}
     by = {}
@@ -190,12 +165,7 @@ def main() -> int:
     if args.phase == "report":
         report()
         return 0
-    import torch
-
-    from infill import Infiller
-
-    torch.set_num_threads(1)
-    infiller = Infiller(str(MODEL))
+    infiller = load_infiller(DEV_MODEL, warm=False)
     if args.phase == "tune":
         tasks, rows = tasks_of("tune", args.templates), {name: args.grid.split(";") for name in REGIMES
                                                          if args.regime in (None, name)}

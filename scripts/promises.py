@@ -1,7 +1,7 @@
 """The benchmark "The default keeps every promise" on a held-out template suite.
 
 The suite, ``corpora/promises/heldout.jsonl``, comes from Wang & Cho's bert-gen files (``wiki103.5k.txt``,
-``tbc.5k.txt``) only, normalised and blanked as ``scripts/calibration_suite.py`` does (its helpers, imported),
+``tbc.5k.txt``) only, normalised and blanked as the calibration suite is (``scripts/harness.py``),
 from sentences that neither ``corpora/calibration/{tune,check}.jsonl`` nor ``corpora/dlp-table3.tasks.jsonl``
 use (different sentence ids), seed 38. Regimes: ``include-6`` (20 templates, 6 blanks, one removed content word
 to include), ``2-4`` (12 templates, 2-4 blanks), ``8`` (8 templates, 8 blanks) and ``7`` (1 template, 7 blanks:
@@ -45,10 +45,10 @@ with include on 3, through the CLI on 3, and the budget grid on 4 (6, 2-4, 8 and
 45 minutes idle). Results go to ``OUT/report.json`` and ``OUT/report.md``, rewritten after every target, so a run
 cut short keeps what it measured.
 
-    python3 scripts/promises.py                       # the default run (suite checked against a fresh build)
-    python3 scripts/promises.py --all                 # every template for every target (about 45 min idle)
-    python3 scripts/promises.py --limit 1 --out /tmp/promises-smoke
-    python3 scripts/promises.py --write-suite         # (re)write corpora/promises/heldout.jsonl and exit
+    python3 -m scripts.promises                       # the default run (suite checked against a fresh build)
+    python3 -m scripts.promises --all                 # every template for every target (about 45 min idle)
+    python3 -m scripts.promises --limit 1 --out /tmp/promises-smoke
+    python3 -m scripts.promises --write-suite         # (re)write corpora/promises/heldout.jsonl and exit
 """
 from __future__ import annotations
 
@@ -58,7 +58,6 @@ import hashlib
 import itertools
 import json
 import os
-import platform
 import random
 import re
 import resource
@@ -73,12 +72,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Optional
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import calibration_suite  # noqa: E402  (the suite's normalisation, sentence filter and blanking)
+from scripts.harness import CORPORA as CORPUS_DIR
+from scripts.harness import CORPUS_FILES, DEV_MODEL, ROOT, environment, log, normalise, sentences, template
 
-DEV_MODEL = ROOT.parent / "shared" / "models" / "infill-dev-minilm-mlm"
-CORPUS_DIR = ROOT.parent / "shared" / "corpora" / "bert-gen"
 SUITE = ROOT / "corpora" / "promises" / "heldout.jsonl"
 OUT = ROOT / "eval" / "promises-minilm"
 SEED = 38
@@ -119,10 +115,10 @@ def used_sentence_ids() -> set[str]:
 def common_words(corpus_dir: Path) -> set[str]:
     """The :data:`COMMON` words in the most sentences of the two corpora (normalised)."""
     df: Counter = Counter()
-    for file in calibration_suite.CORPORA.values():
+    for file in CORPUS_FILES.values():
         for line in (corpus_dir / file).read_text(encoding="utf-8").splitlines():
             if line.strip():
-                df.update(set(calibration_suite.normalise(line).split()))
+                df.update(set(normalise(line).split()))
     return {w for w, _ in sorted(df.items(), key=lambda item: (-item[1], item[0]))[:COMMON]}
 
 
@@ -132,7 +128,7 @@ def build_suite(tokenizer, corpus_dir: Path = CORPUS_DIR, seed: int = SEED) -> l
     words (chosen by the seeded generator among those)."""
     rng = random.Random(seed)
     used = used_sentence_ids()
-    pool = [(sid, words) for sid, words in calibration_suite.sentences(corpus_dir) if sid not in used]
+    pool = [(sid, words) for sid, words in sentences(corpus_dir) if sid not in used]
     rng.shuffle(pool)
     common = common_words(corpus_dir)
     rows, taken = [], set()
@@ -143,7 +139,7 @@ def build_suite(tokenizer, corpus_dir: Path = CORPUS_DIR, seed: int = SEED) -> l
                 break
             if sid in taken:
                 continue
-            made = calibration_suite.template(tokenizer, words, rng.randint(low, high), rng)
+            made = template(tokenizer, words, rng.randint(low, high), rng)
             if made is None:
                 continue
             row = {"id": f"{sid}-{regime}", "sentence_id": sid, "regime": regime, "blanks": len(made[1]),
@@ -252,10 +248,6 @@ def budget_check(result, budget: Optional[int]) -> dict:
     limit = budget if budget is not None else d.budget
     return {"encoder_sequences": d.encoder_sequences, "budget": limit, "reported_budget": d.budget,
             "sampler": d.sampler, "kept": None if limit is None else d.encoder_sequences <= limit}
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def run_include(infiller, rows: list[dict]) -> dict:
@@ -507,39 +499,10 @@ def run_huge(row: dict, model: str, timeout: float, memory_limit_gb: float) -> d
 
 # ---------------------------------------------------------------- the report
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def git_state() -> dict:
-    def git(*args):
-        try:
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
-
-    status = git("status", "--porcelain", "--", "infill")
-    return {"commit": git("rev-parse", "HEAD"), "infill_modified": None if status is None else bool(status)}
-
-
-def environment(args, threads: int) -> dict:
-    import importlib.metadata
-
-    versions = {"python": platform.python_version()}
-    for package in ("torch", "transformers", "infill-mcmc"):
-        try:
-            versions[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            versions[package] = "not installed"
+def signature(args, threads: int) -> dict:
+    """The run's environment (``harness.environment``), its date, command, model and suite."""
     return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "cpu": cpu_model(), "cores": os.cpu_count(), "torch_threads": threads, "versions": versions,
-            "git": git_state(), "command": shlex.join([Path(sys.executable).name, *sys.argv]),
+            **environment(torch_threads=threads), "command": shlex.join([Path(sys.executable).name, *sys.argv]),
             "model": args.model, "suite": str(args.suite.relative_to(ROOT) if args.suite.is_relative_to(ROOT)
                                                else args.suite),
             "suite_sha256": hashlib.sha256(args.suite.read_bytes()).hexdigest()}
@@ -590,14 +553,12 @@ def write_report(out: Path, env: dict, settings: dict, results: dict) -> None:
               "targets": [{"target": t, "goal": g, "measured": m, "met": ok} for t, g, m, ok in rows],
               "results": results}
     (out / "report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    v = env["versions"]
     lines = [
         "# The default keeps every promise", "",
-        f"Written by `scripts/promises.py` on {env['date']}: `{env['command']}`.", "",
+        f"Written by `python -m scripts.promises` on {env['date']}: `{env['command']}`.", "",
         f"- Machine: {env['cpu']}, {env['cores']} cores, torch threads {env['torch_threads']}, CPU only",
-        f"- Versions: Python {v['python']}, torch {v['torch']}, transformers {v['transformers']}, "
-        f"infill-mcmc {v['infill-mcmc']}; git {env['git']['commit']}"
-        f"{' with infill/ modified' if env['git']['infill_modified'] else ''}",
+        f"- Versions: Python {env['python']}, torch {env['torch']}, transformers {env['transformers']}, "
+        f"infill-mcmc {env['infill-mcmc']}; git {env['commit']}",
         f"- Model: `{env['model']}`; suite: `{env['suite']}` (sha256 {env['suite_sha256'][:12]}); "
         f"top {TOP}, seed {RUN_SEED}",
         f"- Templates per target: {settings['counts']}", "",
@@ -720,7 +681,7 @@ def main() -> None:
     fresh = suite_text(build_suite(tokenizer, args.corpora))
     suite_reproduced = fresh == args.suite.read_text(encoding="utf-8")
     if not suite_reproduced:
-        log(f"warning: {args.suite} differs from a fresh build (python3 scripts/promises.py --write-suite)")
+        log(f"warning: {args.suite} differs from a fresh build (python3 -m scripts.promises --write-suite)")
 
     import torch
 
@@ -749,7 +710,7 @@ def main() -> None:
                 "counts": {k: len(v) for k, v in picks.items() if TARGET_OF[k] in targets},
                 "selected": {k: [r["id"] for r in v] for k, v in picks.items()},
                 "batch_shared_shapes": shape_groups(tokenizer, picks["batch"])}
-    env = environment(args, torch.get_num_threads())
+    env = signature(args, torch.get_num_threads())
     results: dict = {}
     seconds = settings["target_seconds"] = {}
     started = time.perf_counter()

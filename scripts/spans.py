@@ -1,6 +1,6 @@
 """Benchmark of blanks of any length: ``[MASK*?]`` against fixed lengths and baselines.
 
-    nice python scripts/spans.py [--model ../shared/models/infill-dev-minilm-mlm] [--tasks 200] [--seed 0]
+    nice python -m scripts.spans [--model ../shared/models/infill-dev-minilm-mlm] [--tasks 200] [--seed 0]
                                  [--full-every 1] [--out eval/spans-minilm] [--shard I/N] [--report-only]
 
 Tasks: sentences of the odd-numbered lines of ``wiki103.5k.txt`` (the even ones calibrated the span energy,
@@ -383,7 +383,7 @@ def write_report(out: Path, done: list[dict], args, planned: int) -> None:
     versions = ", ".join(f"{k} {v}" for k, v in library_versions(("torch", "transformers")).items())
     lines = [
         "# Blanks of any length: the benchmark", "",
-        f"`nice python scripts/spans.py --model {args.model} --tasks {args.tasks} --seed {args.seed} "
+        f"`nice python -m scripts.spans --model {args.model} --tasks {args.tasks} --seed {args.seed} "
         f"--full-every {args.full_every}` "
         f"({versions}; the shared 2-core CPU, one thread).", "",
         f"**{len(done)} of {planned} tasks done** (the script resumes; the report covers the tasks done). Tasks: "

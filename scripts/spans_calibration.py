@@ -10,7 +10,7 @@ and measured on the other half (2-fold), so the numbers reported are held out. T
 (:func:`infill.spans.sample_spans`, both methods at equal chains) runs with the chosen form and bonus on the first
 ``--sampler-tasks`` tasks, and the length of its top filling is measured the same way.
 
-    python scripts/spans_calibration.py --model ../shared/models/infill-dev-minilm-mlm
+    python -m scripts.spans_calibration --model ../shared/models/infill-dev-minilm-mlm
 """
 from __future__ import annotations
 
@@ -176,7 +176,7 @@ def write(path: Path, args, rows, table, fixed, seconds: float, runs: list[dict]
     versions = ", ".join(f"{k} {v}" for k, v in library_versions(("torch", "transformers")).items())
     lines = [
         "# Span energy calibration", "",
-        f"`python scripts/spans_calibration.py --model {args.model} --corpus {args.corpus} --tasks {args.tasks} "
+        f"`python -m scripts.spans_calibration --model {args.model} --corpus {args.corpus} --tasks {args.tasks} "
         f"--draws {args.draws} --seed {args.seed} --sampler-tasks {args.sampler_tasks} --chains {args.chains} "
         f"--steps {args.steps}` (candidates scored in {seconds:.0f} s on the shared CPU; "
         f"{versions}).", "",
