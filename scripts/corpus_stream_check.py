@@ -36,7 +36,7 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH"
 READER = """import sys
 from argparse import Namespace
 from infill.cli import sample
-from infill.evaluation.distributed import World
+from infill.pipeline.distributed import World
 from infill.pipeline import corpus
 
 path, out = sys.argv[1:3]

@@ -172,7 +172,7 @@ def test_the_input_is_read_as_it_is_filled(tmp_path, tiny_model_dir, monkeypatch
 
 
 def test_the_shards_take_a_round_at_a_time_and_give_it_in_input_order():
-    from infill.evaluation.distributed import World
+    from infill.pipeline.distributed import World
 
     def endless():
         for i in itertools.count():
@@ -210,7 +210,7 @@ def test_two_torchrun_processes_write_one_process_out(tmp_path, tiny_model_dir):
 FILL_ON_EVERY_RANK = """import json, sys
 from pathlib import Path
 from infill import Infiller
-from infill.evaluation.distributed import close_world, init_world
+from infill.pipeline.distributed import close_world, init_world
 from infill.pipeline.corpus import fill_iterable
 world = init_world("cpu")[0]
 templates = [f"the {w} [MASK] near the [MASK] ." for w in sys.argv[3:]] * 3

@@ -256,8 +256,8 @@ def run_to_out(args) -> int:
     API; FILE checked whole first (read twice, lazily, before the model loads), stdin's bad lines written as error
     records; lines dealt out over the ranks of a ``torchrun`` launch, rank 0 writing
     (:mod:`infill.pipeline.corpus`)."""
-    from ..evaluation.distributed import close_world, init_world
     from ..pipeline import corpus
+    from ..pipeline.distributed import close_world, init_world
 
     stdin = args.file is None and args.template == "-"
     if not stdin and (args.file is None or args.template is not None):

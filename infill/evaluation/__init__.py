@@ -19,7 +19,7 @@ from .store import UnitStore, check_out, write_atomic
 from .tasks import Task, limit_tasks, make_tasks, references
 
 if TYPE_CHECKING:  # torch, nltk: imported once a protocol has been read (a bad one fails fast)
-    from .distributed import World
+    from ..pipeline.distributed import World
     from .runner import SampleFn
 
 __all__ = ["evaluate", "load_protocol", "Protocol", "Task"]
@@ -90,7 +90,7 @@ def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: O
     check_out(Path(out))
     protocol = load_protocol(protocol_path)
     from ..metrics import check_bleu
-    from .distributed import close_world, init_world
+    from ..pipeline.distributed import close_world, init_world
     from .report import write_report
     from .runner import infiller_sample_fn, run_units
 

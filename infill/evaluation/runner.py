@@ -20,10 +20,10 @@ from typing import Protocol as Interface
 
 from ..errors import InfillError
 from ..pipeline.config import RunConfig
+from ..pipeline.distributed import World
 from ..pipeline.progress import progress as progress_bar
 from ..pipeline.results import top_distinct
 from .compute import matched
-from .distributed import World
 from .protocol import Protocol
 from .store import UnitStore
 from .tasks import Task

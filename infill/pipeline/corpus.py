@@ -110,7 +110,7 @@ def resume(file, name: str) -> tuple[int, Optional[dict]]:
 
 def shards(items: Iterable, fill: Callable[[list], list], world, chunk: int = CHUNK,
            everywhere: bool = False) -> Iterator[list]:
-    """``fill`` over ``items`` sharded across ``world`` (:class:`~infill.evaluation.distributed.World`): rounds
+    """``fill`` over ``items`` sharded across ``world`` (:class:`~infill.pipeline.distributed.World`): rounds
     of ``world.size x chunk`` items, item ``i`` of a round filled by rank ``i mod size``; yields each round's
     results in input order on rank 0 (``everywhere``: on every rank), nothing elsewhere."""
     gather = world.all_gather if everywhere else world.gather
@@ -124,9 +124,9 @@ def shards(items: Iterable, fill: Callable[[list], list], world, chunk: int = CH
 def fill_iterable(infiller, templates: Iterable[str], world=None, **options) -> Iterator[InfillResult]:
     """:meth:`~.infiller.Infiller.sample_many` over an iterable of templates of any length, lazily, in order:
     :data:`CHUNK` at a time, each result as its chunk is done. ``options`` as ``sample_many``'s; a template gets
-    what it gets alone. ``world`` (:func:`~infill.evaluation.distributed.init_world`'s, under ``torchrun``) shares
+    what it gets alone. ``world`` (:func:`~infill.pipeline.distributed.init_world`'s, under ``torchrun``) shares
     the chunks out over the ranks, every rank yielding every result."""
-    from ..evaluation.distributed import World
+    from .distributed import World
 
     world = world or World()
     for results in shards(templates, lambda part: infiller.sample_many(part, **options), world, everywhere=True):
@@ -138,7 +138,7 @@ def fill_dataset(infiller, dataset, column: str = "template", world=None, **opti
     (``Dataset.map``, batched): ``fillings`` (the filled texts, best first where ``top`` is given), ``fills``
     (each filling's fill per blank) and ``energies`` (their PLLs). ``options`` and ``world`` as
     :func:`fill_iterable`'s: every rank returns the whole dataset filled."""
-    from ..evaluation.distributed import World
+    from .distributed import World
 
     if column not in dataset.column_names:
         raise InfillError(f"the dataset has no column {column!r} (it has {', '.join(dataset.column_names)})")

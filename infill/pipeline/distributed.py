@@ -1,10 +1,10 @@
-"""Sharding evaluation units over the processes of a ``torchrun`` launch (torch.distributed).
+"""Sharding work over the processes of a ``torchrun`` launch (torch.distributed): a corpus's lines
+(:mod:`.corpus`) and evaluation units (:mod:`infill.evaluation`).
 
-Under ``torchrun --nproc-per-node N -m infill eval ...`` each process is one rank: gloo on CPU, NCCL on
-GPU (rank ``r`` on ``cuda:LOCAL_RANK``). Every rank rebuilds the same tasks from the protocol; the units
-to run are dealt out in rounds of ``N``, and after each round rank 0 gathers the finished units and stores
-them, so a killed run resumes from its last round. A unit's seed depends only on its sentence, so the
-report equals the single-process one.
+Under ``torchrun --nproc-per-node N -m infill eval ...`` (or ``... sample -f FILE --out OUT``) each process is
+one rank: gloo on CPU, NCCL on GPU (rank ``r`` on ``cuda:LOCAL_RANK``). Every rank reads the same input; the work
+is dealt out in rounds, and after each round rank 0 gathers what was done and stores it, so a killed run resumes
+from its last round. What a unit draws depends only on itself, so the output equals the single-process one.
 """
 from __future__ import annotations
 
