@@ -2,6 +2,7 @@
 
 ``Infiller`` and ``InfillResult`` are imported on first use, so ``import infill`` stays light.
 """
+
 from __future__ import annotations
 
 __all__ = ["Infiller", "InfillResult"]
@@ -10,8 +11,10 @@ __all__ = ["Infiller", "InfillResult"]
 def __getattr__(name: str):
     if name == "Infiller":
         from .pipeline.infiller import Infiller
+
         return Infiller
     if name == "InfillResult":
         from .pipeline.results import InfillResult
+
         return InfillResult
     raise AttributeError(f"module 'infill' has no attribute {name!r}")

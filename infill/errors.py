@@ -1,6 +1,7 @@
 """The one exception type for bad input, and the argument checks every layer refuses bad input with: predicates
 (:func:`is_integer`, :func:`is_number`) for a layer's own wording, and checks that raise the common one-line
 messages (``name must be a positive integer, got 0``)."""
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,9 @@ def is_integer(value: Any, minimum: int | None = None) -> bool:
     return not isinstance(value, bool) and isinstance(value, int) and (minimum is None or value >= minimum)
 
 
-def is_number(value: Any, low: float = -math.inf, high: float = math.inf, open_low: bool = False,
-              open_high: bool = False) -> bool:
+def is_number(
+    value: Any, low: float = -math.inf, high: float = math.inf, open_low: bool = False, open_high: bool = False
+) -> bool:
     """Whether ``value`` is a finite number (not a bool) in the interval from ``low`` to ``high`` (each end
     closed unless ``open_low`` / ``open_high``)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):

@@ -17,6 +17,7 @@ signature. See ``docs/bleu.md``. Every BLEU here is a fraction in [0, 1] (sacreb
 
 ``rouge`` (Google's rouge-score, with stemming) scores extractive summaries.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -121,7 +122,7 @@ class ReferenceCorpus:
 
 def _closest(sorted_lengths: Sequence[int], hyp_len: int) -> int:
     i = bisect.bisect_left(sorted_lengths, hyp_len)
-    candidates = sorted_lengths[max(0, i - 1):i + 1]
+    candidates = sorted_lengths[max(0, i - 1) : i + 1]
     return min(candidates, key=lambda length: (abs(length - hyp_len), length))
 
 
@@ -142,8 +143,9 @@ def _bleu(numerators: list[int], denominators: list[int], hyp_len: int, ref_len:
     return brevity * math.exp(log_mean)
 
 
-def corpus_bleu(sentences: Iterable[Sentence], references: Iterable[Sentence] | ReferenceCorpus,
-                max_n: int = 4, bleu: str = "nltk") -> float:
+def corpus_bleu(
+    sentences: Iterable[Sentence], references: Iterable[Sentence] | ReferenceCorpus, max_n: int = 4, bleu: str = "nltk"
+) -> float:
     """Corpus BLEU of ``sentences``, each against the whole reference corpus, in [0, 1].
 
     ``bleu="nltk"``: equal to ``nltk.translate.bleu_score.corpus_bleu([refs] * len(hyps), hyps)``
@@ -176,12 +178,19 @@ def _sacrebleu_corpus(scorer, hypotheses: list[str]) -> float:
     """sacrebleu's corpus BLEU of ``hypotheses``, each against the one cached reference segment of
     ``scorer``: the segment statistics of each hypothesis, summed, scored by sacrebleu's ``compute_bleu``."""
     scores = [scorer.corpus_score([hypothesis], None) for hypothesis in hypotheses]
-    return scorer.compute_bleu(
-        [sum(counts) for counts in zip(*(s.counts for s in scores))],
-        [sum(totals) for totals in zip(*(s.totals for s in scores))],
-        sum(s.sys_len for s in scores), sum(s.ref_len for s in scores), smooth_method=scorer.smooth_method,
-        smooth_value=scorer.smooth_value, effective_order=scorer.effective_order,
-        max_ngram_order=scorer.max_ngram_order).score / 100
+    return (
+        scorer.compute_bleu(
+            [sum(counts) for counts in zip(*(s.counts for s in scores))],
+            [sum(totals) for totals in zip(*(s.totals for s in scores))],
+            sum(s.sys_len for s in scores),
+            sum(s.ref_len for s in scores),
+            smooth_method=scorer.smooth_method,
+            smooth_value=scorer.smooth_value,
+            effective_order=scorer.effective_order,
+            max_ngram_order=scorer.max_ngram_order,
+        ).score
+        / 100
+    )
 
 
 def _top_two(counters: Sequence[Counter]) -> dict[tuple, list[int]]:
@@ -224,9 +233,12 @@ def _sacrebleu_self(texts: list[str], max_n: int) -> float:
     counted = [extract_all_word_ngrams(segment, 1, max_n) for segment in segments]
     top = _top_two([counts for counts, _ in counted])
     lengths = [length for _, length in counted]
-    stats = [scorer._compute_segment_statistics(segment, {"ref_ngrams": _OtherSentences(top, i),
-                                                          "ref_lens": lengths[:i] + lengths[i + 1:]})
-             for i, segment in enumerate(segments)]
+    stats = [
+        scorer._compute_segment_statistics(
+            segment, {"ref_ngrams": _OtherSentences(top, i), "ref_lens": lengths[:i] + lengths[i + 1 :]}
+        )
+        for i, segment in enumerate(segments)
+    ]
     return scorer._aggregate_and_compute(stats).score / 100
 
 
@@ -256,8 +268,7 @@ def self_bleu(sentences: Sequence[Sentence], max_n: int = 4, bleu: str = "nltk")
                 best, holder, second = top[order][gram]
                 numerators[order] += min(count, second if holder == i else best)
             denominators[order] += max(1, sum(counter.values()))
-        others = sorted(length for length, c in length_count.items()
-                        if c - (length == len(words)) > 0)
+        others = sorted(length for length, c in length_count.items() if c - (length == len(words)) > 0)
         hyp_len += len(words)
         ref_len += _closest(others, len(words))
     return _bleu(numerators, denominators, hyp_len, ref_len)
@@ -278,8 +289,9 @@ def sacrebleu_signature(num_refs: int | str, effective_order: bool = False) -> s
     return str(scorer.get_signature())
 
 
-def unique_ngrams(sentences: Iterable[Sentence], n: int,
-                  reference: Iterable[Sentence] | ReferenceCorpus | None = None) -> float:
+def unique_ngrams(
+    sentences: Iterable[Sentence], n: int, reference: Iterable[Sentence] | ReferenceCorpus | None = None
+) -> float:
     """Share of new n-grams in ``sentences``, in [0, 1].
 
     With a ``reference`` corpus: the number of *distinct* generated n-grams absent from the reference,
@@ -316,5 +328,4 @@ def rouge(candidate: str, reference: str) -> dict[str, dict[str, float]]:
     """ROUGE-1/2/L of ``candidate`` against ``reference`` with Google's rouge-score (Porter stemming
     on): ``{"rouge1": {"precision", "recall", "fmeasure"}, ...}``."""
     scores = _rouge_scorer().score(reference, candidate)
-    return {name: {"precision": s.precision, "recall": s.recall, "fmeasure": s.fmeasure}
-            for name, s in scores.items()}
+    return {name: {"precision": s.precision, "recall": s.recall, "fmeasure": s.fmeasure} for name, s in scores.items()}

@@ -1,4 +1,5 @@
 """Optional dependencies: a missing one is one line naming the extra (``pip install 'infill-mcmc[EXTRA]'``)."""
+
 from __future__ import annotations
 
 from .errors import InfillError

@@ -13,6 +13,7 @@ the other per template, on the dev MLM; the ratio of their wall time per encoder
 median with its spread (the machine is shared: only the interleaved ratio means anything). Corpus BLEU: the
 seconds to score 100 hypotheses (the first bert-gen lines) against ``--bleu-refs`` references (the last).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -99,7 +100,7 @@ def measure(name: str, tokenizer, device: str, repeat: int) -> dict:
     gibbs = make_sampler("gibbs")
     gibbs_state = gibbs.init(energy, x0)
     gibbs_step = timed(lambda: gibbs.step(energy, gibbs_state, generator), repeat)
-    single = [dmala.init(energy, x0[c:c + 1]) for c in range(CHAINS)]
+    single = [dmala.init(energy, x0[c : c + 1]) for c in range(CHAINS)]
     sequential = timed(lambda: [dmala.step(energy, s, generator) for s in single], max(1, repeat // 2))
     return {
         "model": name,
@@ -124,8 +125,7 @@ def held_out_templates(count: int, seed: int = 7) -> list[str]:
 
     rng = random.Random(seed)
     lines = [line.split() for line in CORPUS.read_text(encoding="utf-8").splitlines()]
-    lines = [words for words in lines if 12 <= len(words) <= 20 and all(w.isalpha() or not w.isalnum()
-                                                                         for w in words)]
+    lines = [words for words in lines if 12 <= len(words) <= 20 and all(w.isalpha() or not w.isalnum() for w in words)]
     templates = []
     for words in rng.sample(lines, count):
         for i in rng.sample([i for i, w in enumerate(words) if w.isalpha() and i > 0], 3):
@@ -140,8 +140,10 @@ def pipeline_overhead(device: str, count: int) -> dict:
     from infill.pipeline.config import RunConfig
 
     infiller = Infiller(str(DEV_MODEL), device=device)
-    rows = {"default": RunConfig.create(top=5, seed=0), "left-to-right": RunConfig.create(
-        method="left-to-right", top=5, seed=0)}
+    rows = {
+        "default": RunConfig.create(top=5, seed=0),
+        "left-to-right": RunConfig.create(method="left-to-right", top=5, seed=0),
+    }
     infiller.run(held_out_templates(1, seed=99), rows["default"])  # warm-up
     ratios, per_row = [], {name: [] for name in rows}
     for template in held_out_templates(count):
@@ -153,8 +155,14 @@ def pipeline_overhead(device: str, count: int) -> dict:
             cost[name] = seconds / result.diagnostics.encoder_sequences
             per_row[name].append((seconds, result.diagnostics.encoder_sequences))
         ratios.append(cost["default"] / cost["left-to-right"])
-    return {"templates": count, "ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
-            "ratio_max": max(ratios), "ratios": ratios, "runs": per_row}
+    return {
+        "templates": count,
+        "ratio_median": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        "ratio_max": max(ratios),
+        "ratios": ratios,
+        "runs": per_row,
+    }
 
 
 def corpus_bleu_timing(n_hyp: int = 100, n_ref: int = 10000) -> dict:
@@ -169,8 +177,14 @@ def corpus_bleu_timing(n_hyp: int = 100, n_ref: int = 10000) -> dict:
     prepared = time.perf_counter()
     bleu = metrics.corpus_bleu(hypotheses, corpus)
     done = time.perf_counter()
-    return {"n_hyp": n_hyp, "n_ref": n_ref, "bleu": bleu, "reference_seconds": prepared - start,
-            "scoring_seconds": done - prepared, "seconds": done - start}
+    return {
+        "n_hyp": n_hyp,
+        "n_ref": n_ref,
+        "bleu": bleu,
+        "reference_seconds": prepared - start,
+        "scoring_seconds": done - prepared,
+        "seconds": done - start,
+    }
 
 
 def peak_rss_child(model: str, device: str, steps: int, chunk_size: int) -> None:
@@ -185,8 +199,20 @@ def peak_rss_child(model: str, device: str, steps: int, chunk_size: int) -> None
 
 def peak_rss(model: str, device: str, steps: int, chunk_size: int) -> float:
     """Peak RSS in GB of :func:`peak_rss_child` (``chunk_size`` 0: all copies in one pass)."""
-    command = [sys.executable, "-m", "scripts.bench", "--rss-child", "--rss-model", model, "--device", device,
-               "--steps", str(steps), "--chunk-size", str(chunk_size)]
+    command = [
+        sys.executable,
+        "-m",
+        "scripts.bench",
+        "--rss-child",
+        "--rss-model",
+        model,
+        "--device",
+        device,
+        "--steps",
+        str(steps),
+        "--chunk-size",
+        str(chunk_size),
+    ]
     out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -203,8 +229,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--steps", type=int, default=3, help="DMALA steps of the peak-memory run")
-    parser.add_argument("--chunk-size", type=int, default=25,
-                        help="copies per forward/backward chunk in the peak-memory run (default 25)")
+    parser.add_argument(
+        "--chunk-size",
+        type=int,
+        default=25,
+        help="copies per forward/backward chunk in the peak-memory run (default 25)",
+    )
     parser.add_argument("--templates", type=int, default=12, help="templates of the pipeline overhead measure")
     parser.add_argument("--rss-model", default="bert-base", choices=MODELS, help="the peak-memory run's model")
     parser.add_argument("--bleu-refs", type=int, default=10000, help="references of the corpus BLEU timing")
@@ -236,12 +266,16 @@ def main() -> None:
             if key != "model":
                 print(f"  {key:40s} {value:9.3f}  {verdict(key, value) if key in GOALS else ''}")
     rss, one_pass = report["dmala_peak_rss_gb"], report["dmala_peak_rss_gb_one_pass"]
-    print(f"\npeak RSS, {args.rss_model} DMALA 25 chains, {args.chunk_size} copies per chunk: {rss:.3f} GB  "
-          f"{verdict('dmala_peak_rss_gb', rss)}; all 100 copies in one pass: {one_pass:.3f} GB")
+    print(
+        f"\npeak RSS, {args.rss_model} DMALA 25 chains, {args.chunk_size} copies per chunk: {rss:.3f} GB  "
+        f"{verdict('dmala_peak_rss_gb', rss)}; all 100 copies in one pass: {one_pass:.3f} GB"
+    )
     pipe = report["pipeline"]
-    print(f"default / left-to-right wall time per encoder sequence, {pipe['templates']} templates: median "
-          f"{pipe['ratio_median']:.2f} (spread {pipe['ratio_min']:.2f}-{pipe['ratio_max']:.2f})  "
-          f"{verdict('default_over_left_to_right_seconds_per_sequence', pipe['ratio_median'])}")
+    print(
+        f"default / left-to-right wall time per encoder sequence, {pipe['templates']} templates: median "
+        f"{pipe['ratio_median']:.2f} (spread {pipe['ratio_min']:.2f}-{pipe['ratio_max']:.2f})  "
+        f"{verdict('default_over_left_to_right_seconds_per_sequence', pipe['ratio_median'])}"
+    )
     bleu = report["corpus_bleu"]
     print(f"corpus BLEU {bleu['n_hyp']} hyps x {bleu['n_ref']} refs: {bleu['seconds']:.2f} s (BLEU {bleu['bleu']:.4f})")
 

@@ -10,6 +10,7 @@ fillings, self-BLEU of the gibbs row.
 
     python -m scripts.bench_bleu [--repeats 7] [--direct 10]   # writes eval/bleu-dlp-table3.{json,md}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,9 +70,13 @@ def table_figures(rows: dict[str, list[str]], refs: list[list[str]], bleu: str) 
 
     corpus = metrics.ReferenceCorpus(refs)
     timed("reference", lambda: prepare(corpus, bleu))
-    figures = {row: {"self_bleu": 100 * timed("self_bleu", lambda: metrics.self_bleu(texts, bleu=bleu)),
-                     "corpus_bleu": 100 * timed("corpus_bleu", lambda: metrics.corpus_bleu(texts, corpus, bleu=bleu))}
-               for row, texts in rows.items()}
+    figures = {
+        row: {
+            "self_bleu": 100 * timed("self_bleu", lambda: metrics.self_bleu(texts, bleu=bleu)),
+            "corpus_bleu": 100 * timed("corpus_bleu", lambda: metrics.corpus_bleu(texts, corpus, bleu=bleu)),
+        }
+        for row, texts in rows.items()
+    }
     seconds["total"] = sum(seconds.values())
     return figures, seconds
 
@@ -87,47 +92,91 @@ def direct_sacrebleu(row: list[str], refs: list[list[str]], hypotheses: int) -> 
     start = time.perf_counter()
     corpus = sacrebleu.corpus_bleu(texts, streams, force=True).score
     corpus_seconds = time.perf_counter() - start
-    others = [row[:i] + row[i + 1:] for i in range(len(row))]
+    others = [row[:i] + row[i + 1 :] for i in range(len(row))]
     start = time.perf_counter()
     self_bleu = sacrebleu.corpus_bleu(row, [list(stream) for stream in zip(*others)], force=True).score
     self_seconds = time.perf_counter() - start
-    return {"corpus_bleu": {"hypotheses": len(texts), "seconds": corpus_seconds, "score": corpus,
-                            "route_score": 100 * metrics.corpus_bleu(texts, refs, bleu="sacrebleu")},
-            "self_bleu": {"sentences": len(row), "seconds": self_seconds, "score": self_bleu,
-                          "route_score": 100 * metrics.self_bleu(row, bleu="sacrebleu")}}
+    return {
+        "corpus_bleu": {
+            "hypotheses": len(texts),
+            "seconds": corpus_seconds,
+            "score": corpus,
+            "route_score": 100 * metrics.corpus_bleu(texts, refs, bleu="sacrebleu"),
+        },
+        "self_bleu": {
+            "sentences": len(row),
+            "seconds": self_seconds,
+            "score": self_bleu,
+            "route_score": 100 * metrics.self_bleu(row, bleu="sacrebleu"),
+        },
+    }
 
 
 def markdown(result: dict) -> str:
     """The figures and times as Markdown."""
-    rows = [[row, *(fmt(result["figures"][bleu][row][key]) for key in ("self_bleu", "corpus_bleu")
-                    for bleu in ("nltk", "sacrebleu")), fmt(result["recorded"][row]["self_bleu"]),
-             fmt(result["recorded"][row]["corpus_bleu"])] for row in result["figures"]["nltk"]]
-    times = [[f"{bleu}: {part}", *(f"{result['seconds'][bleu][part][k]:.3f}" for k in ("median", "min", "max"))]
-             for bleu in ("nltk", "sacrebleu") for part in ("reference", "self_bleu", "corpus_bleu", "total")]
+    rows = [
+        [
+            row,
+            *(
+                fmt(result["figures"][bleu][row][key])
+                for key in ("self_bleu", "corpus_bleu")
+                for bleu in ("nltk", "sacrebleu")
+            ),
+            fmt(result["recorded"][row]["self_bleu"]),
+            fmt(result["recorded"][row]["corpus_bleu"]),
+        ]
+        for row in result["figures"]["nltk"]
+    ]
+    times = [
+        [f"{bleu}: {part}", *(f"{result['seconds'][bleu][part][k]:.3f}" for k in ("median", "min", "max"))]
+        for bleu in ("nltk", "sacrebleu")
+        for part in ("reference", "self_bleu", "corpus_bleu", "total")
+    ]
     corpus, self_bleu = result["direct_sacrebleu"]["corpus_bleu"], result["direct_sacrebleu"]["self_bleu"]
-    return "\n".join([
-        "# BLEU on the recorded DLP Table 3 run: nltk and sacrebleu", "",
-        f"The {result['fillings']} kept fillings of `eval/dlp-table3-minilm` ({len(rows)} rows, top 5 of 20 "
-        f"sentences) against the {result['references']:,} reference sentences (the protocol's corpora without the "
-        "chosen sentences), percent. nltk: whitespace tokens, no smoothing (the report's figures, recomputed). "
-        f"sacrebleu: `{result['signatures']['corpus_bleu']}` for corpus BLEU, `{result['signatures']['self_bleu']}` "
-        "for self-BLEU (each filling against the row's other fillings).", "",
-        *table(["Row", "Self-BLEU nltk", "Self-BLEU sacrebleu", "Corpus BLEU nltk", "Corpus BLEU sacrebleu",
-                "Recorded self-BLEU", "Recorded corpus BLEU"], rows), "",
-        f"## Time of the whole table, seconds ({result['repeats']} runs per route, interleaved; median, min, max)", "",
-        *table(["Route: part", "Median", "Min", "Max"], times), "",
-        "`reference`: the reference corpus' statistics, once (nltk: clipping counts and lengths; sacrebleu: its "
-        "BLEU's reference cache, the corpus tokenized by 13a and counted once); `self_bleu`, `corpus_bleu`: all "
-        "rows (each filling tokenized and counted once).", "",
-        "sacrebleu called directly counts the references again for each hypothesis. Corpus BLEU, "
-        "`sacrebleu.corpus_bleu(hyps, [[ref] * len(hyps) for ref in refs])`: "
-        f"{corpus['seconds']:.1f} s for the first {corpus['hypotheses']} gibbs fillings "
-        f"({corpus['seconds'] / corpus['hypotheses']:.2f} s a hypothesis; BLEU {corpus['score']:.4f}, here "
-        f"{corpus['route_score']:.4f}). Self-BLEU with the other fillings as reference streams: "
-        f"{self_bleu['seconds']:.2f} s for the {self_bleu['sentences']} gibbs fillings (BLEU {self_bleu['score']:.4f}, "
-        f"here {self_bleu['route_score']:.4f}).", "",
-        f"Produced by `python -m scripts.bench_bleu` on {result['machine']}; versions "
-        f"{', '.join(f'{k} {v}' for k, v in result['versions'].items())}.", ""])
+    return "\n".join(
+        [
+            "# BLEU on the recorded DLP Table 3 run: nltk and sacrebleu",
+            "",
+            f"The {result['fillings']} kept fillings of `eval/dlp-table3-minilm` ({len(rows)} rows, top 5 of 20 "
+            f"sentences) against the {result['references']:,} reference sentences (the protocol's corpora without the "
+            "chosen sentences), percent. nltk: whitespace tokens, no smoothing (the report's figures, recomputed). "
+            f"sacrebleu: `{result['signatures']['corpus_bleu']}` for corpus BLEU, `{result['signatures']['self_bleu']}` "
+            "for self-BLEU (each filling against the row's other fillings).",
+            "",
+            *table(
+                [
+                    "Row",
+                    "Self-BLEU nltk",
+                    "Self-BLEU sacrebleu",
+                    "Corpus BLEU nltk",
+                    "Corpus BLEU sacrebleu",
+                    "Recorded self-BLEU",
+                    "Recorded corpus BLEU",
+                ],
+                rows,
+            ),
+            "",
+            f"## Time of the whole table, seconds ({result['repeats']} runs per route, interleaved; median, min, max)",
+            "",
+            *table(["Route: part", "Median", "Min", "Max"], times),
+            "",
+            "`reference`: the reference corpus' statistics, once (nltk: clipping counts and lengths; sacrebleu: its "
+            "BLEU's reference cache, the corpus tokenized by 13a and counted once); `self_bleu`, `corpus_bleu`: all "
+            "rows (each filling tokenized and counted once).",
+            "",
+            "sacrebleu called directly counts the references again for each hypothesis. Corpus BLEU, "
+            "`sacrebleu.corpus_bleu(hyps, [[ref] * len(hyps) for ref in refs])`: "
+            f"{corpus['seconds']:.1f} s for the first {corpus['hypotheses']} gibbs fillings "
+            f"({corpus['seconds'] / corpus['hypotheses']:.2f} s a hypothesis; BLEU {corpus['score']:.4f}, here "
+            f"{corpus['route_score']:.4f}). Self-BLEU with the other fillings as reference streams: "
+            f"{self_bleu['seconds']:.2f} s for the {self_bleu['sentences']} gibbs fillings (BLEU {self_bleu['score']:.4f}, "
+            f"here {self_bleu['route_score']:.4f}).",
+            "",
+            f"Produced by `python -m scripts.bench_bleu` on {result['machine']}; versions "
+            f"{', '.join(f'{k} {v}' for k, v in result['versions'].items())}.",
+            "",
+        ]
+    )
 
 
 def main() -> None:
@@ -146,15 +195,21 @@ def main() -> None:
             figures[bleu], taken = table_figures(rows, refs, bleu)
             seconds[bleu].append(taken)
     result = {
-        "fillings": sum(map(len, rows.values())), "references": len(refs), "repeats": args.repeats,
+        "fillings": sum(map(len, rows.values())),
+        "references": len(refs),
+        "repeats": args.repeats,
         "figures": figures,
         "recorded": {row: {k: recorded[row].get(k) for k in ("self_bleu", "corpus_bleu")} for row in rows},
-        "seconds": {bleu: {part: median_range(s[part] for s in runs) for part in runs[0]}
-                    for bleu, runs in seconds.items()},
+        "seconds": {
+            bleu: {part: median_range(s[part] for s in runs) for part in runs[0]} for bleu, runs in seconds.items()
+        },
         "direct_sacrebleu": direct_sacrebleu(rows["gibbs"], refs, args.direct),
-        "signatures": {"self_bleu": metrics.sacrebleu_signature("var"),
-                       "corpus_bleu": metrics.sacrebleu_signature(len(refs))},
-        "machine": args.machine, "versions": library_versions(("infill-mcmc", "nltk", "sacrebleu")),
+        "signatures": {
+            "self_bleu": metrics.sacrebleu_signature("var"),
+            "corpus_bleu": metrics.sacrebleu_signature(len(refs)),
+        },
+        "machine": args.machine,
+        "versions": library_versions(("infill-mcmc", "nltk", "sacrebleu")),
     }
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     args.out.with_suffix(".md").write_text(markdown(result), encoding="utf-8")

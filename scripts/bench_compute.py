@@ -16,6 +16,7 @@ for each template and seed, interleaved in one process where the two sides share
   wall ratio, same top-5 set, energies of the fillings both report.
 Everything runs on one thread; ratios are reported as medians with their range.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,12 @@ print(json.dumps(out))
 
 
 def spread(values: list[float]) -> dict:
-    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
-            "max": round(max(values), 3), "n": len(values)}
+    return {
+        "median": round(statistics.median(values), 3),
+        "min": round(min(values), 3),
+        "max": round(max(values), 3),
+        "n": len(values),
+    }
 
 
 def reference(tree: Path, runs: list[tuple[str, int]], path: Path, model: Path) -> list[dict]:
@@ -57,9 +62,15 @@ def reference(tree: Path, runs: list[tuple[str, int]], path: Path, model: Path) 
     if path.exists():
         return json.loads(path.read_text())
     stdin = "\n".join(json.dumps(r) for r in runs)
-    done = subprocess.run([sys.executable, "-c", RUN, str(model)], input=stdin, capture_output=True, text=True,
-                          check=True, cwd=tree,
-                          env={"PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, str(model)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tree,
+        env={"PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
+    )
     source, recorded = done.stdout.strip().splitlines()[-2:]
     if not Path(source).resolve().is_relative_to(tree.resolve()):
         raise SystemExit(f"the reference imported infill from {source}, not from {tree}")
@@ -97,11 +108,14 @@ def markdown(summary: dict) -> str:
     """The report's summary as Markdown."""
     s, machine = summary, summary["machine"]
     lines = [
-        "# The cache of conditionals, pass sizes and bfloat16 (`python -m scripts.bench_compute`)", "",
+        "# The cache of conditionals, pass sizes and bfloat16 (`python -m scripts.bench_compute`)",
+        "",
         f"Dev MLM, the default run (`infill sample --top 5`) on {s['runs']} runs (the 2-4-blank templates of "
         f"`corpora/calibration/tune.jsonl` x 2 seeds), one thread, torch {machine['torch']}, native bfloat16: "
-        f"{machine['native_bfloat16']}. Ratios: median (min-max) over runs.", "",
-        "| measure | value | target |", "|---|---|---|",
+        f"{machine['native_bfloat16']}. Ratios: median (min-max) over runs.",
+        "",
+        "| measure | value | target |",
+        "|---|---|---|",
         f"| encoder sequences, now / before the cache (all runs) | {s['sequences_ratio']} | <= 0.6 |",
         f"| same, per run | {s['sequences_ratio_per_run']['median']} ({s['sequences_ratio_per_run']['min']}-"
         f"{s['sequences_ratio_per_run']['max']}) | |",
@@ -109,12 +123,16 @@ def markdown(summary: dict) -> str:
         f"| runs with identical top 5 fillings and energies (1e-5) | {s['identical_top5']} of {s['runs']} | all |",
         f"| wall, now / before (the reference recorded before, not interleaved) | {_cell(s['wall_ratio_to_before'])} | |",
         f"| wall / a bare encoder forward of the run's own batches | {_cell(s['wall_over_bare_forward'])} | <= 1.1 |",
-        *[f"| wall with passes of {n} sequences / of the default | {_cell(r)} | |"
-          for n, r in s["pass_sequences_wall_over_default"].items()],
+        *[
+            f"| wall with passes of {n} sequences / of the default | {_cell(r)} | |"
+            for n, r in s["pass_sequences_wall_over_default"].items()
+        ],
         f"| bfloat16 chains: wall / float32 | {_cell(s['bfloat16']['wall_ratio'])} | <= 0.55 |",
         f"| bfloat16: same top-5 set | {s['bfloat16']['same_top5_set']} of {s['bfloat16']['templates']} | >= 90% |",
         f"| bfloat16: largest energy difference on a filling both report | {s['bfloat16']['max_energy_difference']:.2g}"
-        " | <= 1e-3 |", ""]
+        " | <= 1e-3 |",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -156,12 +174,23 @@ def main(argv=None) -> int:
         batches.shapes.clear()
         result, seconds = timed(infiller, template, seed)
         bare = batches.bare_seconds(list(batches.shapes))
-        same = result.texts == old["texts"] and all(abs(a - b) <= 1e-5 for a, b in zip(
-            [s.energy for s in result.samples], old["energies"]))
-        rows.append({"template": template, "seed": seed, "blanks": template.count("[MASK]"),
-                     "sequences_before": old["sequences"], "sequences": result.diagnostics.encoder_sequences,
-                     "cache_hits": result.diagnostics.cache_hits, "identical_top5": same,
-                     "seconds_before": old["seconds"], "seconds": seconds, "bare_forward_seconds": bare})
+        same = result.texts == old["texts"] and all(
+            abs(a - b) <= 1e-5 for a, b in zip([s.energy for s in result.samples], old["energies"])
+        )
+        rows.append(
+            {
+                "template": template,
+                "seed": seed,
+                "blanks": template.count("[MASK]"),
+                "sequences_before": old["sequences"],
+                "sequences": result.diagnostics.encoder_sequences,
+                "cache_hits": result.diagnostics.cache_hits,
+                "identical_top5": same,
+                "seconds_before": old["seconds"],
+                "seconds": seconds,
+                "bare_forward_seconds": bare,
+            }
+        )
         for size in passes:
             masked_lm.PASS_SEQUENCES["cpu"] = size
             passes[size].append(timed(infiller, template, seed)[1])
@@ -169,31 +198,52 @@ def main(argv=None) -> int:
         print(json.dumps(rows[-1]), flush=True)
     half = infill.Infiller(str(args.model), dtype="bfloat16")
     bf16 = []
-    for template, seed in runs[:args.bf16_templates]:
+    for template, seed in runs[: args.bf16_templates]:
         full, full_seconds = timed(infiller, template, seed)
         low, low_seconds = timed(half, template, seed)
         common = {s.text: s.energy for s in full.samples}
-        bf16.append({"template": template, "seed": seed, "wall_ratio": low_seconds / full_seconds,
-                     "same_top5_set": set(full.texts) == set(low.texts),
-                     "max_energy_difference": max((abs(common[s.text] - s.energy) for s in low.samples
-                                                   if s.text in common), default=float("nan"))})
+        bf16.append(
+            {
+                "template": template,
+                "seed": seed,
+                "wall_ratio": low_seconds / full_seconds,
+                "same_top5_set": set(full.texts) == set(low.texts),
+                "max_energy_difference": max(
+                    (abs(common[s.text] - s.energy) for s in low.samples if s.text in common), default=float("nan")
+                ),
+            }
+        )
     summary = {
-        "machine": {"cpu": cpu_model(), "torch": torch.__version__, "threads": 1, "commit": commit(),
-                    "native_bfloat16": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())},
+        "machine": {
+            "cpu": cpu_model(),
+            "torch": torch.__version__,
+            "threads": 1,
+            "commit": commit(),
+            "native_bfloat16": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),
+        },
         "runs": len(rows),
         "sequences_ratio": round(sum(r["sequences"] for r in rows) / sum(r["sequences_before"] for r in rows), 3),
         "sequences_ratio_per_run": spread([r["sequences"] / r["sequences_before"] for r in rows]),
-        "sequences_ratio_by_blanks": {d: round(sum(r["sequences"] for r in rows if r["blanks"] == d)
-                                               / sum(r["sequences_before"] for r in rows if r["blanks"] == d), 3)
-                                      for d in sorted({r["blanks"] for r in rows})},
+        "sequences_ratio_by_blanks": {
+            d: round(
+                sum(r["sequences"] for r in rows if r["blanks"] == d)
+                / sum(r["sequences_before"] for r in rows if r["blanks"] == d),
+                3,
+            )
+            for d in sorted({r["blanks"] for r in rows})
+        },
         "identical_top5": sum(r["identical_top5"] for r in rows),
         "wall_ratio_to_before": spread([r["seconds"] / r["seconds_before"] for r in rows]),
         "wall_over_bare_forward": spread([r["seconds"] / r["bare_forward_seconds"] for r in rows]),
-        "pass_sequences_wall_over_default": {size: spread([a / r["seconds"] for a, r in zip(times, rows)])
-                                             for size, times in passes.items()},
-        "bfloat16": {"wall_ratio": spread([b["wall_ratio"] for b in bf16]),
-                     "same_top5_set": sum(b["same_top5_set"] for b in bf16), "templates": len(bf16),
-                     "max_energy_difference": max(b["max_energy_difference"] for b in bf16)},
+        "pass_sequences_wall_over_default": {
+            size: spread([a / r["seconds"] for a, r in zip(times, rows)]) for size, times in passes.items()
+        },
+        "bfloat16": {
+            "wall_ratio": spread([b["wall_ratio"] for b in bf16]),
+            "same_top5_set": sum(b["same_top5_set"] for b in bf16),
+            "templates": len(bf16),
+            "max_energy_difference": max(b["max_energy_difference"] for b in bf16),
+        },
     }
     (args.out / "report.json").write_text(json.dumps({"summary": summary, "runs": rows, "bfloat16": bf16}, indent=1))
     (args.out / "report.md").write_text(markdown(summary))

@@ -21,6 +21,7 @@ letters. One torch thread, the dev MLM, in one process:
 
 Writes ``OUT/report.json`` and ``OUT/report.md`` with the CPU model, torch's version and the commit.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,13 +67,15 @@ def timed(work) -> float:
 def one_blank(infiller, pipe, templates: list[str], chunk: int) -> dict:
     """Seconds per chunk of each side, run in turn (module docstring)."""
     masked = [t.replace("[MASK]", pipe.tokenizer.mask_token) for t in templates]
-    sides = {**{m: (lambda c, m=m: infiller.sample_many(c, sampler=m, top=1, seed=0)) for m in ONE_PASS},
-             **{f"fill-mask/{b}": (lambda c, b=b: pipe(c, top_k=1, batch_size=b)) for b in BATCH_SIZES}}
+    sides = {
+        **{m: (lambda c, m=m: infiller.sample_many(c, sampler=m, top=1, seed=0)) for m in ONE_PASS},
+        **{f"fill-mask/{b}": (lambda c, b=b: pipe(c, top_k=1, batch_size=b)) for b in BATCH_SIZES},
+    }
     seconds: dict = {name: [] for name in sides}
     for k, start in enumerate(range(0, len(templates), chunk)):
         order = list(sides) if k % 2 == 0 else list(reversed(sides))
         for name in order:
-            part = (masked if name.startswith("fill-mask") else templates)[start:start + chunk]
+            part = (masked if name.startswith("fill-mask") else templates)[start : start + chunk]
             seconds[name].append(timed(lambda: sides[name](part)))
     return seconds
 
@@ -87,8 +90,10 @@ def exact_first_passes(infiller, templates: list[str]) -> dict:
     pairs = [(t.input_ids, t.blank_positions) for t in prepared.templates]
     head, mask = category_head(infiller.model, prepared.categories), infiller.tokenizer.mask_token_id
     together = packed.all_masked_logits(infiller.model, head, pairs, mask, 64)
-    same = sum(torch.equal(packed.all_masked_logits(infiller.model, head, [pair], mask, 64)[0], logits)
-               for pair, logits in zip(pairs, together))
+    same = sum(
+        torch.equal(packed.all_masked_logits(infiller.model, head, [pair], mask, 64)[0], logits)
+        for pair, logits in zip(pairs, together)
+    )
     return {"lines": len(pairs), "lengths": len({len(ids) for ids, _ in pairs}), "bitwise_equal": same}
 
 
@@ -97,10 +102,25 @@ def out_run(templates: list[str], processes: int, out: Path, model: str) -> floa
     source = out.with_suffix(".txt")
     source.write_text("\n".join(templates) + "\n")
     out.unlink(missing_ok=True)
-    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 \
-        else []
-    command = [sys.executable, *launcher, "-m", "infill", "sample", "-f", str(source), "--out", str(out), "--model",
-               model, "--sampler", "argmax", "--top", "1", "-q"]
+    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 else []
+    command = [
+        sys.executable,
+        *launcher,
+        "-m",
+        "infill",
+        "sample",
+        "-f",
+        str(source),
+        "--out",
+        str(out),
+        "--model",
+        model,
+        "--sampler",
+        "argmax",
+        "--top",
+        "1",
+        "-q",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     start = time.perf_counter()
     subprocess.run(command, check=True, env=env, cwd=ROOT, capture_output=True)
@@ -130,23 +150,40 @@ def main() -> int:
     rate = {name: len(one) / sum(s) for name, s in seconds.items()}
     best = max((name for name in rate if name.startswith("fill-mask")), key=rate.get)
     ratios = {m: [a / b for a, b in zip(seconds[m], seconds[best])] for m in ONE_PASS}
-    two_blank = {name: len(two) / timed(lambda: infiller.sample_many(two, seed=0, **kw)) for name, kw in
-                 (("confident-first", {"sampler": "confident-first", "top": 5}), ("auto", {}))}
+    two_blank = {
+        name: len(two) / timed(lambda: infiller.sample_many(two, seed=0, **kw))
+        for name, kw in (("confident-first", {"sampler": "confident-first", "top": 5}), ("auto", {}))
+    }
     with tempfile.TemporaryDirectory() as tmp:
-        n, quarter = args.processes, one[:max(args.processes, args.lines // 4)]
+        n, quarter = args.processes, one[: max(args.processes, args.lines // 4)]
         walls = {1: [], n: []}
         for k in range(2):
-            for p in ((1, n) if k == 0 else (n, 1)):
+            for p in (1, n) if k == 0 else (n, 1):
                 walls[p].append(out_run(quarter, p, Path(tmp) / f"out{p}.jsonl", args.model))
         same = (Path(tmp) / "out1.jsonl").read_bytes() == (Path(tmp) / f"out{n}.jsonl").read_bytes()
-    report = {"cpu": cpu_model(), "torch": torch.__version__, "commit": commit(), "threads": 1,
-              "lines": len(one), "chunk": args.chunk, "one_blank_per_second": rate, "fill_mask_best": best,
-              "seconds_over_fill_mask": {m: {"median": statistics.median(r), "min": min(r), "max": max(r)}
-                                         for m, r in ratios.items()},
-              "two_blank_lines": len(two), "two_blank_per_second": two_blank,
-              "processes": {"lines": len(quarter), "processes": n, "wall": walls,
-                            "speedup": statistics.median(walls[1]) / statistics.median(walls[n]), "same_out": same},
-              "first_pass_exact": exact_first_passes(infiller, one[:args.check_lines])}
+    report = {
+        "cpu": cpu_model(),
+        "torch": torch.__version__,
+        "commit": commit(),
+        "threads": 1,
+        "lines": len(one),
+        "chunk": args.chunk,
+        "one_blank_per_second": rate,
+        "fill_mask_best": best,
+        "seconds_over_fill_mask": {
+            m: {"median": statistics.median(r), "min": min(r), "max": max(r)} for m, r in ratios.items()
+        },
+        "two_blank_lines": len(two),
+        "two_blank_per_second": two_blank,
+        "processes": {
+            "lines": len(quarter),
+            "processes": n,
+            "wall": walls,
+            "speedup": statistics.median(walls[1]) / statistics.median(walls[n]),
+            "same_out": same,
+        },
+        "first_pass_exact": exact_first_passes(infiller, one[: args.check_lines]),
+    }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
@@ -157,42 +194,43 @@ def main() -> int:
 
 def markdown(r: dict) -> str:
     rows = "\n".join(f"| {name} | {rate:.1f} |" for name, rate in r["one_blank_per_second"].items())
-    ratios = "\n".join(f"| {m} | {v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f}) |"
-                       for m, v in r["seconds_over_fill_mask"].items())
+    ratios = "\n".join(
+        f"| {m} | {v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f}) |" for m, v in r["seconds_over_fill_mask"].items()
+    )
     two = "\n".join(f"| {name} | {rate:.2f} |" for name, rate in r["two_blank_per_second"].items())
     p, x = r["processes"], r["first_pass_exact"]
     walls = lambda w: ", ".join(f"{s:.1f}" for s in w)  # noqa: E731
     return f"""# A corpus: templates per second against `pipeline("fill-mask")` (dev MLM)
 
-Generated by `scripts/bench_corpus.py` (the protocol is its docstring). {r['cpu']}, torch {r['torch']}, 1 thread,
-commit {r['commit']}.
+Generated by `scripts/bench_corpus.py` (the protocol is its docstring). {r["cpu"]}, torch {r["torch"]}, 1 thread,
+commit {r["commit"]}.
 
-## One-blank lines, top-1 word ({r['lines']} lines, chunks of {r['chunk']}, the sides in turn)
+## One-blank lines, top-1 word ({r["lines"]} lines, chunks of {r["chunk"]}, the sides in turn)
 
 | method | templates / s |
 |---|---|
 {rows}
 
-Seconds per chunk over `{r['fill_mask_best']}`'s (the fill-mask batch size that was fastest), median (range):
+Seconds per chunk over `{r["fill_mask_best"]}`'s (the fill-mask batch size that was fastest), median (range):
 
 | method | ratio |
 |---|---|
 {ratios}
 
-## Two-blank lines ({r['two_blank_lines']} lines, each method alone)
+## Two-blank lines ({r["two_blank_lines"]} lines, each method alone)
 
 | method | templates / s |
 |---|---|
 {two}
 
-## One process against {p['processes']} (`--out`, argmax top-1, {p['lines']} one-blank lines, in turn)
+## One process against {p["processes"]} (`--out`, argmax top-1, {p["lines"]} one-blank lines, in turn)
 
-Wall seconds: one process {walls(p['wall'][1])}; {p['processes']} processes {walls(p['wall'][p['processes']])}.
-Speed-up {p['speedup']:.2f}x; OUT the same: {p['same_out']}.
+Wall seconds: one process {walls(p["wall"][1])}; {p["processes"]} processes {walls(p["wall"][p["processes"]])}.
+Speed-up {p["speedup"]:.2f}x; OUT the same: {p["same_out"]}.
 
 ## The packed first pass is exact
 
-{x['bitwise_equal']} of the first {x['lines']} one-blank lines ({x['lengths']} lengths) get the same all-masked
+{x["bitwise_equal"]} of the first {x["lines"]} one-blank lines ({x["lengths"]} lengths) get the same all-masked
 logits bit for bit alone and packed with the others.
 """
 

@@ -9,6 +9,7 @@ Each call is timed in CPU seconds of this process on one thread (``time.process_
 other processes on a shared machine disturbs far less than wall time; sides are interleaved within each
 repeat so that what load remains hits all alike. Medians and the min-max spread are printed as Markdown.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,13 +27,26 @@ from scripts.harness import environment
 # Real-size configurations (those of the hub checkpoints named), random weights.
 CONFIGS = {
     "distilbert": ("distilbert-base-uncased", lambda: tf.DistilBertConfig()),
-    "electra": ("google/electra-base-generator", lambda: tf.ElectraConfig(
-        embedding_size=768, hidden_size=256, num_attention_heads=4, intermediate_size=1024)),
+    "electra": (
+        "google/electra-base-generator",
+        lambda: tf.ElectraConfig(embedding_size=768, hidden_size=256, num_attention_heads=4, intermediate_size=1024),
+    ),
     "modernbert": ("answerdotai/ModernBERT-base", lambda: tf.ModernBertConfig()),
-    "deberta-v3": ("microsoft/deberta-v3-base", lambda: tf.DebertaV2Config(
-        vocab_size=128100, relative_attention=True, position_buckets=256, norm_rel_ebd="layer_norm",
-        share_att_key=True, pos_att_type=["p2c", "c2p"], max_relative_positions=-1, position_biased_input=False,
-        type_vocab_size=0, legacy=False)),
+    "deberta-v3": (
+        "microsoft/deberta-v3-base",
+        lambda: tf.DebertaV2Config(
+            vocab_size=128100,
+            relative_attention=True,
+            position_buckets=256,
+            norm_rel_ebd="layer_norm",
+            share_att_key=True,
+            pos_att_type=["p2c", "c2p"],
+            max_relative_positions=-1,
+            position_biased_input=False,
+            type_vocab_size=0,
+            legacy=False,
+        ),
+    ),
 }
 
 
@@ -61,8 +75,9 @@ def sides(family: str, chains: int, blanks: int, length: int) -> dict:
     vocab = model.config.vocab_size
     ids = torch.randint(1000, vocab, (length,))
     positions = torch.arange(2, 2 + 2 * blanks, 2)
-    energies = {name: MaskedLMEnergy(model, ids, positions, torch.arange(5, vocab), 4) for name in
-                ("adapter", "single", "full")}
+    energies = {
+        name: MaskedLMEnergy(model, ids, positions, torch.arange(5, vocab), 4) for name in ("adapter", "single", "full")
+    }
     single, categories = single_module(family, model), energies["single"].category_ids
     energies["single"]._head = lambda hidden: single(hidden)[..., categories]  # the head over the categories
     energies["full"]._head = None
@@ -84,8 +99,10 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     rows = []
-    print("| family (shape of) | adapter CPU s | single module CPU s | full logits CPU s | adapter / single | "
-          "full / adapter |")
+    print(
+        "| family (shape of) | adapter CPU s | single module CPU s | full logits CPU s | adapter / single | "
+        "full / adapter |"
+    )
     print("|---|---|---|---|---|---|")
     for family in args.families:
         energies, x = sides(family, args.chains, args.blanks, args.length)
@@ -99,13 +116,16 @@ def main(argv=None) -> None:
         spread = {name: (min(t), max(t)) for name, t in times.items()}
         rows.append(dict(family=family, checkpoint=CONFIGS[family][0], median_s=median, min_max_s=spread))
         cell = lambda n: f"{median[n]:.3f} ({spread[n][0]:.3f}-{spread[n][1]:.3f})"  # noqa: E731
-        print(f"| {family} ({CONFIGS[family][0]}) | {cell('adapter')} | {cell('single')} | {cell('full')} | "
-              f"{median['adapter'] / median['single']:.2f} | {median['full'] / median['adapter']:.2f} |")
-    setup = dict(chains=args.chains, blanks=args.blanks, length=args.length, repeats=args.repeats,
-                 **environment())
-    print(f"\n{args.chains} chains x {args.blanks} blanks = {args.chains * args.blanks} masked copies of "
-          f"{args.length} tokens, {args.threads} threads, {args.repeats} interleaved repeats; "
-          f"torch {torch.__version__}, transformers {tf.__version__}")
+        print(
+            f"| {family} ({CONFIGS[family][0]}) | {cell('adapter')} | {cell('single')} | {cell('full')} | "
+            f"{median['adapter'] / median['single']:.2f} | {median['full'] / median['adapter']:.2f} |"
+        )
+    setup = dict(chains=args.chains, blanks=args.blanks, length=args.length, repeats=args.repeats, **environment())
+    print(
+        f"\n{args.chains} chains x {args.blanks} blanks = {args.chains * args.blanks} masked copies of "
+        f"{args.length} tokens, {args.threads} threads, {args.repeats} interleaved repeats; "
+        f"torch {torch.__version__}, transformers {tf.__version__}"
+    )
     if args.out:
         with open(args.out, "w") as f:
             json.dump(dict(setup=setup, rows=rows), f, indent=1)

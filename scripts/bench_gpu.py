@@ -39,6 +39,7 @@ thread barrier. ``--bf16 on`` runs the bfloat16 pair where it is emulated too (t
 re-summarizes a written ``OUT.json``; ``--profile N`` writes instead a cProfile of one default call per regime;
 ``--host-ops`` counts instead the host ops the issue counted (scalar reads, selects, clones, logsumexp calls).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,7 +82,7 @@ def templates(count: int) -> list[str]:
     """``count`` check templates, the 2-4 and 6-10 regimes in turn (all of them at most)."""
     rows = [json.loads(line) for line in SUITE.read_text().splitlines()]
     regimes = [[r["template"] for r in rows if r["regime"] == g] for g in ("2-4", "6-10")]
-    mixed = [t for pair in zip(*regimes) for t in pair] + [t for g in regimes for t in g[min(map(len, regimes)):]]
+    mixed = [t for pair in zip(*regimes) for t in pair] + [t for g in regimes for t in g[min(map(len, regimes)) :]]
     return mixed[:count]
 
 
@@ -90,11 +91,18 @@ def native_bf16(device: str) -> tuple[bool, str]:
     if device.startswith("cuda"):
         ok = torch.cuda.is_bf16_supported(including_emulation=False)
         return ok, f"{torch.cuda.get_device_name()} {'has' if ok else 'lacks'} native bfloat16"
-    flags = {f for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")
-             for f in line.split(":", 1)[1].split()}
+    flags = {
+        f
+        for line in Path("/proc/cpuinfo").read_text().splitlines()
+        if line.startswith("flags")
+        for f in line.split(":", 1)[1].split()
+    }
     found = sorted(flags & {"avx512_bf16", "amx_bf16"})
-    return bool(found), (f"the CPU has {', '.join(found)}" if found else
-                         "the CPU has neither avx512_bf16 nor amx_bf16 (/proc/cpuinfo): bfloat16 is emulated")
+    return bool(found), (
+        f"the CPU has {', '.join(found)}"
+        if found
+        else "the CPU has neither avx512_bf16 nor amx_bf16 (/proc/cpuinfo): bfloat16 is emulated"
+    )
 
 
 def cpu_seconds() -> tuple[float, float]:
@@ -143,6 +151,7 @@ class Bench:
     def _recording_reads(self, category_head):
         """``category_head`` whose heads, on ``hidden (sequences, slots, H)``, record the slots each sequence of
         the last pass read."""
+
         def recording(model, categories):
             head = category_head(model, categories)
 
@@ -150,7 +159,9 @@ class Bench:
                 if self.recording and self.passes and hidden.dim() == 3:
                     self.passes[-1] = (*self.passes[-1][:2], hidden.shape[1])
                 return head(hidden)
+
             return None if head is None else read
+
         return recording
 
     def sync(self):
@@ -175,8 +186,9 @@ class Bench:
         t = self.on.parse(template)
         d, rows = t.num_blanks, torch.arange(n)
         ids = t.input_ids.repeat(n, 1)
-        ids[:, t.blank_positions] = self.categories.cpu()[torch.randint(len(self.categories), (n, d),
-                                                                        generator=self.generator)]
+        ids[:, t.blank_positions] = self.categories.cpu()[
+            torch.randint(len(self.categories), (n, d), generator=self.generator)
+        ]
         slots = t.blank_positions[(rows[:, None] + torch.arange(min(reads, d))) % d]
         ids[rows[:, None], slots] = t.mask_token_id
         return ids.to(self.device), slots.to(self.device)
@@ -234,20 +246,29 @@ def one_a_call(bench: Bench, texts: list[str], repeats: int, pass_size: int, min
 def one_template(bench: Bench, text: str, seed: int, on_first: bool, pass_size: int, min_seconds: float) -> dict:
     """One template's row of :func:`one_a_call`."""
     runs = {}
-    for side in (("on", "off") if on_first else ("off", "on")):
+    for side in ("on", "off") if on_first else ("off", "on"):
         infiller = bench.on if side == "on" else bench.off
         runs[side] = bench.call(infiller.sample, text, top=5, seed=seed, record=side == "on")
     result, wall, passes = runs["on"]
-    row = {"template": text, "seed": seed, "blanks": text.count("[MASK]"), "sampler": result.diagnostics.sampler,
-           "sequences": result.diagnostics.encoder_sequences, "wall": wall, "steps": result.diagnostics.steps,
-           "sequences_off": runs["off"][0].diagnostics.encoder_sequences, "wall_off": runs["off"][1],
-           "steps_off": runs["off"][0].diagnostics.steps,
-           "passes": len(passes), "pass_sequences": sum(n for n, _, _ in passes),
-           "head_reads": sum(n * reads for n, _, reads in passes),
-           "same_passes_wall": bench.bare_seconds(text, passes),
-           "same_passes_wall_vocabulary": bench.bare_seconds(text, passes, vocabulary=True),
-           "bare_rate": {str(size): bench.bare_rate([text], size, min_seconds=min_seconds) for size in SIZES},
-           "full_rate": bench.bare_rate([text], pass_size, full=True, min_seconds=min_seconds)}
+    row = {
+        "template": text,
+        "seed": seed,
+        "blanks": text.count("[MASK]"),
+        "sampler": result.diagnostics.sampler,
+        "sequences": result.diagnostics.encoder_sequences,
+        "wall": wall,
+        "steps": result.diagnostics.steps,
+        "sequences_off": runs["off"][0].diagnostics.encoder_sequences,
+        "wall_off": runs["off"][1],
+        "steps_off": runs["off"][0].diagnostics.steps,
+        "passes": len(passes),
+        "pass_sequences": sum(n for n, _, _ in passes),
+        "head_reads": sum(n * reads for n, _, reads in passes),
+        "same_passes_wall": bench.bare_seconds(text, passes),
+        "same_passes_wall_vocabulary": bench.bare_seconds(text, passes, vocabulary=True),
+        "bare_rate": {str(size): bench.bare_rate([text], size, min_seconds=min_seconds) for size in SIZES},
+        "full_rate": bench.bare_rate([text], pass_size, full=True, min_seconds=min_seconds),
+    }
     if result.diagnostics.steps:
         row |= same_steps(bench, text, seed, result.diagnostics.steps, not on_first)
     if bench.bf16 is not None:
@@ -259,11 +280,14 @@ def same_steps(bench: Bench, text: str, seed: int, steps: int, on_first: bool) -
     """The default's chains with the cache on and off for the same ``steps`` (a budget too large to stop them):
     the cache's wall at equal work, and whether the two give the same fillings (they must)."""
     runs = {}
-    for side in (("on", "off") if on_first else ("off", "on")):
+    for side in ("on", "off") if on_first else ("off", "on"):
         infiller = bench.on if side == "on" else bench.off
         runs[side] = bench.call(infiller.sample, text, top=5, seed=seed, steps=steps, budget=10**9)
-    return {"wall_same_steps": runs["on"][1], "wall_off_same_steps": runs["off"][1],
-            "same_fillings_same_steps": runs["on"][0].texts == runs["off"][0].texts}
+    return {
+        "wall_same_steps": runs["on"][1],
+        "wall_off_same_steps": runs["off"][1],
+        "same_fillings_same_steps": runs["on"][0].texts == runs["off"][0].texts,
+    }
 
 
 def bf16_pair(bench: Bench, text: str, seed: int, float32_first: bool) -> dict:
@@ -272,8 +296,10 @@ def bf16_pair(bench: Bench, text: str, seed: int, float32_first: bool) -> dict:
 
     pair = {"float32": bench.on, "bfloat16": bench.bf16}
     try:
-        timed = {name: bench.call(pair[name].sample, text, top=5, seed=seed)
-                 for name in (("float32", "bfloat16") if float32_first else ("bfloat16", "float32"))}
+        timed = {
+            name: bench.call(pair[name].sample, text, top=5, seed=seed)
+            for name in (("float32", "bfloat16") if float32_first else ("bfloat16", "float32"))
+        }
     except InfillError as exc:
         return {"error": str(exc)}
     (full, full_wall, _), (low, low_wall, _) = timed["float32"], timed["bfloat16"]
@@ -297,9 +323,14 @@ def batch(bench: Bench, texts: list[str], repeats: int, pass_size: int, min_seco
 def one_batch(bench: Bench, texts: list[str], pass_size: int, min_seconds: float) -> dict:
     """One row of :func:`batch`."""
     results, wall, passes = bench.call(bench.on.sample_many, texts, top=5, seed=0, record=True)
-    return {"templates": len(texts), "sequences": sum(res.diagnostics.encoder_sequences for res in results),
-            "wall": wall, "bare_rate": bench.bare_rate(texts, pass_size, min_seconds=min_seconds),
-            "passes": len(passes), "pass_sequences": sum(n for n, _, _ in passes)}
+    return {
+        "templates": len(texts),
+        "sequences": sum(res.diagnostics.encoder_sequences for res in results),
+        "wall": wall,
+        "bare_rate": bench.bare_rate(texts, pass_size, min_seconds=min_seconds),
+        "passes": len(passes),
+        "pass_sequences": sum(n for n, _, _ in passes),
+    }
 
 
 def gpu_busy(bench: Bench, texts: list[str]) -> dict:
@@ -314,15 +345,20 @@ def gpu_busy(bench: Bench, texts: list[str]) -> dict:
             _, wall, _ = bench.call(bench.on.sample_many, texts, top=5, seed=0)
     except InfillError as exc:
         return {"error": str(exc)}
-    kernels = [e for e in prof.events() if e.device_type == DeviceType.CUDA
-               and not e.name.startswith(("Memcpy", "Memset"))]
+    kernels = [
+        e for e in prof.events() if e.device_type == DeviceType.CUDA and not e.name.startswith(("Memcpy", "Memset"))
+    ]
     busy = sum(e.time_range.elapsed_us() for e in kernels) / 1e6
     return {"wall": wall, "kernel_seconds": busy, "kernels": len(kernels), "busy_share": busy / wall}
 
 
-HOST_OPS = {"aten::_local_scalar_dense": "scalar reads (.item(), bool(): each a device sync on a GPU)",
-            "aten::nonzero": "nonzero (boolean indexing: a device sync on a GPU too)",
-            "aten::select": "select", "aten::clone": "clone", "aten::logsumexp": "logsumexp"}
+HOST_OPS = {
+    "aten::_local_scalar_dense": "scalar reads (.item(), bool(): each a device sync on a GPU)",
+    "aten::nonzero": "nonzero (boolean indexing: a device sync on a GPU too)",
+    "aten::select": "select",
+    "aten::clone": "clone",
+    "aten::logsumexp": "logsumexp",
+}
 """The host ops the issue counted on an H100 (and ``nonzero``, which syncs too), by their ATen names."""
 
 
@@ -357,8 +393,10 @@ def profile_default(bench: Bench, texts: list[str], top: int) -> str:
         bench.on.sample(text, top=5, seed=0)
         profiler = cProfile.Profile()
         result = profiler.runcall(bench.on.sample, text, top=5, seed=0)
-        out.write(f"== {result.diagnostics.sampler}, {text.count('[MASK]')} blanks, "
-                  f"{result.diagnostics.encoder_sequences} encoder sequences: {text}\n")
+        out.write(
+            f"== {result.diagnostics.sampler}, {text.count('[MASK]')} blanks, "
+            f"{result.diagnostics.encoder_sequences} encoder sequences: {text}\n"
+        )
         for key in ("cumulative", "tottime"):
             pstats.Stats(profiler, stream=out).sort_stats(key).print_stats(top)
     return out.getvalue().replace(str(Path(torch.__file__).parents[1]) + "/", "").replace(str(ROOT) + "/", "")
@@ -367,8 +405,12 @@ def profile_default(bench: Bench, texts: list[str], top: int) -> str:
 def spread(values: list[float]):
     if not values:
         return None
-    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
-            "max": round(max(values), 3), "n": len(values)}
+    return {
+        "median": round(statistics.median(values), 3),
+        "min": round(min(values), 3),
+        "max": round(max(values), 3),
+        "n": len(values),
+    }
 
 
 def summarize(rows: list[dict], batches: list[dict], busy, pass_size: int) -> dict:
@@ -381,55 +423,80 @@ def summarize(rows: list[dict], batches: list[dict], busy, pass_size: int) -> di
     by_template: dict[str, list[float]] = {}  # each template's on/off wall ratios over the repeats
     for r in rows:
         by_template.setdefault(r["template"], []).append(r["wall"] / r["wall_off"])
-    out = {"rows": len(rows), "cache_on_slower": sum(r["wall"] > r["wall_off"] for r in rows),
-           "templates": len(by_template),
-           "cache_on_slower_templates": sum(statistics.median(v) > 1 for v in by_template.values()),
-           "same_steps_rows": len(same), "same_steps_slower": sum(r["wall_same_steps"] > r["wall_off_same_steps"]
-                                                                for r in same),
-           "same_steps_same_fillings": sum(r["same_fillings_same_steps"] for r in same)}
-    out |= {f"default_over_bare_{size}": spread([x / r["bare_rate"][str(size)] for x, r in zip(rate, rows)])
-           for size in SIZES}
+    out = {
+        "rows": len(rows),
+        "cache_on_slower": sum(r["wall"] > r["wall_off"] for r in rows),
+        "templates": len(by_template),
+        "cache_on_slower_templates": sum(statistics.median(v) > 1 for v in by_template.values()),
+        "same_steps_rows": len(same),
+        "same_steps_slower": sum(r["wall_same_steps"] > r["wall_off_same_steps"] for r in same),
+        "same_steps_same_fillings": sum(r["same_fillings_same_steps"] for r in same),
+    }
+    out |= {
+        f"default_over_bare_{size}": spread([x / r["bare_rate"][str(size)] for x, r in zip(rate, rows)])
+        for size in SIZES
+    }
     out |= {
         "default_over_bare": out[f"default_over_bare_{pass_size}"],
         "default_over_full_model": spread([x / r["full_rate"] for x, r in zip(rate, rows)]),
         "host_over_same_passes": spread(host),
-        "host_over_vocabulary_head_passes": spread([(r["wall"] / r["sequences"]) / (
-            r["same_passes_wall_vocabulary"] / r["pass_sequences"]) for r in rows
-            if "same_passes_wall_vocabulary" in r]),
-        **{f"host_over_same_passes_{sampler}": spread([h for h, r in zip(host, rows) if r["sampler"] == sampler])
-           for sampler in sorted({r["sampler"] for r in rows})},  # auto: gibbs at 2-4 blanks, one-pass draws above
+        "host_over_vocabulary_head_passes": spread(
+            [
+                (r["wall"] / r["sequences"]) / (r["same_passes_wall_vocabulary"] / r["pass_sequences"])
+                for r in rows
+                if "same_passes_wall_vocabulary" in r
+            ]
+        ),
+        **{
+            f"host_over_same_passes_{sampler}": spread([h for h, r in zip(host, rows) if r["sampler"] == sampler])
+            for sampler in sorted({r["sampler"] for r in rows})
+        },  # auto: gibbs at 2-4 blanks, one-pass draws above
         "batch_over_bare": spread([b["sequences"] / b["wall"] / b["bare_rate"] for b in batches]),
         "gpu_busy": spread([busy["busy_share"]] if busy and "busy_share" in busy else []),
         "cache_on_over_off": spread([r["wall"] / r["wall_off"] for r in rows]),
         "cache_sequences_on_over_off": spread([r["sequences"] / r["sequences_off"] for r in rows]),
         "cache_steps_on_over_off": spread([r["steps"] / r["steps_off"] for r in chains]),
-        "cache_on_over_off_same_steps": spread([r["wall_same_steps"] / r["wall_off_same_steps"] for r in rows
-                                                if "wall_same_steps" in r]),
+        "cache_on_over_off_same_steps": spread(
+            [r["wall_same_steps"] / r["wall_off_same_steps"] for r in rows if "wall_same_steps" in r]
+        ),
         "bf16_over_float32": spread([b["wall_ratio"] for b in bf16]),
         "bf16_same_top5": spread([sum(b["same_top5_set"] for b in bf16) / len(bf16)] if bf16 else []),
     }
     if rows and batches:
-        out["batch_over_one_a_call"] = round(statistics.median([b["sequences"] / b["wall"] for b in batches])
-                                             / statistics.median(rate), 3)
+        out["batch_over_one_a_call"] = round(
+            statistics.median([b["sequences"] / b["wall"] for b in batches]) / statistics.median(rate), 3
+        )
     return out
 
 
-def summaries(rows: list[dict], batches: list[dict], busy, pass_size: int, threads: int, cores: int,
-              slack: float) -> dict:
+def summaries(
+    rows: list[dict], batches: list[dict], busy, pass_size: int, threads: int, cores: int, slack: float
+) -> dict:
     """:func:`summarize` over every row that ran, and over the quiet ones: those during which other processes
     left at least ``threads - slack`` of the ``cores`` free."""
     quiet = 1 - (threads - slack) / cores  # the most of the cores others may have kept busy
     errors = sum("error" in r or "error" in r.get("bf16", {}) for r in rows + batches)
     rows, batches = [r for r in rows if "error" not in r], [b for b in batches if "error" not in b]
     calm = [r for r in rows if r["others_cpu"] <= quiet], [b for b in batches if b["others_cpu"] <= quiet]
-    return {"errors": errors, "quiet": round(quiet, 3), "all": summarize(rows, batches, busy, pass_size),
-            "quiet_rows": summarize(*calm, busy, pass_size)}
+    return {
+        "errors": errors,
+        "quiet": round(quiet, 3),
+        "all": summarize(rows, batches, busy, pass_size),
+        "quiet_rows": summarize(*calm, busy, pass_size),
+    }
 
 
 def machine(device: str, bf16_reason: str) -> dict:
-    info = {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
-            "transformers": transformers.__version__, "python": platform.python_version(), "device": device,
-            "bf16": bf16_reason}
+    info = {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
+        "device": device,
+        "bf16": bf16_reason,
+    }
     if device.startswith("cuda"):
         info["gpu"] = torch.cuda.get_device_name()
     import infill
@@ -440,8 +507,10 @@ def machine(device: str, bf16_reason: str) -> dict:
         return subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True).stdout
 
     try:  # the tree measured: its commit and the files of infill/ changed since
-        info["commit"], info["changed"] = git("rev-parse", "--short", "HEAD").strip(), len(
-            git("status", "--porcelain", "infill").splitlines())
+        info["commit"], info["changed"] = (
+            git("rev-parse", "--short", "HEAD").strip(),
+            len(git("status", "--porcelain", "infill").splitlines()),
+        )
     except OSError:
         pass
     return info
@@ -470,10 +539,10 @@ def markdown(report: dict) -> str:
         **{f"default_over_bare_{n}": f"same, bare passes of {n}" for n in SIZES if n != a["pass_size"]},
         "default_over_full_model": f"same, over `model(input_ids=...)` at {a['pass_size']} a pass",
         "host_over_same_passes": "default: wall per encoder sequence over a bare forward of its own passes "
-                                 "(same sequences, same head reads)",
+        "(same sequences, same head reads)",
         **{k: f"same, runs of `{k.rsplit('_', 1)[1]}`" for k in every if k.startswith("host_over_same_passes_")},
         "host_over_vocabulary_head_passes": "same, the bare forward's head over the whole vocabulary, then the "
-                                            "categories' columns (the energy's head as it was before)",
+        "categories' columns (the energy's head as it was before)",
         "batch_over_bare": f"{a['batch']} templates in one call: sequences/s over the bare forward's",
         "gpu_busy": "GPU busy: CUDA kernel time / wall of the batch call",
         "cache_on_over_off": "cache on / off: wall of the default",
@@ -483,17 +552,25 @@ def markdown(report: dict) -> str:
         "bf16_over_float32": "bfloat16 / float32: wall of the default",
         "bf16_same_top5": "bfloat16: share of templates with the same top-5 set",
     }
-    lines = [f"# `scripts.bench_gpu` on {m['device']}: {a['model']}", "",
-             f"{m.get('gpu', m['cpu'])}, {m['threads']} threads; torch {m['torch']}, transformers "
-             f"{m['transformers']}; commit {m.get('commit', '?')} with {m.get('changed', '?')} files of infill/ "
-             f"changed; {report['date']}; {report['seconds']} s.", "", f"    {report['command']}", "",
-             f"{a['templates']} check templates one a call x {a['repeats']} repeat(s) (seeds 0..), "
-             f"{a['batch']} in one `sample_many` call x {a['batch_repeats']}; the encoder's pass size here "
-             f"{a['pass_size']}. Median (min-max, n) of per-template ratios, each side timed right after the other. "
-             f"Other jobs may share the machine: *quiet* rows are those during which other processes kept at most "
-             f"{s['quiet']:.0%} of its cores busy (from /proc/stat), leaving each of this run's threads a core; the "
-             "verdict reads them where there are 3 or more.",
-             "", "| measure | all rows | quiet rows | target | verdict |", "|---|---|---|---|---|"]
+    lines = [
+        f"# `scripts.bench_gpu` on {m['device']}: {a['model']}",
+        "",
+        f"{m.get('gpu', m['cpu'])}, {m['threads']} threads; torch {m['torch']}, transformers "
+        f"{m['transformers']}; commit {m.get('commit', '?')} with {m.get('changed', '?')} files of infill/ "
+        f"changed; {report['date']}; {report['seconds']} s.",
+        "",
+        f"    {report['command']}",
+        "",
+        f"{a['templates']} check templates one a call x {a['repeats']} repeat(s) (seeds 0..), "
+        f"{a['batch']} in one `sample_many` call x {a['batch_repeats']}; the encoder's pass size here "
+        f"{a['pass_size']}. Median (min-max, n) of per-template ratios, each side timed right after the other. "
+        f"Other jobs may share the machine: *quiet* rows are those during which other processes kept at most "
+        f"{s['quiet']:.0%} of its cores busy (from /proc/stat), leaving each of this run's threads a core; the "
+        "verdict reads them where there are 3 or more.",
+        "",
+        "| measure | all rows | quiet rows | target | verdict |",
+        "|---|---|---|---|---|",
+    ]
     for key, name in names.items():
         if every.get(key) is None:
             continue
@@ -501,26 +578,34 @@ def markdown(report: dict) -> str:
         target, said = verdict(key, judged["median"], context) if key in TARGETS else ("", "")
         lines.append(f"| {name} | {cell(every[key])} | {cell(calm.get(key))} | {target} | {said} |")
     shared = statistics.median([r["others_cpu"] for r in report["one_a_call"] if "others_cpu" in r] or [0])
-    lines += ["", f"- Other processes kept a median {shared:.0%} of the machine's {m.get('cores', '?')} cores busy "
-              "during the rows" + (f"; with {m['threads']} threads on a shared machine, waits at each op's thread "
-                                   "barrier can outweigh the compute: compare a run with `--threads 1`."
-                                   if shared > s["quiet"] and m["threads"] > 1 else "."),
-              f"- Cache on slower than off on {every['cache_on_slower']} of {every['rows']} rows "
-              f"({calm['cache_on_slower']} of {calm['rows']} quiet ones; the target says never); by the median of "
-              f"each template's {a['repeats']} repeat(s), on {every.get('cache_on_slower_templates', '?')} of "
-              f"{every.get('templates', '?')} templates. `auto` spends a "
-              "budget of encoder sequences, so both sides send about as many through the encoder; the steps row "
-              "says how much chain work each bought. At the same work (runs of chains, the same steps) cache on "
-              f"was slower on {every['same_steps_slower']} of {every['same_steps_rows']}, with the same fillings on "
-              f"{every['same_steps_same_fillings']} of {every['same_steps_rows']}.",
-              f"- Batch call / one a call, sequences per second (medians of the two loops, not interleaved): "
-              f"{every.get('batch_over_one_a_call', 'n/a')}x.",
-              f"- Runs the library refused (InfillError, listed in the JSON): {s['errors']}.",
-              f"- bfloat16: {m['bf16']}.",
-              f"- GPU busy: {'measured' if every['gpu_busy'] else 'CUDA only, not measured'}.",
-              "- The bare forward is `model.base_model(input_ids=...)` and the prediction head over the categories "
-              "only at one masked slot a sequence (at a pass size), or at as many as the run read (its own passes): "
-              "what the energy's passes compute; `model(input_ids=...)` runs the head at every position.", ""]
+    lines += [
+        "",
+        f"- Other processes kept a median {shared:.0%} of the machine's {m.get('cores', '?')} cores busy "
+        "during the rows"
+        + (
+            f"; with {m['threads']} threads on a shared machine, waits at each op's thread "
+            "barrier can outweigh the compute: compare a run with `--threads 1`."
+            if shared > s["quiet"] and m["threads"] > 1
+            else "."
+        ),
+        f"- Cache on slower than off on {every['cache_on_slower']} of {every['rows']} rows "
+        f"({calm['cache_on_slower']} of {calm['rows']} quiet ones; the target says never); by the median of "
+        f"each template's {a['repeats']} repeat(s), on {every.get('cache_on_slower_templates', '?')} of "
+        f"{every.get('templates', '?')} templates. `auto` spends a "
+        "budget of encoder sequences, so both sides send about as many through the encoder; the steps row "
+        "says how much chain work each bought. At the same work (runs of chains, the same steps) cache on "
+        f"was slower on {every['same_steps_slower']} of {every['same_steps_rows']}, with the same fillings on "
+        f"{every['same_steps_same_fillings']} of {every['same_steps_rows']}.",
+        f"- Batch call / one a call, sequences per second (medians of the two loops, not interleaved): "
+        f"{every.get('batch_over_one_a_call', 'n/a')}x.",
+        f"- Runs the library refused (InfillError, listed in the JSON): {s['errors']}.",
+        f"- bfloat16: {m['bf16']}.",
+        f"- GPU busy: {'measured' if every['gpu_busy'] else 'CUDA only, not measured'}.",
+        "- The bare forward is `model.base_model(input_ids=...)` and the prediction head over the categories "
+        "only at one masked slot a sequence (at a pass size), or at as many as the run read (its own passes): "
+        "what the energy's passes compute; `model(input_ids=...)` runs the head at every position.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -534,25 +619,46 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=40, help="templates in the one call (default 40)")
     parser.add_argument("--batch-repeats", type=int, default=2)
     parser.add_argument("--min-bare-seconds", type=float, default=0.5, help="each bare rate runs at least this long")
-    parser.add_argument("--bf16", choices=("auto", "on", "off"), default="auto",
-                        help="auto: only where native; on: also where emulated (to test the path)")
+    parser.add_argument(
+        "--bf16",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="auto: only where native; on: also where emulated (to test the path)",
+    )
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--slack", type=float, default=0.2,
-                        help="a row is quiet when others left each thread a core, less this much (default 0.2)")
+    parser.add_argument(
+        "--slack",
+        type=float,
+        default=0.2,
+        help="a row is quiet when others left each thread a core, less this much (default 0.2)",
+    )
     parser.add_argument("--out", type=Path, help="OUT.json and OUT.md (default eval/bench-gpu/<device>-<model>)")
     parser.add_argument("--markdown-only", action="store_true", help="re-summarize OUT.json's rows, rewrite both")
-    parser.add_argument("--host-ops", action="store_true",
-                        help="instead: count the host ops of one default call per template, to OUT-host-ops.md")
-    parser.add_argument("--profile", type=int, metavar="N",
-                        help="instead: cProfile one default call per regime, its top N functions, to OUT-profile.txt")
+    parser.add_argument(
+        "--host-ops",
+        action="store_true",
+        help="instead: count the host ops of one default call per template, to OUT-host-ops.md",
+    )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        metavar="N",
+        help="instead: cProfile one default call per regime, its top N functions, to OUT-profile.txt",
+    )
     args = parser.parse_args(argv)
     device_type = torch.device(args.device).type
     out = args.out or ROOT / "eval" / "bench-gpu" / f"{device_type}-{'proxy' if args.proxy else 'devmlm'}"
     if args.markdown_only:
         report = json.loads((out.parent / f"{out.name}.json").read_text())
-        report["summary"] = summaries(report["one_a_call"], report["batch"], report["gpu_busy"],
-                                      report["settings"]["pass_size"], report["machine"]["threads"],
-                                      report["machine"].get("cores", os.cpu_count()), args.slack)
+        report["summary"] = summaries(
+            report["one_a_call"],
+            report["batch"],
+            report["gpu_busy"],
+            report["settings"]["pass_size"],
+            report["machine"]["threads"],
+            report["machine"].get("cores", os.cpu_count()),
+            args.slack,
+        )
         return write(report, out)
     torch.set_num_threads(args.threads)
     from infill.energies.masked_lm import PASS_SEQUENCES
@@ -577,9 +683,11 @@ def main(argv=None) -> int:
         return 0
     if args.host_ops:
         info = machine(args.device, reason)
-        text = (f"# Host ops of the default, one template a call\n\n    {command()}\n\n"
-                f"{info['cpu']}, torch {info['torch']}; commit {info.get('commit', '?')} with "
-                f"{info.get('changed', '?')} files of infill/ changed.\n\n" + host_ops(bench, one))
+        text = (
+            f"# Host ops of the default, one template a call\n\n    {command()}\n\n"
+            f"{info['cpu']}, torch {info['torch']}; commit {info.get('commit', '?')} with "
+            f"{info.get('changed', '?')} files of infill/ changed.\n\n" + host_ops(bench, one)
+        )
         (out.parent / f"{out.name}-host-ops.md").write_text(text)
         print(text)
         return 0
@@ -592,14 +700,26 @@ def main(argv=None) -> int:
     report = {
         "command": command() if argv is None else str(argv),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": measured, "bf16_native": native,
-        "settings": {"model": "proxy: BertForMaskedLM(hidden 128, 2 layers, 2 heads, intermediate 512, random, seed 0)"
-                     f" with {Path(args.model).name}'s tokenizer" if args.proxy else Path(args.model).name,
-                     "proxy": args.proxy, "templates": len(one), "repeats": args.repeats, "batch": len(many),
-                     "batch_repeats": args.batch_repeats, "pass_size": pass_size, "bf16": args.bf16},
+        "machine": measured,
+        "bf16_native": native,
+        "settings": {
+            "model": "proxy: BertForMaskedLM(hidden 128, 2 layers, 2 heads, intermediate 512, random, seed 0)"
+            f" with {Path(args.model).name}'s tokenizer"
+            if args.proxy
+            else Path(args.model).name,
+            "proxy": args.proxy,
+            "templates": len(one),
+            "repeats": args.repeats,
+            "batch": len(many),
+            "batch_repeats": args.batch_repeats,
+            "pass_size": pass_size,
+            "bf16": args.bf16,
+        },
         "seconds": round(time.perf_counter() - start, 1),
         "summary": summaries(rows, batches, busy, pass_size, args.threads, os.cpu_count(), args.slack),
-        "gpu_busy": busy, "one_a_call": rows, "batch": batches,
+        "gpu_busy": busy,
+        "one_a_call": rows,
+        "batch": batches,
     }
     return write(report, out)
 

@@ -13,6 +13,7 @@ span sampler). The ratio of this tree's
 wall per encoder sequence to the before tree's is reported per round, as the median with its spread: the
 machine is shared, so only the interleaved ratio means anything.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,15 +50,22 @@ for line in sys.stdin:
 
 def cases(templates: int) -> list[dict]:
     lines = [json.loads(line) for line in TUNE.read_text().splitlines() if line.strip()][:templates]
-    return ([{"template": t["template"], "options": FIXED} for t in lines]
-            + [{"template": t["template"], "options": AUTO} for t in lines]
-            + [{"template": t["template"].replace("[MASK]", "[MASK*?]"), "options": SPAN} for t in lines])
+    return (
+        [{"template": t["template"], "options": FIXED} for t in lines]
+        + [{"template": t["template"], "options": AUTO} for t in lines]
+        + [{"template": t["template"].replace("[MASK]", "[MASK*?]"), "options": SPAN} for t in lines]
+    )
 
 
 def worker(tree: Path, model: Path) -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, "-c", WORKER, str(model)], cwd=tree, text=True,
-                               env={**os.environ, "PYTHONPATH": str(tree)}, stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(model)],
+        cwd=tree,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     where = json.loads(process.stdout.readline())
     if not Path(where).resolve().is_relative_to(tree.resolve()):
         raise SystemExit(f"{tree}: imported infill from {where}")
@@ -92,33 +100,37 @@ def main() -> None:
             raise SystemExit(f"round {r}: the trees' fillings differ")
         wall = {name: sum(c["wall"] for c in per[name]) / sum(c["sequences"] for c in per[name]) for name in per}
         ratios.append(wall["after"] / wall["before"])
-        rows.append(f"| {r} | {' -> '.join(order)} | {1e3 * wall['before']:.3f} | {1e3 * wall['after']:.3f} "
-                    f"| {ratios[-1]:.3f} |")
+        rows.append(
+            f"| {r} | {' -> '.join(order)} | {1e3 * wall['before']:.3f} | {1e3 * wall['after']:.3f} "
+            f"| {ratios[-1]:.3f} |"
+        )
         print(rows[-1], flush=True)
     for process in workers.values():
         process.stdin.close()
         process.wait()
     ratio = median_range(ratios)
     sequences = sum(c["sequences"] for c in per["after"])
-    report = "\n".join([
-        f"# {args.title}: wall per encoder sequence, before and after",
-        "",
-        f"`python -m scripts.bench_layout --rounds {args.rounds} --templates {args.templates}`: the first "
-        f"{args.templates} template(s) of corpora/calibration/tune.jsonl on `{args.model.name}` (CPU, one thread), "
-        f"each with its token blanks ({FIXED}; the default, {AUTO}) and as `[MASK*?]` word blanks ({SPAN}), seed 0; "
-        f"{sequences} encoder "
-        f"sequences per tree and round, after a warm-up round. Before: {args.before_commit or commit(args.before)}; "
-        f"after: this checkout ({commit()}). The fillings are the same in every round. The machine ({cpu_model()}, "
-        f"{os.cpu_count()} cores) was shared with other work: the ratio, interleaved, is the number to read.",
-        "",
-        "| round | order | before ms/seq | after ms/seq | after / before |",
-        "|---|---|---|---|---|",
-        *rows,
-        "",
-        f"**after / before: median {ratio['median']:.3f}** (min {ratio['min']:.3f}, max {ratio['max']:.3f}, "
-        f"{args.rounds} interleaved rounds; target within 5%).",
-        "",
-    ])
+    report = "\n".join(
+        [
+            f"# {args.title}: wall per encoder sequence, before and after",
+            "",
+            f"`python -m scripts.bench_layout --rounds {args.rounds} --templates {args.templates}`: the first "
+            f"{args.templates} template(s) of corpora/calibration/tune.jsonl on `{args.model.name}` (CPU, one thread), "
+            f"each with its token blanks ({FIXED}; the default, {AUTO}) and as `[MASK*?]` word blanks ({SPAN}), seed 0; "
+            f"{sequences} encoder "
+            f"sequences per tree and round, after a warm-up round. Before: {args.before_commit or commit(args.before)}; "
+            f"after: this checkout ({commit()}). The fillings are the same in every round. The machine ({cpu_model()}, "
+            f"{os.cpu_count()} cores) was shared with other work: the ratio, interleaved, is the number to read.",
+            "",
+            "| round | order | before ms/seq | after ms/seq | after / before |",
+            "|---|---|---|---|---|",
+            *rows,
+            "",
+            f"**after / before: median {ratio['median']:.3f}** (min {ratio['min']:.3f}, max {ratio['max']:.3f}, "
+            f"{args.rounds} interleaved rounds; target within 5%).",
+            "",
+        ]
+    )
     args.out.write_text(report)
     print(f"median {ratio['median']:.3f} [{ratio['min']:.3f}, {ratio['max']:.3f}] -> {args.out}")
 

@@ -19,6 +19,7 @@ the model's code (of it, separately: ``torch._dynamo``, which transformers' mask
 ``scipy.optimize``, which its object-detection loss imports where scipy is installed), building the model and
 reading its weights, and the first filling. Every run's fillings must be the same.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,9 +39,16 @@ from scripts.harness import DEV_MODEL, ROOT, cpu_model
 TEMPLATE = "he had not, after all, [MASK] me the chance ."
 OPTIONS = ("--top", "5", "--seed", "0")
 TICK = os.sysconf("SC_CLK_TCK")
-STAGES = ("run settings (torch, samplers)", "tokenizer and config (transformers)", "template checked (vocabulary)",
-          "model code: torch._dynamo", "model code: scipy.optimize", "model code: the rest", "model built, weights read",
-          "first filling")
+STAGES = (
+    "run settings (torch, samplers)",
+    "tokenizer and config (transformers)",
+    "template checked (vocabulary)",
+    "model code: torch._dynamo",
+    "model code: scipy.optimize",
+    "model code: the rest",
+    "model built, weights read",
+    "first filling",
+)
 
 
 def _cpu_of(pid: int) -> float:
@@ -57,8 +65,14 @@ def cli_run(tree: Path, model: Path, template: str) -> dict:
     """One ``infill sample`` process: wall and CPU seconds to its first line and in all, and its stdout."""
     with tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-m", "infill", "sample", template, "--model", str(model), *OPTIONS],
-                                 cwd=tree, env=_env(tree), stdout=subprocess.PIPE, stderr=err, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "infill", "sample", template, "--model", str(model), *OPTIONS],
+            cwd=tree,
+            env=_env(tree),
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
         first = child.stdout.readline()
         first_wall, first_cpu = time.perf_counter() - start, _cpu_of(child.pid)
         rest = child.stdout.read()
@@ -86,21 +100,25 @@ def probe(model: str, template: str) -> None:
 
     args = build_parser("sample").parse_args(["sample", template, "--model", model, *OPTIONS])
     from infill.pipeline.config import RunConfig
+
     config = RunConfig.create(**cli_options(args))
     mark(STAGES[0])
     from infill.lm import models
     from infill.pipeline.infiller import Infiller, prepare
+
     tokenizer = models.load_tokenizer(model)
     model_config = models.load_config(model)
     mark(STAGES[1])
     prepared = prepare([template], config, tokenizer, models.max_length(tokenizer, model_config))
     mark(STAGES[2])
     import torch._dynamo  # noqa: F401
+
     mark(STAGES[3])
     if importlib.util.find_spec("scipy") is not None:
         import scipy.optimize  # noqa: F401
     mark(STAGES[4])
     from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING
+
     MODEL_FOR_MASKED_LM_MAPPING[type(model_config)]
     mark(STAGES[5])
     infiller = Infiller(model, tokenizer=tokenizer)
@@ -113,8 +131,13 @@ def probe(model: str, template: str) -> None:
 def stage_run(tree: Path, model: Path, template: str) -> dict:
     """:func:`probe` in a fresh process whose ``infill`` is the tree's (this checkout's ``scripts`` after it)."""
     env = {**_env(tree), "PYTHONPATH": os.pathsep.join([str(tree), str(ROOT)])}
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--probe", "--model", str(model),
-                           "--template", template], cwd=tree, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--probe", "--model", str(model), "--template", template],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         raise SystemExit(f"{tree}: the stage probe failed: {done.stderr.strip()[-500:]}")
     return json.loads(done.stdout.splitlines()[-1])
@@ -130,19 +153,35 @@ def _span(s: dict, digits: int = 2) -> str:
 
 def report(results: dict) -> str:
     base, new = results["trees"]["base"], results["trees"]["new"]
-    lines = ["# Start-up of `infill sample` to the first filling", "",
-             f"`python -m scripts.bench_startup --pairs {results['pairs']} --stages {results['stage_runs']}` on "
-             f"{results['machine']}: `infill sample \"{results['template']}\" --model {results['model']} "
-             f"{' '.join(OPTIONS)}`, a fresh process per run, the two trees alternated (order flipped every pair). "
-             "Seconds: median (min-max). CPU is user + system over every thread.", "",
-             f"- base: `{base['path']}` ({base['label']})", f"- new: `{new['path']}` ({new['label']})",
-             f"- same fillings in every run of both trees: {'yes' if results['same_fillings'] else 'NO'}", "",
-             "| | base | new | new / base (median of pairs) |", "|---|---|---|---|"]
-    for key, name in (("first_wall", "wall to first filling"), ("first_cpu", "CPU to first filling"),
-                      ("wall", "wall, whole run"), ("cpu", "CPU, whole run")):
+    lines = [
+        "# Start-up of `infill sample` to the first filling",
+        "",
+        f"`python -m scripts.bench_startup --pairs {results['pairs']} --stages {results['stage_runs']}` on "
+        f'{results["machine"]}: `infill sample "{results["template"]}" --model {results["model"]} '
+        f"{' '.join(OPTIONS)}`, a fresh process per run, the two trees alternated (order flipped every pair). "
+        "Seconds: median (min-max). CPU is user + system over every thread.",
+        "",
+        f"- base: `{base['path']}` ({base['label']})",
+        f"- new: `{new['path']}` ({new['label']})",
+        f"- same fillings in every run of both trees: {'yes' if results['same_fillings'] else 'NO'}",
+        "",
+        "| | base | new | new / base (median of pairs) |",
+        "|---|---|---|---|",
+    ]
+    for key, name in (
+        ("first_wall", "wall to first filling"),
+        ("first_cpu", "CPU to first filling"),
+        ("wall", "wall, whole run"),
+        ("cpu", "CPU, whole run"),
+    ):
         lines.append(f"| {name} | {_span(base[key])} | {_span(new[key])} | {_span(results['ratios'][key])} |")
-    lines += ["", f"## Where the time goes (new tree, {results['stage_runs']} runs of the stage probe)", "",
-              "| stage | wall | CPU | share of CPU |", "|---|---|---|---|"]
+    lines += [
+        "",
+        f"## Where the time goes (new tree, {results['stage_runs']} runs of the stage probe)",
+        "",
+        "| stage | wall | CPU | share of CPU |",
+        "|---|---|---|---|",
+    ]
     total = sum(s["cpu"]["median"] for s in new["stages"].values())
     for stage, s in new["stages"].items():
         lines.append(f"| {stage} | {_span(s['wall'])} | {_span(s['cpu'])} | {s['cpu']['median'] / total:.0%} |")
@@ -173,25 +212,40 @@ def main() -> None:
         for name in order:
             if i < args.pairs:
                 runs[name].append(cli_run(trees[name], args.model, args.template))
-                print(f"{name} {i}: first filling {runs[name][-1]['first_wall']:.2f} s wall, "
-                      f"{runs[name][-1]['first_cpu']:.2f} s CPU", file=sys.stderr)
+                print(
+                    f"{name} {i}: first filling {runs[name][-1]['first_wall']:.2f} s wall, "
+                    f"{runs[name][-1]['first_cpu']:.2f} s CPU",
+                    file=sys.stderr,
+                )
             if i < args.stages:
                 stages[name].append(stage_run(trees[name], args.model, args.template))
     outputs = {run["stdout"] for name in trees for run in runs[name]}
     outputs |= {"\n".join(s["texts"]) + "\n" for name in trees for s in stages[name]}
     results = {
-        "template": args.template, "model": args.model.name, "pairs": args.pairs, "stage_runs": args.stages,
-        "machine": f"{cpu_model()}, {os.cpu_count()} cores, Python "
-                   f"{platform.python_version()}",
-        "same_fillings": len(outputs) == 1, "fillings": sorted(outputs),
-        "trees": {name: {"path": str(tree), "label": _label(tree),
-                         **{key: summary([r[key] for r in runs[name]]) for key in ("first_wall", "first_cpu", "wall", "cpu")},
-                         "stages": {stage: {k: summary([s["stages"][stage][k] for s in stages[name]]) for k in ("wall", "cpu")}
-                                    for stage in STAGES},
-                         "runs": [{k: v for k, v in r.items() if k != "stdout"} for r in runs[name]]}
-                  for name, tree in trees.items()},
-        "ratios": {key: summary([n[key] / b[key] for b, n in zip(runs["base"], runs["new"])])
-                   for key in ("first_wall", "first_cpu", "wall", "cpu")},
+        "template": args.template,
+        "model": args.model.name,
+        "pairs": args.pairs,
+        "stage_runs": args.stages,
+        "machine": f"{cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "same_fillings": len(outputs) == 1,
+        "fillings": sorted(outputs),
+        "trees": {
+            name: {
+                "path": str(tree),
+                "label": _label(tree),
+                **{key: summary([r[key] for r in runs[name]]) for key in ("first_wall", "first_cpu", "wall", "cpu")},
+                "stages": {
+                    stage: {k: summary([s["stages"][stage][k] for s in stages[name]]) for k in ("wall", "cpu")}
+                    for stage in STAGES
+                },
+                "runs": [{k: v for k, v in r.items() if k != "stdout"} for r in runs[name]],
+            }
+            for name, tree in trees.items()
+        },
+        "ratios": {
+            key: summary([n[key] / b[key] for b, n in zip(runs["base"], runs["new"])])
+            for key in ("first_wall", "first_cpu", "wall", "cpu")
+        },
     }
     text = report(results)
     if args.out:
@@ -203,8 +257,9 @@ def main() -> None:
 def _label(tree: Path) -> str:
     """The tree's commit, and whether it has changes not committed."""
     head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True)
+    dirty = subprocess.run(
+        ["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+    )
     return f"{head.stdout.strip() or 'no commit'}{' with uncommitted changes' if dirty.stdout.strip() else ''}"
 
 

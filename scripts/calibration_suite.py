@@ -9,6 +9,7 @@ every regime into a tuning half and a check half, written as ``corpora/calibrati
 
 Run: ``python3 -m scripts.calibration_suite`` (same seed, same files).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,8 @@ def build(tokenizer, corpus_dir: Path, seed: int) -> dict[str, list[dict]]:
                 rows.append({"id": f"{sid}-{regime}", "template": made[0], "removed": made[1], "regime": regime})
         if len(rows) < total:
             raise SystemExit(f"only {len(rows)} sentences for regime {regime}")
-        halves["tune"] += rows[:total // 2]
-        halves["check"] += rows[total // 2:]
+        halves["tune"] += rows[: total // 2]
+        halves["check"] += rows[total // 2 :]
     return halves
 
 

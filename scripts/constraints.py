@@ -23,6 +23,7 @@ fraction is within ``TOLERANCE`` of the target. A variant is "near" when its cha
 Each task's rows are one line of ``OUT/runs.jsonl``, appended as soon as they finish; a rerun skips tasks
 already there, and the report (``report.md``, ``report.json``, two plots) is rebuilt from it after every task.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,9 +71,12 @@ GRADIENT_COST = 2  # sequences per chain and blank of a gradient step (forward a
 
 # ---------------------------------------------------------------- tasks
 
+
 def load_sentences(corpora: Path) -> dict[str, list[list[str]]]:
-    return {name: [normalize(line, convention) for line in (corpora / file).read_text().splitlines() if line.strip()]
-            for name, (file, convention) in CORPORA.items()}
+    return {
+        name: [normalize(line, convention) for line in (corpora / file).read_text().splitlines() if line.strip()]
+        for name, (file, convention) in CORPORA.items()
+    }
 
 
 class Vocabulary:
@@ -101,8 +105,14 @@ class Vocabulary:
             other = self.all[k][2]
             if tuple(other) != words:
                 counts.update(self.content(other))
-        ranked = sorted(((c / math.sqrt(self.df[w]), w) for w, c in counts.items()
-                         if c >= 2 and w not in words and w in self.one_token), key=lambda s: (-s[0], s[1]))
+        ranked = sorted(
+            (
+                (c / math.sqrt(self.df[w]), w)
+                for w, c in counts.items()
+                if c >= 2 and w not in words and w in self.one_token
+            ),
+            key=lambda s: (-s[0], s[1]),
+        )
         return ranked[0][1] if ranked else None
 
 
@@ -132,8 +142,16 @@ def keyword_tasks(vocabulary: Vocabulary, sentences: dict, count: int) -> list[d
             continue
         include = {"removed": [rng.choice(removed)], "related": [related], "both": [rng.choice(removed), related]}
         seen.add(words)
-        tasks.append({"id": f"{name}-{index}", "corpus": name, "words": words, "masked": masked, "kind": kind,
-                      "include": include[kind]})
+        tasks.append(
+            {
+                "id": f"{name}-{index}",
+                "corpus": name,
+                "words": words,
+                "masked": masked,
+                "kind": kind,
+                "include": include[kind],
+            }
+        )
     return tasks
 
 
@@ -142,12 +160,17 @@ def rewrite_tasks(sentences: dict, count: int, exclude: set) -> list[dict]:
     chosen = []
     for name, group in sentences.items():
         candidates = sorted({tuple(w) for w in group if 10 <= len(w) <= 25 and "[UNK]" not in w} - exclude)
-        chosen.append([{"id": f"{name}-{group.index(list(w))}", "corpus": name, "text": " ".join(w)}
-                       for w in rng.sample(candidates, (count + 1) // 2)])
+        chosen.append(
+            [
+                {"id": f"{name}-{group.index(list(w))}", "corpus": name, "text": " ".join(w)}
+                for w in rng.sample(candidates, (count + 1) // 2)
+            ]
+        )
     return [t for pair in zip(*chosen) for t in pair][:count]
 
 
 # ---------------------------------------------------------------- keywords
+
 
 def sampler_row(infiller: Infiller, task: Task, words: list[str], config: RunConfig) -> dict:
     start = time.perf_counter()
@@ -155,11 +178,15 @@ def sampler_row(infiller: Infiller, task: Task, words: list[str], config: RunCon
     seconds = time.perf_counter() - start
     final = result.trace.final_state.x
     include = include_term(infiller.tokenizer, infiller.category_ids(), words, final.shape[1])
-    return {"texts": [task.fill(s.fills) for s in result.samples], "plls": [s.energy for s in result.samples],
-            "satisfied": [s.terms["include"] == 0 for s in result.samples],
-            "chains_satisfied": (evaluate(include, one_hot(final, include.num_categories)) == 0).float().mean().item(),
-            "encoder_sequences": result.diagnostics.encoder_sequences, "seconds": seconds,
-            "acceptance_rate": result.diagnostics.acceptance_rate}
+    return {
+        "texts": [task.fill(s.fills) for s in result.samples],
+        "plls": [s.energy for s in result.samples],
+        "satisfied": [s.terms["include"] == 0 for s in result.samples],
+        "chains_satisfied": (evaluate(include, one_hot(final, include.num_categories)) == 0).float().mean().item(),
+        "encoder_sequences": result.diagnostics.encoder_sequences,
+        "seconds": seconds,
+        "acceptance_rate": result.diagnostics.acceptance_rate,
+    }
 
 
 def rejection(infiller: Infiller, text: str, method: str, budget: int, seed: int, keep, limit: int) -> dict:
@@ -170,8 +197,14 @@ def rejection(infiller: Infiller, text: str, method: str, budget: int, seed: int
     start = time.perf_counter()
     template = infiller.parse(text)
     categories = infiller.category_ids()
-    energy = MaskedLMEnergy(infiller.model, template.input_ids[None], template.blank_positions[None], categories,
-                            infiller.tokenizer.mask_token_id, 512)
+    energy = MaskedLMEnergy(
+        infiller.model,
+        template.input_ids[None],
+        template.blank_positions[None],
+        categories,
+        infiller.tokenizer.mask_token_id,
+        512,
+    )
     d, cost = template.num_blanks, FORWARDS[method](template.num_blanks)
     generator = torch.Generator(infiller.device).manual_seed(seed)
     chunk = max(1, min(budget // cost, 100 if cost == 1 else 25))
@@ -190,21 +223,44 @@ def rejection(infiller: Infiller, text: str, method: str, budget: int, seed: int
                 kept[tuple(row)] = None
     spent = draws * cost + len(kept) * d
     rows = torch.tensor(list(kept), dtype=torch.long).reshape(-1, d)
-    plls = torch.cat([evaluate(energy, one_hot(part, len(categories))) for part in rows.split(64)]) if len(rows) \
+    plls = (
+        torch.cat([evaluate(energy, one_hot(part, len(categories))) for part in rows.split(64)])
+        if len(rows)
         else torch.zeros(0)
+    )
     tokens = [infiller.tokenizer.convert_ids_to_tokens(categories[r].tolist()) for r in rows]
-    return {"rows": rows, "plls": plls.tolist(), "tokens": tokens, "draws": draws, "encoder_sequences": spent,
-            "seconds": time.perf_counter() - start}
+    return {
+        "rows": rows,
+        "plls": plls.tolist(),
+        "tokens": tokens,
+        "draws": draws,
+        "encoder_sequences": spent,
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def keyword_rejection(infiller: Infiller, task: Task, words: list[str], method: str, budget: int) -> dict:
     include = include_term(infiller.tokenizer, infiller.category_ids(), words, len(task.masked))
-    run = rejection(infiller, task.template, method, budget, SEED,
-                    lambda rows: evaluate(include, one_hot(rows, include.num_categories)) == 0, limit=10**9)
+    run = rejection(
+        infiller,
+        task.template,
+        method,
+        budget,
+        SEED,
+        lambda rows: evaluate(include, one_hot(rows, include.num_categories)) == 0,
+        limit=10**9,
+    )
     best = sorted(range(len(run["plls"])), key=lambda k: -run["plls"][k])[:TOP]
-    return {"texts": [task.fill(run["tokens"][k]) for k in best], "plls": [run["plls"][k] for k in best],
-            "satisfied": [True] * len(best), "found": len(run["plls"]), "draws": run["draws"],
-            "budget": budget, "encoder_sequences": run["encoder_sequences"], "seconds": run["seconds"]}
+    return {
+        "texts": [task.fill(run["tokens"][k]) for k in best],
+        "plls": [run["plls"][k] for k in best],
+        "satisfied": [True] * len(best),
+        "found": len(run["plls"]),
+        "draws": run["draws"],
+        "budget": budget,
+        "encoder_sequences": run["encoder_sequences"],
+        "seconds": run["seconds"],
+    }
 
 
 def run_keywords(infiller: Infiller, spec: dict, with_samplers: bool) -> dict:
@@ -215,12 +271,14 @@ def run_keywords(infiller: Infiller, spec: dict, with_samplers: bool) -> dict:
     for method in REJECTION:
         rows[f"{method}+rejection"] = keyword_rejection(infiller, task, words, method, budget)
     for name in SAMPLERS if with_samplers else ():
-        rows[name] = sampler_row(infiller, task, words, RunConfig.create(method=name, top=TOP, seed=SEED,
-                                                                           include=words))
+        rows[name] = sampler_row(
+            infiller, task, words, RunConfig.create(method=name, top=TOP, seed=SEED, include=words)
+        )
     return {**spec, "template": task.template, "blanks": len(task.masked), "rows": rows}
 
 
 # ---------------------------------------------------------------- rewrite
+
 
 def step_cost(sampler: str, chains: int, d: int) -> int:
     """Encoder sequences of one step over ``chains`` chains: ``gibbs-mh`` one masked copy per chain for the
@@ -238,10 +296,14 @@ def steps_for(sampler: str, budget: int, chains: int, d: int) -> int:
 
 
 def rewrite_variants(result, template: str, source_pll: float, d: int) -> dict:
-    return {"texts": [fill_template(template, s.fills) for s in result.samples], "plls": [s.energy for s in result.samples],
-            "changed": [-s.terms["closeness"] / d for s in result.samples],
-            "encoder_sequences": result.diagnostics.encoder_sequences, "source_pll": source_pll,
-            "acceptance_rate": result.diagnostics.acceptance_rate}
+    return {
+        "texts": [fill_template(template, s.fills) for s in result.samples],
+        "plls": [s.energy for s in result.samples],
+        "changed": [-s.terms["closeness"] / d for s in result.samples],
+        "encoder_sequences": result.diagnostics.encoder_sequences,
+        "source_pll": source_pll,
+        "acceptance_rate": result.diagnostics.acceptance_rate,
+    }
 
 
 def run_rewrite(infiller: Infiller, spec: dict, change: float, chains: int) -> dict:
@@ -251,24 +313,38 @@ def run_rewrite(infiller: Infiller, spec: dict, change: float, chains: int) -> d
     categories = infiller.category_ids()
     source = source_categories(categories, torch.tensor(source))
     d = len(source)
-    energy = MaskedLMEnergy(infiller.model, parsed.input_ids[None], parsed.blank_positions[None], categories,
-                            infiller.tokenizer.mask_token_id, 512)
+    energy = MaskedLMEnergy(
+        infiller.model,
+        parsed.input_ids[None],
+        parsed.blank_positions[None],
+        categories,
+        infiller.tokenizer.mask_token_id,
+        512,
+    )
     source_pll = evaluate(energy, one_hot(source[None], len(categories))).item()
     rows, budget = {}, None
     for name in REWRITE_SAMPLERS:
         steps = RunConfig.steps if budget is None else steps_for(name, budget, chains, d)
         start = time.perf_counter()
         result = infiller.rewrite(text, change, sampler=name, num_samples=chains, steps=steps, seed=SEED)
-        rows[name] = {**rewrite_variants(result, template, source_pll, d), "steps": steps,
-                      "seconds": time.perf_counter() - start}
+        rows[name] = {
+            **rewrite_variants(result, template, source_pll, d),
+            "steps": steps,
+            "seconds": time.perf_counter() - start,
+        }
         budget = budget or result.diagnostics.encoder_sequences
     near = lambda rows: (rows != source).float().mean(1).sub(change).abs() <= TOLERANCE + 1e-9  # noqa: E731
     run = rejection(infiller, template, "left-to-right", budget, SEED, near, limit=chains)
     rows["left-to-right+rejection"] = {
-        "texts": [fill_template(template, t) for t in run["tokens"]], "plls": run["plls"],
+        "texts": [fill_template(template, t) for t in run["tokens"]],
+        "plls": run["plls"],
         "changed": (run["rows"] != source).float().mean(1).tolist() if len(run["rows"]) else [],
-        "encoder_sequences": run["encoder_sequences"], "source_pll": source_pll, "draws": run["draws"],
-        "seconds": run["seconds"], "budget": budget}
+        "encoder_sequences": run["encoder_sequences"],
+        "source_pll": source_pll,
+        "draws": run["draws"],
+        "seconds": run["seconds"],
+        "budget": budget,
+    }
     return {**spec, "change": change, "blanks": d, "template": template, "rows": rows}
 
 
@@ -278,6 +354,7 @@ def fill_template(template: str, tokens: list[str]) -> str:
 
 
 # ---------------------------------------------------------------- report
+
 
 def bleu(texts: list[str]) -> Optional[float]:
     return 100 * self_bleu(texts) if len(texts) >= 2 else None
@@ -290,14 +367,16 @@ def keyword_summary(tasks: list[dict]) -> dict:
         runs = [t["rows"][name] for t in tasks if name in t["rows"]]
         returned = [s for r in runs for s in r["satisfied"]]
         summary[name] = {
-            "tasks": len(runs), "returned": len(returned),
+            "tasks": len(runs),
+            "returned": len(returned),
             "satisfied": sum(returned) / len(returned) if returned else None,
             "chains_satisfied": mean_defined(r.get("chains_satisfied") for r in runs),
             "mean_pll": mean_defined(satisfying_pll(r) for r in runs),
             "self_bleu": mean_defined(bleu(r["texts"]) for r in runs),
             "encoder_sequences": statistics.fmean(r["encoder_sequences"] for r in runs),
             "seconds": statistics.fmean(r["seconds"] for r in runs),
-            "found": (sum(r["found"] > 0 for r in runs) / len(runs)) if "found" in runs[0] else None}
+            "found": (sum(r["found"] > 0 for r in runs) / len(runs)) if "found" in runs[0] else None,
+        }
     return summary
 
 
@@ -320,10 +399,17 @@ def against(tasks: list[dict], ours: str, theirs: str) -> dict:
     ratios = sorted(b["encoder_sequences"] / a["encoder_sequences"] for a, b in pairs)
     times = sorted(a["seconds"] / b["seconds"] for a, b in pairs)
     gaps = [satisfying_pll(a) - satisfying_pll(b) for a, b in pairs if satisfying_pll(a) is not None]
-    return {"row": ours, "rejection": theirs, "tasks": len(tasks), "found": len(pairs), "wins": len(wins),
-            "mean_gap": statistics.fmean(gaps) if gaps else None, "median_gap": statistics.median(gaps) if gaps else None,
-            "sequences_ratio": (ratios[0], statistics.median(ratios), ratios[-1]) if ratios else None,
-            "time_ratio": (times[0], statistics.median(times), times[-1]) if times else None}
+    return {
+        "row": ours,
+        "rejection": theirs,
+        "tasks": len(tasks),
+        "found": len(pairs),
+        "wins": len(wins),
+        "mean_gap": statistics.fmean(gaps) if gaps else None,
+        "median_gap": statistics.median(gaps) if gaps else None,
+        "sequences_ratio": (ratios[0], statistics.median(ratios), ratios[-1]) if ratios else None,
+        "time_ratio": (times[0], statistics.median(times), times[-1]) if times else None,
+    }
 
 
 def near_pll(run: dict, change: float) -> Optional[float]:
@@ -333,8 +419,13 @@ def near_pll(run: dict, change: float) -> Optional[float]:
 
 def hits(run: dict, change: float) -> int:
     """Distinct variants that reach the source's PLL having changed at least ``change - TOLERANCE``."""
-    return len({t for t, p, c in zip(run["texts"], run["plls"], run["changed"])
-                if p >= run["source_pll"] and c >= change - TOLERANCE - 1e-9})
+    return len(
+        {
+            t
+            for t, p, c in zip(run["texts"], run["plls"], run["changed"])
+            if p >= run["source_pll"] and c >= change - TOLERANCE - 1e-9
+        }
+    )
 
 
 def rewrite_summary(tasks: list[dict]) -> dict:
@@ -348,19 +439,25 @@ def rewrite_summary(tasks: list[dict]) -> dict:
             variants = [c for r in runs for c in r["changed"]]
             near = [near_pll(r, change) for r in runs]
             rows[name] = {
-                "sentences": len(runs), "variants": len(variants),
+                "sentences": len(runs),
+                "variants": len(variants),
                 "changed": statistics.fmean(variants) if variants else None,
-                "near": (sum(abs(c - change) <= TOLERANCE + 1e-9 for c in variants) / len(variants)) if variants else None,
+                "near": (sum(abs(c - change) <= TOLERANCE + 1e-9 for c in variants) / len(variants))
+                if variants
+                else None,
                 "found": sum(bool(r["plls"]) for r in runs) / len(runs),
-                "pll_gap": mean_defined(statistics.fmean(p - r["source_pll"] for p in r["plls"]) if r["plls"] else None
-                                        for r in runs),
-                "near_pll_gap": mean_defined(near), "hits": statistics.fmean(hits(r, change) for r in runs),
+                "pll_gap": mean_defined(
+                    statistics.fmean(p - r["source_pll"] for p in r["plls"]) if r["plls"] else None for r in runs
+                ),
+                "near_pll_gap": mean_defined(near),
+                "hits": statistics.fmean(hits(r, change) for r in runs),
                 "sequences_per_hit": per_hit([(r, change) for r in runs]),
                 "self_bleu": mean_defined(bleu(r["texts"]) for r in runs),
                 "encoder_sequences": statistics.fmean(r["encoder_sequences"] for r in runs),
                 "steps": mean_defined(r.get("steps") for r in runs),
                 "seconds": statistics.fmean(r["seconds"] for r in runs),
-                "acceptance_rate": mean_defined(r.get("acceptance_rate") for r in runs)}
+                "acceptance_rate": mean_defined(r.get("acceptance_rate") for r in runs),
+            }
         summary[f"{change:g}"] = rows
     return summary
 
@@ -387,8 +484,11 @@ def plot(keywords: list[dict], rewrite: list[dict], out: Path) -> None:
     figure = Figure(figsize=(11, 4.5))
     paired, means = figure.subplots(1, 2)
     for method, marker in zip(REJECTION, "so"):
-        pairs = [(satisfying_pll(t["rows"][f"{method}+rejection"]), satisfying_pll(t["rows"]["gibbs (default)"]))
-                 for t in keywords if t["rows"][f"{method}+rejection"]["found"]]
+        pairs = [
+            (satisfying_pll(t["rows"][f"{method}+rejection"]), satisfying_pll(t["rows"]["gibbs (default)"]))
+            for t in keywords
+            if t["rows"][f"{method}+rejection"]["found"]
+        ]
         pairs = [(x, y) for x, y in pairs if y is not None]
         paired.scatter([x for x, _ in pairs], [y for _, y in pairs], marker=marker, s=18, label=f"{method}+rejection")
     low, high = paired.get_xlim()
@@ -401,8 +501,9 @@ def plot(keywords: list[dict], rewrite: list[dict], out: Path) -> None:
     for name, row in (keyword_summary(full) if full else {}).items():
         if row["mean_pll"] is not None:
             means.scatter(row["encoder_sequences"], row["mean_pll"], s=20, marker="s" if "rejection" in name else "o")
-            means.annotate(f"{name} ({100 * row['satisfied']:.0f}% sat.)", (row["encoder_sequences"], row["mean_pll"]),
-                           fontsize=7)
+            means.annotate(
+                f"{name} ({100 * row['satisfied']:.0f}% sat.)", (row["encoder_sequences"], row["mean_pll"]), fontsize=7
+            )
     means.set_xlabel("encoder sequences per task")
     means.set_ylabel("mean PLL of the satisfying returned fillings")
     means.set_title(f"keywords, every row, on the {len(full)} tasks that ran them all", fontsize=9)
@@ -415,13 +516,26 @@ def plot(keywords: list[dict], rewrite: list[dict], out: Path) -> None:
     for task in rewrite:
         for name, run in task["rows"].items():
             colour = colours.setdefault(name, f"C{len(colours)}")
-            axis.scatter(run["changed"], [p - run["source_pll"] for p in run["plls"]], s=5, alpha=0.25, color=colour,
-                         marker="o" if task["change"] == 0.2 else "^")
+            axis.scatter(
+                run["changed"],
+                [p - run["source_pll"] for p in run["plls"]],
+                s=5,
+                alpha=0.25,
+                color=colour,
+                marker="o" if task["change"] == 0.2 else "^",
+            )
     for change, rows in rewrite_summary(rewrite).items():
         for name, row in rows.items():
             if row["changed"] is not None:
-                axis.scatter(row["changed"], row["pll_gap"], s=70, color=colours[name], edgecolors="black",
-                             marker="o" if change == "0.2" else "^", label=f"{name} @ change {change}")
+                axis.scatter(
+                    row["changed"],
+                    row["pll_gap"],
+                    s=70,
+                    color=colours[name],
+                    edgecolors="black",
+                    marker="o" if change == "0.2" else "^",
+                    label=f"{name} @ change {change}",
+                )
     for change in {t["change"] for t in rewrite}:
         axis.axvline(change, color="grey", lw=0.5)
     axis.set_xlabel("fraction of words changed")
@@ -434,47 +548,92 @@ def plot(keywords: list[dict], rewrite: list[dict], out: Path) -> None:
 
 def markdown(report: dict) -> str:
     kw, rw = report["keywords"], report["rewrite"]
-    columns = [("tasks", "tasks", 0), ("satisfied", "satisfied ↑", 3), ("chains_satisfied", "chains' finals sat.", 3),
-               ("mean_pll", "PLL of satisfying ↑", 2), ("self_bleu", "self-BLEU ↓", 1),
-               ("encoder_sequences", "enc. seqs", 0), ("seconds", "s/task", 1), ("found", "found any", 2)]
+    columns = [
+        ("tasks", "tasks", 0),
+        ("satisfied", "satisfied ↑", 3),
+        ("chains_satisfied", "chains' finals sat.", 3),
+        ("mean_pll", "PLL of satisfying ↑", 2),
+        ("self_bleu", "self-BLEU ↓", 1),
+        ("encoder_sequences", "enc. seqs", 0),
+        ("seconds", "s/task", 1),
+        ("found", "found any", 2),
+    ]
     header = ["row", *(t for _, t, _ in columns)]
-    lines = ["# Fillings under constraints", "", f"Keywords: {kw['tasks']} tasks done; rewrite: "
-             f"{rw['tasks']} (sentence, change) pairs done.", "", "## Keywords", "",
-             *table(header, [[n, *(fmt(r[k], dg) for k, _, dg in columns)] for n, r in kw["rows"].items()]), "",
-             "satisfied: fraction of returned fillings (top 5) holding every include word; chains' finals sat.: the "
-             "same over the 25 chains' final states; PLL of satisfying: mean over tasks (where the row has any) of "
-             "the mean PLL of the satisfying returned fillings; found any: fraction of tasks where rejection kept "
-             "any filling.", "", f"On the {kw['every_row']['tasks']} tasks that ran every row:", "",
-             *table(header, [[n, *(fmt(r[k], dg) for k, _, dg in columns)] for n, r in kw["every_row"]["rows"].items()]),
-             ""]
+    lines = [
+        "# Fillings under constraints",
+        "",
+        f"Keywords: {kw['tasks']} tasks done; rewrite: {rw['tasks']} (sentence, change) pairs done.",
+        "",
+        "## Keywords",
+        "",
+        *table(header, [[n, *(fmt(r[k], dg) for k, _, dg in columns)] for n, r in kw["rows"].items()]),
+        "",
+        "satisfied: fraction of returned fillings (top 5) holding every include word; chains' finals sat.: the "
+        "same over the 25 chains' final states; PLL of satisfying: mean over tasks (where the row has any) of "
+        "the mean PLL of the satisfying returned fillings; found any: fraction of tasks where rejection kept "
+        "any filling.",
+        "",
+        f"On the {kw['every_row']['tasks']} tasks that ran every row:",
+        "",
+        *table(header, [[n, *(fmt(r[k], dg) for k, _, dg in columns)] for n, r in kw["every_row"]["rows"].items()]),
+        "",
+    ]
     for c in kw["against"]:
         lo, mid, hi = c["sequences_ratio"] or (None,) * 3
         tl, tm, th = c["time_ratio"] or (None,) * 3
-        lines.append(f"- `{c['row']}` against `{c['rejection']}`: rejection found a filling on {c['found']} of "
-                     f"{c['tasks']} tasks; on {c['wins']} of them "
-                     f"({fmt(100 * c['wins'] / c['found'] if c['found'] else None, 0)}%) our "
-                     f"mean PLL of satisfying fillings is at least rejection's (mean gap {fmt(c['mean_gap'])}, median "
-                     f"{fmt(c['median_gap'])}); rejection used {fmt(mid)}x our sequences (range {fmt(lo)}-{fmt(hi)}); "
-                     f"our time over rejection's {fmt(tm)}x (range {fmt(tl)}-{fmt(th)}).")
+        lines.append(
+            f"- `{c['row']}` against `{c['rejection']}`: rejection found a filling on {c['found']} of "
+            f"{c['tasks']} tasks; on {c['wins']} of them "
+            f"({fmt(100 * c['wins'] / c['found'] if c['found'] else None, 0)}%) our "
+            f"mean PLL of satisfying fillings is at least rejection's (mean gap {fmt(c['mean_gap'])}, median "
+            f"{fmt(c['median_gap'])}); rejection used {fmt(mid)}x our sequences (range {fmt(lo)}-{fmt(hi)}); "
+            f"our time over rejection's {fmt(tm)}x (range {fmt(tl)}-{fmt(th)})."
+        )
     by_kind = kw["by_kind"]
-    lines += ["", "Default row by kind of task: " + "; ".join(
-        f"{k}: {fmt(v['satisfied'], 3)} satisfied over {v['tasks']} tasks" for k, v in by_kind.items()) + ".", ""]
-    columns = [("sentences", "sentences", 0), ("changed", "changed", 3), ("near", "near target", 2),
-               ("found", "any variant", 2), ("pll_gap", "PLL - source", 2), ("near_pll_gap", "near: PLL - source", 2),
-               ("hits", "hits/sentence", 2), ("sequences_per_hit", "enc. seqs per hit ↓", 0), ("self_bleu", "self-BLEU ↓", 1),
-               ("encoder_sequences", "enc. seqs", 0), ("steps", "steps", 1), ("acceptance_rate", "accept", 2),
-               ("seconds", "s", 1)]
+    lines += [
+        "",
+        "Default row by kind of task: "
+        + "; ".join(f"{k}: {fmt(v['satisfied'], 3)} satisfied over {v['tasks']} tasks" for k, v in by_kind.items())
+        + ".",
+        "",
+    ]
+    columns = [
+        ("sentences", "sentences", 0),
+        ("changed", "changed", 3),
+        ("near", "near target", 2),
+        ("found", "any variant", 2),
+        ("pll_gap", "PLL - source", 2),
+        ("near_pll_gap", "near: PLL - source", 2),
+        ("hits", "hits/sentence", 2),
+        ("sequences_per_hit", "enc. seqs per hit ↓", 0),
+        ("self_bleu", "self-BLEU ↓", 1),
+        ("encoder_sequences", "enc. seqs", 0),
+        ("steps", "steps", 1),
+        ("acceptance_rate", "accept", 2),
+        ("seconds", "s", 1),
+    ]
     lines += ["## Rewrite", ""]
     for change, rows in rw["rows"].items():
-        lines += [f"### change {change}", "", *table(["row", *(t for _, t, _ in columns)],
-                                                      [[n, *(fmt(r[k], dg) for k, _, dg in columns)] for n, r in rows.items()]), ""]
-    lines += [f"changed: mean fraction of words changed over the variants; near target: changed fraction within "
-              f"{TOLERANCE} of the target; PLL - source: mean over sentences of the variants' mean PLL minus the "
-              "source's; hits: distinct variants at least as likely as the source (PLL) that changed at least the "
-              f"target minus {TOLERANCE}; enc. seqs per hit: the row's encoder sequences over its hits, pooled over "
-              "sentences.", "",
-              "Winner (fewest encoder sequences per hit, pooled over sentences and change fractions, among the MCMC "
-              f"samplers): `{rw['winner']}`.", ""]
+        lines += [
+            f"### change {change}",
+            "",
+            *table(
+                ["row", *(t for _, t, _ in columns)],
+                [[n, *(fmt(r[k], dg) for k, _, dg in columns)] for n, r in rows.items()],
+            ),
+            "",
+        ]
+    lines += [
+        f"changed: mean fraction of words changed over the variants; near target: changed fraction within "
+        f"{TOLERANCE} of the target; PLL - source: mean over sentences of the variants' mean PLL minus the "
+        "source's; hits: distinct variants at least as likely as the source (PLL) that changed at least the "
+        f"target minus {TOLERANCE}; enc. seqs per hit: the row's encoder sequences over its hits, pooled over "
+        "sentences.",
+        "",
+        "Winner (fewest encoder sequences per hit, pooled over sentences and change fractions, among the MCMC "
+        f"samplers): `{rw['winner']}`.",
+        "",
+    ]
     return "\n".join(lines + signature_block(report["signature"]) + [""])
 
 
@@ -503,20 +662,44 @@ def write_report(out: Path, model: str, chains: int, sampler_every: int) -> dict
     rewrite = [r for r in records if task_key(r)[0] == "rewrite"]
     kw_rows = keyword_summary(keywords) if keywords else {}
     rw_rows = rewrite_summary(rewrite) if rewrite else {}
-    by_kind = {k: keyword_summary([t for t in keywords if t["kind"] == k])["gibbs (default)"]
-               for k in KINDS if any(t["kind"] == k for t in keywords)}
+    by_kind = {
+        k: keyword_summary([t for t in keywords if t["kind"] == k])["gibbs (default)"]
+        for k in KINDS
+        if any(t["kind"] == k for t in keywords)
+    }
     report = {
-        "keywords": {"tasks": len(keywords), "rows": kw_rows, "by_kind": by_kind,
-                     "every_row": {"tasks": len(with_samplers(keywords)),
-                                   "rows": keyword_summary(with_samplers(keywords)) if with_samplers(keywords) else {}},
-                     "against": [against(keywords, "gibbs (default)", f"{m}+rejection") for m in REJECTION]
-                     + [against(keywords, s, f"{m}+rejection") for s in SAMPLERS for m in REJECTION
-                        if any(s in t["rows"] for t in keywords)] if keywords else []},
+        "keywords": {
+            "tasks": len(keywords),
+            "rows": kw_rows,
+            "by_kind": by_kind,
+            "every_row": {
+                "tasks": len(with_samplers(keywords)),
+                "rows": keyword_summary(with_samplers(keywords)) if with_samplers(keywords) else {},
+            },
+            "against": [against(keywords, "gibbs (default)", f"{m}+rejection") for m in REJECTION]
+            + [
+                against(keywords, s, f"{m}+rejection")
+                for s in SAMPLERS
+                for m in REJECTION
+                if any(s in t["rows"] for t in keywords)
+            ]
+            if keywords
+            else [],
+        },
         "rewrite": {"tasks": len(rewrite), "rows": rw_rows, "winner": rewrite_winner(rewrite)},
-        "signature": {"model": model, "seed": SEED, "top": TOP, "default": RunConfig().signature(),
-                      "rewrite_chains": chains, "sampler_rows_every": sampler_every, "tolerance": TOLERANCE,
-                      "torch_threads": torch.get_num_threads(),
-                      "corpora": "bert-gen wiki103.5k.txt, tbc.5k.txt", "versions": library_versions(EVAL_PACKAGES)}}
+        "signature": {
+            "model": model,
+            "seed": SEED,
+            "top": TOP,
+            "default": RunConfig().signature(),
+            "rewrite_chains": chains,
+            "sampler_rows_every": sampler_every,
+            "tolerance": TOLERANCE,
+            "torch_threads": torch.get_num_threads(),
+            "corpora": "bert-gen wiki103.5k.txt, tbc.5k.txt",
+            "versions": library_versions(EVAL_PACKAGES),
+        },
+    }
     write_atomically(out / "report.json", json.dumps(report, indent=1))
     write_atomically(out / "report.md", markdown(report))
     if keywords and rewrite:
@@ -544,7 +727,7 @@ def main() -> int:
         sentences = load_sentences(Path(args.corpora))
         keywords = keyword_tasks(Vocabulary(infiller, sentences), sentences, max(args.keywords, KEYWORD_TASKS))
         rewrites = rewrite_tasks(sentences, args.rewrites, {t["words"] for t in keywords})  # never a keyword one
-        keywords = keywords[:args.keywords]  # the tasks are drawn in turn: fewer are a prefix
+        keywords = keywords[: args.keywords]  # the tasks are drawn in turn: fewer are a prefix
         changes = [float(c) for c in args.changes.split(",")]
         work = [("keywords", k, t) for k, t in enumerate(keywords)]
         jobs = [("rewrite", c, t) for t in rewrites for c in changes]
@@ -557,8 +740,11 @@ def main() -> int:
             key = task_key({"id": spec["id"], "change": extra} if kind == "rewrite" else {"id": spec["id"]})
             if key in runs.done():
                 continue
-            record = run_keywords(infiller, spec, extra % args.sampler_every == 0) if kind == "keywords" else \
-                run_rewrite(infiller, spec, extra, args.rewrite_chains)
+            record = (
+                run_keywords(infiller, spec, extra % args.sampler_every == 0)
+                if kind == "keywords"
+                else run_rewrite(infiller, spec, extra, args.rewrite_chains)
+            )
             runs.append(record)
             write_report(out, args.model, args.rewrite_chains, args.sampler_every)
             print(f"{kind} {key[1]} done", file=sys.stderr, flush=True)

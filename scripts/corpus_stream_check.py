@@ -17,6 +17,7 @@ parent never imports torch, so its own high-water mark stays below the child's):
 
 Writes ``OUT/report.json`` and ``OUT/report.md`` with the CPU model and torch's version.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,10 +72,25 @@ def measured(command: list[str]) -> tuple[float, float]:
 
 
 def sample_command(model: Path, source: Path, out: Path, processes: int = 1) -> list[str]:
-    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 \
-        else []
-    return [sys.executable, *launcher, "-m", "infill", "sample", "-f", str(source), "--out", str(out), "--model",
-            str(model), "--sampler", "argmax", "--top", "1", "-q"]
+    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 else []
+    return [
+        sys.executable,
+        *launcher,
+        "-m",
+        "infill",
+        "sample",
+        "-f",
+        str(source),
+        "--out",
+        str(out),
+        "--model",
+        str(model),
+        "--sampler",
+        "argmax",
+        "--top",
+        "1",
+        "-q",
+    ]
 
 
 def main() -> None:
@@ -87,15 +103,22 @@ def main() -> None:
     parser.add_argument("--skip", nargs="*", default=[], choices=["reader", "command", "processes"])
     parser.add_argument("--out", type=Path, default=ROOT / "eval" / "corpus-stream-minilm")
     args = parser.parse_args()
-    report: dict = {"model": str(args.model), "cpu": cpu_model(), "cores": os.cpu_count(), "threads_per_process": 1,
-                    "torch": subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"],
-                                            capture_output=True, text=True).stdout.strip()}
+    report: dict = {
+        "model": str(args.model),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "threads_per_process": 1,
+        "torch": subprocess.run(
+            [sys.executable, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True
+        ).stdout.strip(),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         report["reader"] = {}
         for n in [] if "reader" in args.skip else args.reader_lines:
-            wall, rss = measured([sys.executable, "-c", READER, str(corpus_file(tmp, n)), str(tmp / f"r{n}.jsonl"),
-                                  str(args.model)])
+            wall, rss = measured(
+                [sys.executable, "-c", READER, str(corpus_file(tmp, n)), str(tmp / f"r{n}.jsonl"), str(args.model)]
+            )
             report["reader"][n] = {"seconds": wall, "peak_rss_mb": rss}
             print(f"reader/writer {n} lines: {wall:.1f} s, {rss:.0f} MB", flush=True)
         report["command"] = {}
@@ -117,24 +140,33 @@ def one_against_two(model: Path, source: Path, repeats: int) -> dict:
     walls: dict = {1: [], 2: []}
     outs = set()
     for k in range(repeats):
-        for processes in ((1, 2) if k % 2 == 0 else (2, 1)):
+        for processes in (1, 2) if k % 2 == 0 else (2, 1):
             out = source.with_name(f"p{processes}-{k}.jsonl")
             walls[processes].append(measured(sample_command(model, source, out, processes))[0])
             outs.add(out.read_bytes())
             print(f"{processes} process(es), {lines_in} lines: {walls[processes][-1]:.1f} s", flush=True)
-    return {"lines": lines_in, "wall": walls, "per_second": {p: [lines_in / w for w in walls[p]] for p in walls},
-            "speedup": [a / b for a, b in zip(walls[1], walls[2])], "out_identical": len(outs) == 1}
+    return {
+        "lines": lines_in,
+        "wall": walls,
+        "per_second": {p: [lines_in / w for w in walls[p]] for p in walls},
+        "speedup": [a / b for a, b in zip(walls[1], walls[2])],
+        "out_identical": len(outs) == 1,
+    }
 
 
 def markdown(r: dict) -> str:
-    rows = "\n".join(f"| reader and writer (no model) | {n:,} | {v['seconds']:.1f} | {v['peak_rss_mb']:.0f} |"
-                     for n, v in r["reader"].items())
-    rows += "\n" + "\n".join(f"| `--sampler argmax --top 1` | {n:,} | {v['seconds']:.1f} | {v['peak_rss_mb']:.0f} |"
-                             for n, v in r["command"].items())
+    rows = "\n".join(
+        f"| reader and writer (no model) | {n:,} | {v['seconds']:.1f} | {v['peak_rss_mb']:.0f} |"
+        for n, v in r["reader"].items()
+    )
+    rows += "\n" + "\n".join(
+        f"| `--sampler argmax --top 1` | {n:,} | {v['seconds']:.1f} | {v['peak_rss_mb']:.0f} |"
+        for n, v in r["command"].items()
+    )
     text = f"""# `infill sample --out`: memory and processes
 
-{r['cpu']}, {r['cores']} cores (shared with other jobs), torch {r['torch']}, one torch thread a process,
-{Path(r['model']).name}, one-blank lines of wiki103 (`scripts/corpus_stream_check.py`).
+{r["cpu"]}, {r["cores"]} cores (shared with other jobs), torch {r["torch"]}, one torch thread a process,
+{Path(r["model"]).name}, one-blank lines of wiki103 (`scripts/corpus_stream_check.py`).
 
 | run | lines | seconds | peak RSS (MB) |
 |---|---:|---:|---:|
@@ -144,9 +176,9 @@ def markdown(r: dict) -> str:
         p = r["processes"]
         rates = {n: ", ".join(f"{x:.1f}" for x in v) for n, v in p["per_second"].items()}
         text += f"""
-One process against two (`torchrun --nproc-per-node 2`), {p['lines']:,} lines, in turn: templates per second
-{rates[1]} (one) against {rates[2]} (two); speedup per pair {', '.join(f'{x:.2f}' for x in p['speedup'])}x;
-OUT identical: {p['out_identical']}.
+One process against two (`torchrun --nproc-per-node 2`), {p["lines"]:,} lines, in turn: templates per second
+{rates[1]} (one) against {rates[2]} (two); speedup per pair {", ".join(f"{x:.2f}" for x in p["speedup"])}x;
+OUT identical: {p["out_identical"]}.
 """
     return text
 

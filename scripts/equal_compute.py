@@ -26,6 +26,7 @@ top-5 mean PLL, the self-BLEU of the 5 (nltk, ``infill.metrics``), the top-1 wor
 removed words, encoder sequences, wall seconds. The targets compare a candidate with the best
 one-pass order of the regime (highest mean top-5 PLL over the same runs).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,13 +55,22 @@ from scripts.harness import (
 
 ORDERS = ("independent", "left-to-right", "confident-first", "random-order")
 DEFAULT = "gibbs:25x12:left-to-right"
-GRID = ",".join([DEFAULT, "gibbs:8x40:confident-first", "gibbs:50x6:confident-first", "gibbs-mh:25x12:confident-first",
-                 "block-mh:8x24:confident-first", "mlm-independence:8x24:confident-first"])
+GRID = ",".join(
+    [
+        DEFAULT,
+        "gibbs:8x40:confident-first",
+        "gibbs:50x6:confident-first",
+        "gibbs-mh:25x12:confident-first",
+        "block-mh:8x24:confident-first",
+        "mlm-independence:8x24:confident-first",
+    ]
+)
 REGIMES = ("2-4", "6-10")
 SHORT = {"left-to-right": "l2r", "confident-first": "cf", "random-order": "ro", "independent": "ind"}
 
 
 # ---------------------------------------------------------------- templates and candidates
+
 
 def spread(rows: list[dict], limit: dict[str, int], ids: frozenset = frozenset()) -> list[dict]:
     """Per regime, the templates named in ``ids`` if it names any of that regime, else ``limit`` templates
@@ -81,7 +91,7 @@ def spread(rows: list[dict], limit: dict[str, int], ids: frozenset = frozenset()
 def interleave(tasks: list[dict]) -> list[dict]:
     """The templates of the regimes taken in turn."""
     by_regime = [[t for t in tasks if t["regime"] == regime] for regime in REGIMES]
-    return [t for i in range(max(map(len, by_regime))) for group in by_regime for t in group[i:i + 1]]
+    return [t for i in range(max(map(len, by_regime))) for group in by_regime for t in group[i : i + 1]]
 
 
 def parse_spec(spec: str, scale: float = 1.0, d: int = 1) -> dict:
@@ -100,8 +110,12 @@ def parse_spec(spec: str, scale: float = 1.0, d: int = 1) -> dict:
     else:
         sampler, size, init = head.split(":")
         chains, steps = (int(v) for v in size.split("x"))
-        kwargs = {"sampler": sampler, "num_samples": chains, "init": init,
-                  "steps": steps if "budget" in extra else max(1, round(steps * scale))}
+        kwargs = {
+            "sampler": sampler,
+            "num_samples": chains,
+            "init": init,
+            "steps": steps if "budget" in extra else max(1, round(steps * scale)),
+        }
     if "budget" in extra:
         extra["budget"] = max(1, round(extra["budget"] * scale))
     return {**kwargs, **extra}
@@ -109,12 +123,14 @@ def parse_spec(spec: str, scale: float = 1.0, d: int = 1) -> dict:
 
 # ---------------------------------------------------------------- runs
 
+
 def run_order(infiller, task: dict, seed: int, order: str, budget: int) -> dict:
     """``order``'s draws on ``budget`` encoder sequences: it draws until they are spent."""
     from infill.evaluation.compute import matched
 
-    record, match = matched(lambda b: measure(infiller, task, seed, sampler=order, budget=b), budget, order,
-                            len(task["removed"]), TOP)
+    record, match = matched(
+        lambda b: measure(infiller, task, seed, sampler=order, budget=b), budget, order, len(task["removed"]), TOP
+    )
     return {**record, **match, "ratio": record["encoder_sequences"] / budget}
 
 
@@ -125,22 +141,46 @@ def groups_for(phase: str, args) -> list[dict]:
         grid = args.grid.split(",")
         for seed in args.seeds:  # seed-major: a stopped run has every template at the first seed
             for task in interleave(spread(load_half("tune"), args.templates, args.ids)):
-                groups.append({"task": task, "seed": seed, "scale": 1.0, "candidates": grid,
-                               "orders": args.tune_orders.split(","), "reference": grid[0]})
+                groups.append(
+                    {
+                        "task": task,
+                        "seed": seed,
+                        "scale": 1.0,
+                        "candidates": grid,
+                        "orders": args.tune_orders.split(","),
+                        "reference": grid[0],
+                    }
+                )
     else:
         tasks = spread(load_half("check"), args.templates, args.ids)
         for seed in args.seeds:
             for task in interleave(tasks):
                 spec = args.ours[task["regime"]]
-                groups.append({"task": task, "seed": seed, "scale": 1.0, "candidates": [spec], "orders": [] if args.no_orders else list(ORDERS),
-                               "reference": spec})
+                groups.append(
+                    {
+                        "task": task,
+                        "seed": seed,
+                        "scale": 1.0,
+                        "candidates": [spec],
+                        "orders": [] if args.no_orders else list(ORDERS),
+                        "reference": spec,
+                    }
+                )
         frontier = spread(tasks, args.frontier, args.frontier_ids)
         for task in frontier:
             spec = args.ours[task["regime"]]
             for scale in args.scales[task["regime"]]:
                 if scale != 1.0:
-                    groups.append({"task": task, "seed": args.seeds[0], "scale": scale, "candidates": [spec],
-                                   "orders": list(ORDERS), "reference": spec})
+                    groups.append(
+                        {
+                            "task": task,
+                            "seed": args.seeds[0],
+                            "scale": scale,
+                            "candidates": [spec],
+                            "orders": list(ORDERS),
+                            "reference": spec,
+                        }
+                    )
     return groups
 
 
@@ -152,10 +192,18 @@ def run_group(infiller, group: dict, phase: str, runs: Rows) -> None:
     """The group's candidates, then its orders matched to the reference's sequences: each row not yet run is
     run and appended."""
     task, seed, scale = group["task"], group["seed"], group["scale"]
-    base = {"phase": phase, "id": task["id"], "regime": task["regime"], "blanks": len(task["removed"]),
-            "removed": task["removed"], "seed": seed, "scale": scale}
-    have = {row["row"]: row for row in runs.read()
-            if (row["phase"], row["id"], row["seed"]) == (phase, task["id"], seed)}
+    base = {
+        "phase": phase,
+        "id": task["id"],
+        "regime": task["regime"],
+        "blanks": len(task["removed"]),
+        "removed": task["removed"],
+        "seed": seed,
+        "scale": scale,
+    }
+    have = {
+        row["row"]: row for row in runs.read() if (row["phase"], row["id"], row["seed"]) == (phase, task["id"], seed)
+    }
     budgets = {}
     for spec in group["candidates"]:
         name = row_name(spec, scale)
@@ -173,8 +221,10 @@ def run_group(infiller, group: dict, phase: str, runs: Rows) -> None:
             continue
         record = run_order(infiller, task, seed, order, budgets[group["reference"]])
         runs.append({**base, "row": name, "kind": "order", "order": order, "reference": reference, **record})
-        log(f"{phase} {task['id']} s{seed} {name}: {record['draws']} draws {record['encoder_sequences']} seqs "
-            f"({record['ratio']:.2f}x) {record['seconds']:.1f}s")
+        log(
+            f"{phase} {task['id']} s{seed} {name}: {record['draws']} draws {record['encoder_sequences']} seqs "
+            f"({record['ratio']:.2f}x) {record['seconds']:.1f}s"
+        )
 
 
 def shard_of(groups: list[dict], i: int, n: int) -> list[dict]:
@@ -190,6 +240,7 @@ def shard_of(groups: list[dict], i: int, n: int) -> list[dict]:
 
 
 # ---------------------------------------------------------------- metrics and comparisons
+
 
 def compare(ours: list[dict], order: list[dict]) -> dict:
     """A candidate against an order over the (template, seed) runs both have: wins per template (top-5 mean
@@ -212,18 +263,31 @@ def compare(ours: list[dict], order: list[dict]) -> dict:
     t_h, t_l, t_s = tally([statistics.fmean(v) for v in per_template.values()])
     r_h, r_l, r_s = tally([ma[k]["pll"] - mb[k]["pll"] for k in keys])
     sa, sb = summary([a[k] for k in keys]), summary([b[k] for k in keys])
-    result = {"runs": len(keys), "templates": len(per_template), "higher": t_h, "lower": t_l, "same": t_s,
-              "run_higher": r_h, "run_lower": r_l, "run_same": r_s,
-              "win_share": t_h / (t_h + t_l) if t_h + t_l else None, "pll": sa["pll"], "order_pll": sb["pll"],
-              "self_bleu": sa["self_bleu"], "order_self_bleu": sb["self_bleu"],
-              "accuracy": sa["accuracy"], "order_accuracy": sb["accuracy"],
-              "sequence_ratio": statistics.fmean(ma[k]["sequences"] / mb[k]["sequences"] for k in keys),
-              "wall_ratio": sa["wall_per_sequence"] / sb["wall_per_sequence"]}
+    result = {
+        "runs": len(keys),
+        "templates": len(per_template),
+        "higher": t_h,
+        "lower": t_l,
+        "same": t_s,
+        "run_higher": r_h,
+        "run_lower": r_l,
+        "run_same": r_s,
+        "win_share": t_h / (t_h + t_l) if t_h + t_l else None,
+        "pll": sa["pll"],
+        "order_pll": sb["pll"],
+        "self_bleu": sa["self_bleu"],
+        "order_self_bleu": sb["self_bleu"],
+        "accuracy": sa["accuracy"],
+        "order_accuracy": sb["accuracy"],
+        "sequence_ratio": statistics.fmean(ma[k]["sequences"] / mb[k]["sequences"] for k in keys),
+        "wall_ratio": sa["wall_per_sequence"] / sb["wall_per_sequence"],
+    }
     result["targets"] = {
         "wins": result["win_share"] is not None and result["win_share"] >= TARGETS["wins"],
         "self_bleu": result["self_bleu"] <= result["order_self_bleu"] + TARGETS["self_bleu"],
         "accuracy": result["accuracy"] >= result["order_accuracy"] + TARGETS["accuracy"],
-        "wall": result["wall_ratio"] <= TARGETS["wall"]}
+        "wall": result["wall_ratio"] <= TARGETS["wall"],
+    }
     result["met"] = sum(result["targets"].values())
     return result
 
@@ -242,23 +306,44 @@ def analyse(records: list[dict], phase: str) -> dict:
         candidates = {name: rs for name, rs in rows.items() if rs[0]["kind"] == "candidate"}
         # the best order over the (template, seed) runs that every order has
         common = set.intersection(*({(r["id"], r["seed"]) for r in rs} for rs in orders.values())) if orders else set()
-        best = max(orders, key=lambda name: summary([r for r in orders[name] if (r["id"], r["seed"]) in common])["pll"]
-                   if common else float("-inf")) if orders else None
-        out[regime] = {"rows": {name: summary(rs) for name, rs in rows.items()}, "best_order": best,
-                       "against_best": {name: compare(rs, orders[best]) for name, rs in candidates.items()}
-                       if best else {},
-                       "against_orders": {name: {o: compare(rs, ors) for o, ors in orders.items()}
-                                          for name, rs in candidates.items()}}
+        best = (
+            max(
+                orders,
+                key=lambda name: (
+                    summary([r for r in orders[name] if (r["id"], r["seed"]) in common])["pll"]
+                    if common
+                    else float("-inf")
+                ),
+            )
+            if orders
+            else None
+        )
+        out[regime] = {
+            "rows": {name: summary(rs) for name, rs in rows.items()},
+            "best_order": best,
+            "against_best": {name: compare(rs, orders[best]) for name, rs in candidates.items()} if best else {},
+            "against_orders": {
+                name: {o: compare(rs, ors) for o, ors in orders.items()} for name, rs in candidates.items()
+            },
+        }
         # diversity is binding: all targets met, then the self-BLEU target, then targets met, then the win share
-        ranked = sorted(out[regime]["against_best"].items(), key=lambda kv: (
-            kv[1].get("met") == len(TARGETS), kv[1].get("targets", {}).get("self_bleu", False), kv[1].get("met", 0),
-            kv[1].get("win_share") or 0), reverse=True)
+        ranked = sorted(
+            out[regime]["against_best"].items(),
+            key=lambda kv: (
+                kv[1].get("met") == len(TARGETS),
+                kv[1].get("targets", {}).get("self_bleu", False),
+                kv[1].get("met", 0),
+                kv[1].get("win_share") or 0,
+            ),
+            reverse=True,
+        )
         out[regime]["choice"] = ranked[0][0] if ranked and ranked[0][1].get("met") == len(TARGETS) else None
         out[regime]["closest"] = ranked[0][0] if ranked else None
     return out
 
 
 # ---------------------------------------------------------------- report
+
 
 def fmt(value, digits=2) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
@@ -271,20 +356,30 @@ def mark(ok: bool) -> str:
 def tables(analysis: dict, title: str) -> list[str]:
     lines = []
     for regime, a in analysis.items():
-        lines += [f"### {title}: {regime} blanks", "",
-                  "| row | runs (templates) | top-5 mean PLL | self-BLEU of the 5 | top-1 word acc. | encoder seqs | "
-                  "x the matched row | draws | ms wall / seq |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"### {title}: {regime} blanks",
+            "",
+            "| row | runs (templates) | top-5 mean PLL | self-BLEU of the 5 | top-1 word acc. | encoder seqs | "
+            "x the matched row | draws | ms wall / seq |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for name, s in sorted(a["rows"].items(), key=lambda kv: -kv[1]["pll"]):
             star = " (best order)" if name == a["best_order"] else ""
-            lines.append(f"| `{name}`{star} | {s['runs']} ({s['templates']}) | {s['pll']:.3f} | {s['self_bleu']:.1f} | "
-                         f"{s['accuracy']:.3f} | {s['sequences']:.0f} | {fmt(s['ratio'])} | {fmt(s['draws'], 0)} | "
-                         f"{1000 * s['wall_per_sequence']:.1f} |")
-        lines += ["", f"Against the best one-pass order (`{a['best_order']}`), targets: higher on >= 65% of the "
-                  "templates that differ (top-5 mean PLL averaged over seeds), self-BLEU <= its + 2, accuracy >= "
-                  "its - 0.02, wall per sequence <= 1.2x:", "",
-                  "| candidate | templates higher / lower / same (runs) | PLL ours vs order | self-BLEU ours vs order "
-                  "| acc. ours vs order | wall/seq ratio | seqs ratio | targets met |",
-                  "|---|---|---|---|---|---|---|---|"]
+            lines.append(
+                f"| `{name}`{star} | {s['runs']} ({s['templates']}) | {s['pll']:.3f} | {s['self_bleu']:.1f} | "
+                f"{s['accuracy']:.3f} | {s['sequences']:.0f} | {fmt(s['ratio'])} | {fmt(s['draws'], 0)} | "
+                f"{1000 * s['wall_per_sequence']:.1f} |"
+            )
+        lines += [
+            "",
+            f"Against the best one-pass order (`{a['best_order']}`), targets: higher on >= 65% of the "
+            "templates that differ (top-5 mean PLL averaged over seeds), self-BLEU <= its + 2, accuracy >= "
+            "its - 0.02, wall per sequence <= 1.2x:",
+            "",
+            "| candidate | templates higher / lower / same (runs) | PLL ours vs order | self-BLEU ours vs order "
+            "| acc. ours vs order | wall/seq ratio | seqs ratio | targets met |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for name, c in a["against_best"].items():
             if not c:
                 continue
@@ -295,9 +390,14 @@ def tables(analysis: dict, title: str) -> list[str]:
                 f"{mark(t['wins'])} | {c['pll']:.3f} vs {c['order_pll']:.3f} | {c['self_bleu']:.1f} vs "
                 f"{c['order_self_bleu']:.1f} {mark(t['self_bleu'])} | {c['accuracy']:.3f} vs {c['order_accuracy']:.3f} "
                 f"{mark(t['accuracy'])} | {c['wall_ratio']:.2f} {mark(t['wall'])} | {c['sequence_ratio']:.2f} | "
-                f"{c['met']}/4 |")
-        lines += ["", f"All four targets met by: {('`' + a['choice'] + '`') if a['choice'] else 'none'}"
-                  f" (closest: `{a['closest']}`).", ""]
+                f"{c['met']}/4 |"
+            )
+        lines += [
+            "",
+            f"All four targets met by: {('`' + a['choice'] + '`') if a['choice'] else 'none'}"
+            f" (closest: `{a['closest']}`).",
+            "",
+        ]
     return lines
 
 
@@ -305,17 +405,23 @@ def per_order_tables(analysis: dict) -> list[str]:
     lines = []
     for regime, a in analysis.items():
         for name, against in a["against_orders"].items():
-            lines += [f"### `{name}` against every one-pass order, {regime} blanks", "",
-                      "| order | templates higher / lower / same | win share | PLL ours vs order | "
-                      "self-BLEU ours vs order | "
-                      "acc. ours vs order | wall/seq ratio | targets met |", "|---|---|---|---|---|---|---|---|"]
+            lines += [
+                f"### `{name}` against every one-pass order, {regime} blanks",
+                "",
+                "| order | templates higher / lower / same | win share | PLL ours vs order | "
+                "self-BLEU ours vs order | "
+                "acc. ours vs order | wall/seq ratio | targets met |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
             for order, c in against.items():
                 if c:
-                    lines.append(f"| `{order}` | {c['higher']} / {c['lower']} / {c['same']} | "
-                                 f"{fmt(100 * c['win_share'] if c['win_share'] is not None else None, 0)}% | "
-                                 f"{c['pll']:.3f} vs {c['order_pll']:.3f} | {c['self_bleu']:.1f} vs "
-                                 f"{c['order_self_bleu']:.1f} | {c['accuracy']:.3f} vs {c['order_accuracy']:.3f} | "
-                                 f"{c['wall_ratio']:.2f} | {c['met']}/4 |")
+                    lines.append(
+                        f"| `{order}` | {c['higher']} / {c['lower']} / {c['same']} | "
+                        f"{fmt(100 * c['win_share'] if c['win_share'] is not None else None, 0)}% | "
+                        f"{c['pll']:.3f} vs {c['order_pll']:.3f} | {c['self_bleu']:.1f} vs "
+                        f"{c['order_self_bleu']:.1f} | {c['accuracy']:.3f} vs {c['order_accuracy']:.3f} | "
+                        f"{c['wall_ratio']:.2f} | {c['met']}/4 |"
+                    )
             lines.append("")
     return lines
 
@@ -340,8 +446,15 @@ def frontier(records: list[dict]) -> dict:
         for family, scale in sorted(cells):
             runs = [have[pair][family, scale] for pair in common]
             s = summary(runs)
-            series.setdefault(family, []).append({"scale": scale, "runs": len(runs), "pll": s["pll"],
-                                                  "self_bleu": s["self_bleu"], "sequences": s["sequences"]})
+            series.setdefault(family, []).append(
+                {
+                    "scale": scale,
+                    "runs": len(runs),
+                    "pll": s["pll"],
+                    "self_bleu": s["self_bleu"],
+                    "sequences": s["sequences"],
+                }
+            )
         out[regime] = {"pairs": len(common), "templates": sorted(pair[0] for pair in common), "series": series}
     return out
 
@@ -355,12 +468,23 @@ def plot(points: dict, path: Path) -> None:
     figure = Figure(figsize=(11, 4.2 * max(1, len(points))))
     axes = figure.subplots(max(1, len(points)), 2, squeeze=False)
     for row, (regime, data) in zip(axes, points.items()):
-        for axis, (key, label) in zip(row, [("pll", "top-5 mean PLL (higher is better)"),
-                                            ("self_bleu", "self-BLEU of the 5, % (lower is more diverse)")]):
+        for axis, (key, label) in zip(
+            row,
+            [
+                ("pll", "top-5 mean PLL (higher is better)"),
+                ("self_bleu", "self-BLEU of the 5, % (lower is more diverse)"),
+            ],
+        ):
             for family, pts in sorted(data["series"].items()):
                 ours = family.startswith("ours")
-                axis.plot([p["sequences"] for p in pts], [p[key] for p in pts], marker="o" if ours else "s",
-                          linewidth=2.2 if ours else 1.2, linestyle="-" if ours else "--", label=family)
+                axis.plot(
+                    [p["sequences"] for p in pts],
+                    [p[key] for p in pts],
+                    marker="o" if ours else "s",
+                    linewidth=2.2 if ours else 1.2,
+                    linestyle="-" if ours else "--",
+                    label=family,
+                )
             axis.set_xscale("log")
             axis.set_xlabel("encoder sequences per template (mean)")
             axis.set_ylabel(label)
@@ -376,25 +500,46 @@ def report(out: Path, argv: list[str]) -> None:
     points = frontier(records)
     if points:
         plot(points, out / "frontier.png")
-    data = {"model": MODEL_NOTE, "targets": TARGETS, "tune": tune, "check": check, "frontier": points,
-            "torch_threads": torch.get_num_threads(), "runs": records}
+    data = {
+        "model": MODEL_NOTE,
+        "targets": TARGETS,
+        "tune": tune,
+        "check": check,
+        "frontier": points,
+        "torch_threads": torch.get_num_threads(),
+        "runs": records,
+    }
     (out / "report.json").write_text(json.dumps(data, indent=1))
-    lines = ["# The default of `infill sample` at equal encoder sequences", "",
-             f"Model: `{MODEL_NOTE}`; every run temperature 1, `top=5`; one-pass orders re-ranked by PLL with "
-             "the matched row's encoder sequences as their budget (they draw until it is spent). Written by "
-             "`python -m scripts.equal_compute report` from `runs.jsonl`.", "",
-             "## Tuning half (one-pass orders matched to the default's sequences)", "", *tables(tune, "Tune"),
-             "## Check half (orders matched to the chosen candidate's sequences)", "", *tables(check, "Check"),
-             *per_order_tables(check)]
+    lines = [
+        "# The default of `infill sample` at equal encoder sequences",
+        "",
+        f"Model: `{MODEL_NOTE}`; every run temperature 1, `top=5`; one-pass orders re-ranked by PLL with "
+        "the matched row's encoder sequences as their budget (they draw until it is spent). Written by "
+        "`python -m scripts.equal_compute report` from `runs.jsonl`.",
+        "",
+        "## Tuning half (one-pass orders matched to the default's sequences)",
+        "",
+        *tables(tune, "Tune"),
+        "## Check half (orders matched to the chosen candidate's sequences)",
+        "",
+        *tables(check, "Check"),
+        *per_order_tables(check),
+    ]
     if points:
         lines += ["## Frontier (check half)", "", "![frontier](frontier.png)", ""]
         for regime, data_ in points.items():
             names = ", ".join(data_["templates"])
-            lines += [f"### {regime} blanks ({data_['pairs']} template(s): {names}, seed 0)", "",
-                      "| row | scale | encoder seqs | top-5 mean PLL | self-BLEU |", "|---|---|---|---|---|"]
+            lines += [
+                f"### {regime} blanks ({data_['pairs']} template(s): {names}, seed 0)",
+                "",
+                "| row | scale | encoder seqs | top-5 mean PLL | self-BLEU |",
+                "|---|---|---|---|---|",
+            ]
             for family, pts in sorted(data_["series"].items()):
-                lines += [f"| {family} | {p['scale']:g} | {p['sequences']:.0f} | {p['pll']:.3f} | "
-                          f"{p['self_bleu']:.1f} |" for p in pts]
+                lines += [
+                    f"| {family} | {p['scale']:g} | {p['sequences']:.0f} | {p['pll']:.3f} | {p['self_bleu']:.1f} |"
+                    for p in pts
+                ]
             lines.append("")
     notes = out / "NOTES.md"
     if notes.exists():
@@ -404,6 +549,7 @@ def report(out: Path, argv: list[str]) -> None:
 
 
 # ---------------------------------------------------------------- main
+
 
 def runs_of(out: Path) -> Rows:
     """The study's runs: one line of ``OUT/runs.jsonl`` each."""
@@ -427,20 +573,37 @@ def main() -> int:
     parser.add_argument("--shard", default="0/1", help="i/n: run the i-th of n parts")
     parser.add_argument("--seeds", default="0,1")
     parser.add_argument("--templates", default="2-4=10,6-10=3", help="templates per regime (spread over blanks)")
-    parser.add_argument("--ids", default="", help="template ids, comma-separated: they replace the spread "
-                        "choice of their regime")
-    parser.add_argument("--grid", default=GRID, help="tune: candidate specs, comma-separated; the orders are "
-                        "matched to the first (the default's)")
+    parser.add_argument(
+        "--ids", default="", help="template ids, comma-separated: they replace the spread choice of their regime"
+    )
+    parser.add_argument(
+        "--grid",
+        default=GRID,
+        help="tune: candidate specs, comma-separated; the orders are matched to the first (the default's)",
+    )
     parser.add_argument("--tune-orders", default="left-to-right,confident-first,random-order")
-    parser.add_argument("--no-orders", action="store_true", help="check: run --ours only (another row beside the "
-                        "orders already run for the same templates and seeds)")
-    parser.add_argument("--ours", action="append", default=[],
-                        help="check: REGIME=SPEC, the candidate to check (default: the tuning half's pick)")
+    parser.add_argument(
+        "--no-orders",
+        action="store_true",
+        help="check: run --ours only (another row beside the orders already run for the same templates and seeds)",
+    )
+    parser.add_argument(
+        "--ours",
+        action="append",
+        default=[],
+        help="check: REGIME=SPEC, the candidate to check (default: the tuning half's pick)",
+    )
     parser.add_argument("--frontier", default="2-4=4,6-10=2", help="check: templates per regime on the frontier")
-    parser.add_argument("--frontier-ids", default="", help="check: template ids on the frontier (they replace "
-                        "--frontier's choice in their regime)")
-    parser.add_argument("--scales", default="2-4=0.25+0.5+1+2,6-10=0.25+0.5+1+2",
-                        help="check: the frontier's budgets per regime, x the candidate's steps")
+    parser.add_argument(
+        "--frontier-ids",
+        default="",
+        help="check: template ids on the frontier (they replace --frontier's choice in their regime)",
+    )
+    parser.add_argument(
+        "--scales",
+        default="2-4=0.25+0.5+1+2,6-10=0.25+0.5+1+2",
+        help="check: the frontier's budgets per regime, x the candidate's steps",
+    )
     args = parser.parse_args()
     MODEL_NOTE = args.model
     out = Path(args.out)

@@ -22,6 +22,7 @@ Targets (set when the frontier study was planned), for the default row against `
 templates; pooled self-BLEU of the samples no higher; wall time at most 10x (median and spread of per-template
 ratios).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,9 +76,16 @@ def run_row(infiller: Infiller, task, config: RunConfig, samples: bool = True) -
     second, untimed run with the same seed, without ``top``."""
     result, seconds = timed_run(infiller, task, config)
     d = result.diagnostics
-    record = {"top_energies": [s.energy for s in result.samples], "seconds": seconds, "all_seconds": [seconds],
-              "encoder_sequences": d.encoder_sequences, "acceptance_rate": d.acceptance_rate,
-              "mean_hops": d.mean_hops, "tuned": d.tuned, "draws": d.num_samples}
+    record = {
+        "top_energies": [s.energy for s in result.samples],
+        "seconds": seconds,
+        "all_seconds": [seconds],
+        "encoder_sequences": d.encoder_sequences,
+        "acceptance_rate": d.acceptance_rate,
+        "mean_hops": d.mean_hops,
+        "tuned": d.tuned,
+        "draws": d.num_samples,
+    }
     if samples:
         (final,) = infiller.run([task.template], replace(config, top=None))
         record.update(texts=[task.fill(s.fills) for s in final.samples], energies=[s.energy for s in final.samples])
@@ -86,8 +94,13 @@ def run_row(infiller: Infiller, task, config: RunConfig, samples: bool = True) -
 
 def run_equal(infiller: Infiller, task, config: RunConfig, budget: int) -> dict:
     """The baseline ``config`` on ``task`` given ``budget`` encoder sequences: it draws until they are spent."""
-    run, match = matched(lambda b: run_row(infiller, task, replace(config, budget=b), False), budget,
-                         config.method, len(task.masked), TOP)
+    run, match = matched(
+        lambda b: run_row(infiller, task, replace(config, budget=b), False),
+        budget,
+        config.method,
+        len(task.masked),
+        TOP,
+    )
     return {**run, **match}
 
 
@@ -114,9 +127,13 @@ def measures(runs: list[dict]) -> list[Measure]:
 
 def targets(per_template: dict[str, list[dict]], ours: str, baseline: str) -> dict:
     a, b = per_template[ours], per_template[baseline]
-    return {"row": ours, "baseline": baseline, **compare(measures(a), measures(b)),
-            "self_bleu": 100 * statistics.fmean(self_bleu(x["texts"]) for x in a),
-            "baseline_self_bleu": 100 * statistics.fmean(self_bleu(y["texts"]) for y in b)}
+    return {
+        "row": ours,
+        "baseline": baseline,
+        **compare(measures(a), measures(b)),
+        "self_bleu": 100 * statistics.fmean(self_bleu(x["texts"]) for x in a),
+        "baseline_self_bleu": 100 * statistics.fmean(self_bleu(y["texts"]) for y in b),
+    }
 
 
 def plot(table: dict[str, dict], path: Path) -> None:
@@ -126,8 +143,9 @@ def plot(table: dict[str, dict], path: Path) -> None:
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(11, 4.5))
-    for axis, (y, label) in zip(figure.subplots(1, 2), [("mean_pll", "mean PLL of the samples"),
-                                                         ("corpus_bleu", "corpus BLEU (%)")]):
+    for axis, (y, label) in zip(
+        figure.subplots(1, 2), [("mean_pll", "mean PLL of the samples"), ("corpus_bleu", "corpus BLEU (%)")]
+    ):
         for name, row in table.items():
             method = name.split("@")[0]
             marker = "s" if method in ("independent", "left-to-right", "argmax") else "o"
@@ -142,45 +160,86 @@ def plot(table: dict[str, dict], path: Path) -> None:
 
 
 def markdown(report: dict) -> str:
-    columns = [("mean_pll", "mean PLL ↑", 2), ("top5_pll", "top-5 PLL ↑", 2), ("self_bleu", "self-BLEU ↓", 1),
-               ("corpus_bleu", "corpus BLEU ↑", 1), ("seconds", "s/template", 2),
-               ("encoder_sequences", "enc. seqs/template", 0), ("draws", "draws/template", 0),
-               ("acceptance_rate", "accept", 2), ("mean_hops", "hops/step", 2)]
+    columns = [
+        ("mean_pll", "mean PLL ↑", 2),
+        ("top5_pll", "top-5 PLL ↑", 2),
+        ("self_bleu", "self-BLEU ↓", 1),
+        ("corpus_bleu", "corpus BLEU ↑", 1),
+        ("seconds", "s/template", 2),
+        ("encoder_sequences", "enc. seqs/template", 0),
+        ("draws", "draws/template", 0),
+        ("acceptance_rate", "accept", 2),
+        ("mean_hops", "hops/step", 2),
+    ]
     rows = [[name, *(fmt(row.get(key), digits) for key, _, digits in columns)] for name, row in report["rows"].items()]
     t = report["targets"]
-    lines = ["# Quality/diversity frontier on bert-gen templates", "",
-             *table(["row", *(title for _, title, _ in columns)], rows), "",
-             f"s/template: the median of {report['signature']['repeats']} timed run(s) per template, rows in turn. "
-             "draws/template: the draws of a row at the default's encoder sequences (25 draws or chains otherwise); "
-             "those rows are run for their top 5 only (no samples' metrics).",
-             "", f"## Targets: `{t['row']}` against `{t['baseline']}`", "",
-             f"- top-5 mean PLL higher on {t['reference_wins']}/{t['templates']} templates "
-             f"({100 * t['reference_wins'] / t['templates']:.0f}%; target >= 75%)",
-             f"- self-BLEU of the samples {t['self_bleu']:.1f} against {t['baseline_self_bleu']:.1f} "
-             "(target: no higher)",
-             f"- wall time {t['time_ratio_median']:.2f}x (median over templates; spread "
-             f"{t['time_ratio_min']:.2f}-{t['time_ratio_max']:.2f}; target <= 10x)", ""]
+    lines = [
+        "# Quality/diversity frontier on bert-gen templates",
+        "",
+        *table(["row", *(title for _, title, _ in columns)], rows),
+        "",
+        f"s/template: the median of {report['signature']['repeats']} timed run(s) per template, rows in turn. "
+        "draws/template: the draws of a row at the default's encoder sequences (25 draws or chains otherwise); "
+        "those rows are run for their top 5 only (no samples' metrics).",
+        "",
+        f"## Targets: `{t['row']}` against `{t['baseline']}`",
+        "",
+        f"- top-5 mean PLL higher on {t['reference_wins']}/{t['templates']} templates "
+        f"({100 * t['reference_wins'] / t['templates']:.0f}%; target >= 75%)",
+        f"- self-BLEU of the samples {t['self_bleu']:.1f} against {t['baseline_self_bleu']:.1f} (target: no higher)",
+        f"- wall time {t['time_ratio_median']:.2f}x (median over templates; spread "
+        f"{t['time_ratio_min']:.2f}-{t['time_ratio_max']:.2f}; target <= 10x)",
+        "",
+    ]
     for c in report["equal_compute"]:
-        lines += [f"## `{c['reference']}` against `{c['row']}`, at equal encoder sequences", "",
-                  *describe(c["reference"], c["row"], c), ""]
+        lines += [
+            f"## `{c['reference']}` against `{c['row']}`, at equal encoder sequences",
+            "",
+            *describe(c["reference"], c["row"], c),
+            "",
+        ]
     return "\n".join(lines + signature_block(report["signature"]) + [""])
 
 
-def write(out: Path, per_template: dict[str, list[dict]], rows: dict[str, RunConfig], ours: str,
-          refs: ReferenceCorpus, model: str, templates: int, repeats: int) -> dict:
+def write(
+    out: Path,
+    per_template: dict[str, list[dict]],
+    rows: dict[str, RunConfig],
+    ours: str,
+    refs: ReferenceCorpus,
+    model: str,
+    templates: int,
+    repeats: int,
+) -> dict:
     """The report over the templates done so far: JSON (with per-template runs), Markdown and the plot."""
     summary = {name: summarize(runs, refs) for name, runs in per_template.items()}
     baseline = next(name for name in rows if name.startswith("left-to-right@T=1"))
-    configs = {name: {**c.signature(), **({"num_samples": f"as many as use {ours}'s encoder sequences"}
-                                          if name.endswith(SUFFIX) else {})} for name, c in rows.items()}
-    report = {"rows": summary, "targets": targets(per_template, ours, baseline),
-              "equal_compute": [{"row": name, "reference": ours,
-                                 **compare(measures(per_template[ours]), measures(per_template[name]))}
-                                for name in rows if name.endswith(SUFFIX)],
-              "signature": {"model": model, "templates": templates, "repeats": repeats,
-                            "protocol": "eval/frontier.toml",
-                            "top": TOP, "configs": configs, "torch_threads": torch.get_num_threads(),
-                            "versions": library_versions(EVAL_PACKAGES)}}
+    configs = {
+        name: {
+            **c.signature(),
+            **({"num_samples": f"as many as use {ours}'s encoder sequences"} if name.endswith(SUFFIX) else {}),
+        }
+        for name, c in rows.items()
+    }
+    report = {
+        "rows": summary,
+        "targets": targets(per_template, ours, baseline),
+        "equal_compute": [
+            {"row": name, "reference": ours, **compare(measures(per_template[ours]), measures(per_template[name]))}
+            for name in rows
+            if name.endswith(SUFFIX)
+        ],
+        "signature": {
+            "model": model,
+            "templates": templates,
+            "repeats": repeats,
+            "protocol": "eval/frontier.toml",
+            "top": TOP,
+            "configs": configs,
+            "torch_threads": torch.get_num_threads(),
+            "versions": library_versions(EVAL_PACKAGES),
+        },
+    }
     (out / "report.json").write_text(json.dumps({**report, "per_template": per_template}, indent=1))
     (out / "report.md").write_text(markdown(report))
     plot(summary, out / "frontier.png")
@@ -194,25 +253,38 @@ def main() -> int:
     parser.add_argument("--rows", default=ROWS)
     parser.add_argument("--temperatures", default="1,0.7,0.5")
     parser.add_argument("--limit", type=int, help="templates per corpus (default: all in eval/frontier.toml)")
-    parser.add_argument("--repeats", type=int, default=1,
-                        help="time every row this many times per template, in turn; its time is the median")
-    parser.add_argument("--equal-sequences", default=EQUAL,
-                        help=f"baselines also run at the default's encoder sequences (default {EQUAL}; '' for none)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="time every row this many times per template, in turn; its time is the median",
+    )
+    parser.add_argument(
+        "--equal-sequences",
+        default=EQUAL,
+        help=f"baselines also run at the default's encoder sequences (default {EQUAL}; '' for none)",
+    )
     args = parser.parse_args()
     protocol = load_protocol(ROOT / "eval" / "frontier.toml")
     corpora = {spec.name: load_corpus(spec, protocol.lowercase) for spec in protocol.corpora}
     tasks = make_tasks(protocol, corpora)
-    by_corpus = [[t for t in tasks if t.corpus == spec.name][:args.limit] for spec in protocol.corpora]
+    by_corpus = [[t for t in tasks if t.corpus == spec.name][: args.limit] for spec in protocol.corpora]
     tasks = [t for group in zip(*by_corpus) for t in group]  # corpora interleaved: a partial run covers both
     refs = ReferenceCorpus(s for sentences in references(corpora, tasks).values() for s in sentences)
     temperatures = [float(t) for t in args.temperatures.split(",")]
-    rows = dict(parse_row(spec, t) for spec in args.rows.split(",") for t in temperatures
-                if not (spec == "argmax" and t != temperatures[0]))
+    rows = dict(
+        parse_row(spec, t)
+        for spec in args.rows.split(",")
+        for t in temperatures
+        if not (spec == "argmax" and t != temperatures[0])
+    )
     default = RunConfig.create(top=TOP, seed=0)
     rows = {f"{name} (default)" if config == default else name: config for name, config in rows.items()}
     ours = next(name for name, config in rows.items() if config == default)
-    equal = {f"{method}{SUFFIX}": RunConfig.create(method=method, top=TOP, seed=0, temperature=default.temperature)
-             for method in filter(None, args.equal_sequences.split(","))}
+    equal = {
+        f"{method}{SUFFIX}": RunConfig.create(method=method, top=TOP, seed=0, temperature=default.temperature)
+        for method in filter(None, args.equal_sequences.split(","))
+    }
     infiller = Infiller(args.model)
     per_template: dict[str, list[dict]] = {name: [] for name in {**rows, **equal}}
     out = Path(args.out)

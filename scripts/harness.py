@@ -1,6 +1,7 @@
 """What the benchmarks and studies share: paths, the model and threads, a study's rows in one JSONL file, the
 equal-compute accounting, timing spreads and the environment signature (tables: ``infill.evaluation.tables``).
 Run a script as ``python -m scripts.NAME`` from the repository root."""
+
 from __future__ import annotations
 
 import fcntl
@@ -53,14 +54,16 @@ def load_model(model: str | Path, device: str = "cpu", vocab_size: int | None = 
         torch.manual_seed(0)
         vocab_size = vocab_size or AutoTokenizer.from_pretrained(DEV_MODEL).vocab_size
         size = {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 512}
-        loaded = BertForMaskedLM(BertConfig(vocab_size=vocab_size, attn_implementation="sdpa",
-                                            **(size if model == "proxy" else {})))
+        loaded = BertForMaskedLM(
+            BertConfig(vocab_size=vocab_size, attn_implementation="sdpa", **(size if model == "proxy" else {}))
+        )
     else:
         loaded = AutoModelForMaskedLM.from_pretrained(model, dtype=torch.float32, attn_implementation="sdpa")
     return loaded.to(device).eval()
 
 
 # ---------------------------------------------------------------- a study's rows
+
 
 class Rows:
     """A study's rows, one JSON object a line in one file: appended as each finishes (a run resumes where it
@@ -73,7 +76,7 @@ class Rows:
         if not self.path.exists():
             return []
         text = self.path.read_text()
-        rows = [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines() if line.strip()]
+        rows = [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines() if line.strip()]
         return sorted(rows, key=self.key)
 
     def done(self) -> set:
@@ -91,6 +94,7 @@ class Rows:
 
 
 # ---------------------------------------------------------------- the equal-compute accounting
+
 
 def load_half(half: str) -> list[dict]:
     """The calibration suite's ``tune`` or ``check`` half."""
@@ -120,10 +124,17 @@ def measure(infiller, task: dict, seed: int, **kwargs) -> dict:
     seconds = time.perf_counter() - start
     d = result.diagnostics
     fills = [list(s.fills) for s in result.samples]
-    return {"energies": [float(s.energy) for s in result.samples], "fills": fills,
-            "texts": [fill(task["template"], f) for f in fills], "encoder_sequences": d.encoder_sequences,
-            "seconds": seconds, "candidates": d.candidates, "acceptance_rate": d.acceptance_rate,
-            "draws": d.num_samples, "cache_hits": d.cache_hits}
+    return {
+        "energies": [float(s.energy) for s in result.samples],
+        "fills": fills,
+        "texts": [fill(task["template"], f) for f in fills],
+        "encoder_sequences": d.encoder_sequences,
+        "seconds": seconds,
+        "candidates": d.candidates,
+        "acceptance_rate": d.acceptance_rate,
+        "draws": d.num_samples,
+        "cache_hits": d.cache_hits,
+    }
 
 
 def metrics(record: dict) -> dict:
@@ -133,21 +144,29 @@ def metrics(record: dict) -> dict:
     texts = record["texts"]
     top1 = record["fills"][0] if record["fills"] else []
     accuracy = statistics.fmean(a.lower() == b.lower() for a, b in zip(top1, record["removed"])) if top1 else 0.0
-    return {"pll": statistics.fmean(record["energies"]),
-            "self_bleu": 100 * self_bleu(texts) if len(texts) > 1 else 100.0,
-            "accuracy": accuracy, "sequences": record["encoder_sequences"], "seconds": record["seconds"]}
+    return {
+        "pll": statistics.fmean(record["energies"]),
+        "self_bleu": 100 * self_bleu(texts) if len(texts) > 1 else 100.0,
+        "accuracy": accuracy,
+        "sequences": record["encoder_sequences"],
+        "seconds": record["seconds"],
+    }
 
 
 def summary(records: list[dict]) -> dict:
     """The mean metrics of runs, their wall per encoder sequence and (orders) their budget ratio and draws."""
     m = [metrics(r) for r in records]
-    return {"runs": len(m), "templates": len({r["id"] for r in records}),
-            "pll": statistics.fmean(x["pll"] for x in m), "self_bleu": statistics.fmean(x["self_bleu"] for x in m),
-            "accuracy": statistics.fmean(x["accuracy"] for x in m),
-            "sequences": statistics.fmean(x["sequences"] for x in m),
-            "wall_per_sequence": sum(x["seconds"] for x in m) / sum(x["sequences"] for x in m),
-            "ratio": statistics.fmean(r["ratio"] for r in records) if "ratio" in records[0] else None,
-            "draws": statistics.fmean(r["draws"] for r in records) if "draws" in records[0] else None}
+    return {
+        "runs": len(m),
+        "templates": len({r["id"] for r in records}),
+        "pll": statistics.fmean(x["pll"] for x in m),
+        "self_bleu": statistics.fmean(x["self_bleu"] for x in m),
+        "accuracy": statistics.fmean(x["accuracy"] for x in m),
+        "sequences": statistics.fmean(x["sequences"] for x in m),
+        "wall_per_sequence": sum(x["seconds"] for x in m) / sum(x["sequences"] for x in m),
+        "ratio": statistics.fmean(r["ratio"] for r in records) if "ratio" in records[0] else None,
+        "draws": statistics.fmean(r["draws"] for r in records) if "draws" in records[0] else None,
+    }
 
 
 def parse(spec: str) -> dict:
@@ -214,6 +233,7 @@ def template(tokenizer, words: list[str], count: int, rng):
 
 # ---------------------------------------------------------------- reports
 
+
 def median_range(values: Iterable[float]) -> dict:
     """Median, min and max of timings (or ratios), and the values."""
     values = list(values)
@@ -232,10 +252,12 @@ def cpu_model() -> str:
 
 def commit(tree: Path = ROOT) -> str | None:
     """The tree's short commit, with ``+changes`` when its package differs from it."""
+
     def git(*args):
         try:
-            return subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True,
-                                  check=True).stdout.strip()
+            return subprocess.run(
+                ["git", "-C", str(tree), *args], capture_output=True, text=True, check=True
+            ).stdout.strip()
         except (OSError, subprocess.CalledProcessError):
             return None
 
@@ -250,8 +272,14 @@ def environment(**extra) -> dict:
     from infill.pipeline.signature import library_versions
 
     versions = library_versions(("torch", "transformers", "infill-mcmc"))
-    return {"cpu": cpu_model(), "cores": os.cpu_count(), **versions, "torch_threads": torch.get_num_threads(),
-            "commit": commit(), **extra}
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        **versions,
+        "torch_threads": torch.get_num_threads(),
+        "commit": commit(),
+        **extra,
+    }
 
 
 def signature(env: dict) -> str:

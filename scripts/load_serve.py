@@ -11,6 +11,7 @@ button to its first results shown. Writes eval/serve-load.json and eval/serve-lo
 
     python -m scripts.load_serve [--model PATH] [--clients 20] [--requests 5] [--time-limit 300]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,10 +32,16 @@ from pathlib import Path
 from infill.serve.app import FAST
 from scripts.harness import DEV_MODEL, ROOT, cpu_model
 
-TEMPLATES = ["The [MASK] sat on the [MASK].", "She bought a [MASK] and a [MASK] at the market.",
-             "My [MASK] likes to [MASK] in the morning.", "The [MASK] of the city was [MASK]."]
-SPANS = [("She was [MASK*?] the garden when it started to rain.", "running"),
-         ("After the storm, the [MASK*1-3] was closed for a week.", "bridge")]
+TEMPLATES = [
+    "The [MASK] sat on the [MASK].",
+    "She bought a [MASK] and a [MASK] at the market.",
+    "My [MASK] likes to [MASK] in the morning.",
+    "The [MASK] of the city was [MASK].",
+]
+SPANS = [
+    ("She was [MASK*?] the garden when it started to rain.", "running"),
+    ("After the storm, the [MASK*1-3] was closed for a week.", "bridge"),
+]
 SENTENCES = ["The old man walked slowly to the market.", "She opened the door and saw a small dog in the garden."]
 SCORED = ["the cat sat on the mat .", "the mat sat on the cat .", "cat the on sat mat the ."]
 RANKED = ("the [MASK] played a song .", ["pianist", "violinist", "xylophonist", "ice cream"])
@@ -53,8 +60,16 @@ BAD = [  # (endpoint, body or raw bytes, expected status): checked before the qu
     ("jobs", {"task": "summarize"}, 400),
 ]
 KINDS = ("sample", "spans", "rewrite", "score", "rank", "bad")
-BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+BROWSER_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def post(url: str, body, timeout: float = 600) -> tuple[int, dict, float]:
@@ -84,7 +99,7 @@ def request_for(c: int, r: int, per_client: int) -> tuple[str, str, object, int]
     if kind == "score":
         return kind, "score", {"texts": SCORED[: 1 + n % len(SCORED)], "mode": ("pll", "word-l2r")[n % 2]}, 200
     if kind == "rank":
-        return kind, "rank", {"template": RANKED[0], "options": RANKED[1][n % 2:]}, 200
+        return kind, "rank", {"template": RANKED[0], "options": RANKED[1][n % 2 :]}, 200
     return (kind, *BAD[n % len(BAD)])
 
 
@@ -113,8 +128,23 @@ def start_server(model: str, time_limit: float) -> tuple[subprocess.Popen, str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "infill", "serve", "--model", model, "--port", str(port),
-                               "--time-limit", str(time_limit)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "infill",
+            "serve",
+            "--model",
+            model,
+            "--port",
+            str(port),
+            "--time-limit",
+            str(time_limit),
+        ],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -169,8 +199,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--requests", type=int, default=5)
     parser.add_argument("--page-tries", type=int, default=3)
-    parser.add_argument("--time-limit", type=float, default=300,
-                        help="the server's --time-limit: every request queued behind the others must fit in it")
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=300,
+        help="the server's --time-limit: every request queued behind the others must fit in it",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "eval" / "serve-load", help="writes OUT.json and OUT.md")
     args = parser.parse_args()
     server, base = start_server(args.model, args.time_limit)
@@ -214,29 +248,54 @@ def main() -> None:
         by_kind[kind].append((status == expected, seconds))
     lost = len(good) - len(ok) + len(bad) - len(refused)
     report = {
-        "clients": args.clients, "requests_per_client": args.requests, "preset": FAST, "time_limit": args.time_limit,
-        "model": Path(args.model).name, "sent": len(results), "good": len(good), "ok": len(ok), "bad": len(bad),
-        "bad_refused_4xx_one_line": len(refused), "lost": lost, "mixed_up": len(mixed), "rechecked": len(recheck),
-        "recheck_differs": len(differ), "alive_after": alive, "wall_seconds": round(wall, 2),
-        "per_kind": {kind: {"sent": len(v), "as_expected": sum(ok for ok, _ in v),
-                            "latency_median": round(statistics.median(s for _, s in v), 3),
-                            "latency_max": round(max(s for _, s in v), 3)} for kind, v in by_kind.items()},
-        "run_seconds_median": {kind: round(statistics.median(x[5]["diagnostics"]["seconds"] for x in ok if x[0] == kind), 3)
-                               for kind in ("sample", "spans", "rewrite")},
+        "clients": args.clients,
+        "requests_per_client": args.requests,
+        "preset": FAST,
+        "time_limit": args.time_limit,
+        "model": Path(args.model).name,
+        "sent": len(results),
+        "good": len(good),
+        "ok": len(ok),
+        "bad": len(bad),
+        "bad_refused_4xx_one_line": len(refused),
+        "lost": lost,
+        "mixed_up": len(mixed),
+        "rechecked": len(recheck),
+        "recheck_differs": len(differ),
+        "alive_after": alive,
+        "wall_seconds": round(wall, 2),
+        "per_kind": {
+            kind: {
+                "sent": len(v),
+                "as_expected": sum(ok for ok, _ in v),
+                "latency_median": round(statistics.median(s for _, s in v), 3),
+                "latency_max": round(max(s for _, s in v), 3),
+            }
+            for kind, v in by_kind.items()
+        },
+        "run_seconds_median": {
+            kind: round(statistics.median(x[5]["diagnostics"]["seconds"] for x in ok if x[0] == kind), 3)
+            for kind in ("sample", "spans", "rewrite")
+        },
         "page_first_results_seconds": page,
         "machine": f"{cpu_model()}, {os.cpu_count()} CPUs (shared), OMP_NUM_THREADS="
-                   f"{os.environ.get('OMP_NUM_THREADS', 'unset')}",
+        f"{os.environ.get('OMP_NUM_THREADS', 'unset')}",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
     args.out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
-    rows = "\n".join(f"| {kind} | {v['sent']} | {v['as_expected']} | {v['latency_median']:.2f} / {v['latency_max']:.2f} s |"
-                     for kind, v in report["per_kind"].items())
+    rows = "\n".join(
+        f"| {kind} | {v['sent']} | {v['as_expected']} | {v['latency_median']:.2f} / {v['latency_max']:.2f} s |"
+        for kind, v in report["per_kind"].items()
+    )
     runs = ", ".join(f"{kind} {v:.2f} s" for kind, v in report["run_seconds_median"].items())
-    page_lines = ("not measured (no chromium or playwright)" if page is None else
-                  "; ".join(f"{mode} median {statistics.median(t):.2f} s (max {max(t):.2f})" for mode, t in page.items()))
+    page_lines = (
+        "not measured (no chromium or playwright)"
+        if page is None
+        else "; ".join(f"{mode} median {statistics.median(t):.2f} s (max {max(t):.2f})" for mode, t in page.items())
+    )
     args.out.with_suffix(".md").write_text(f"""# `infill serve` under load
 
-`python -m scripts.load_serve` ({report['date']}; {report['machine']}; model `{report['model']}`).
+`python -m scripts.load_serve` ({report["date"]}; {report["machine"]}; model `{report["model"]}`).
 {args.clients} concurrent clients x {args.requests} requests each, taking turns over every endpoint: a 2-blank
 template and a span template with an include word (`/api/sample`), a rewrite (`/api/rewrite`), all with
 the page's fast preset ({json.dumps(FAST)}); a score of 1-3 sentences (`/api/score`, pll and word-l2r); a rank
@@ -246,14 +305,14 @@ time, and `--time-limit {args.time_limit:g}` (a request's wait in the queue coun
 
 | | |
 |---|---|
-| requests sent (good / bad) | {report['sent']} ({report['good']} / {report['bad']}) |
-| good answered 200 | {report['ok']} of {report['good']} |
-| bad answered 4xx with a one-line error | {report['bad_refused_4xx_one_line']} of {report['bad']} |
+| requests sent (good / bad) | {report["sent"]} ({report["good"]} / {report["bad"]}) |
+| good answered 200 | {report["ok"]} of {report["good"]} |
+| bad answered 4xx with a one-line error | {report["bad_refused_4xx_one_line"]} of {report["bad"]} |
 | lost (a good one not 200, a bad one not its 4xx) | {lost} |
 | mixed up (template, seed, texts or options not the request's) | {len(mixed)} |
 | answers that differ from the same request sent again alone | {len(differ)} of {len(recheck)} |
-| server alive after | {'yes' if alive else 'NO'} |
-| wall time for all requests | {report['wall_seconds']:.1f} s |
+| server alive after | {"yes" if alive else "NO"} |
+| wall time for all requests | {report["wall_seconds"]:.1f} s |
 | one run (median, from the diagnostics) | {runs} |
 | first results on the page after pressing the button ({args.page_tries} tries per mode) | {page_lines} |
 

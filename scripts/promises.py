@@ -50,6 +50,7 @@ cut short keeps what it measured.
     python3 -m scripts.promises --limit 1 --out /tmp/promises-smoke
     python3 -m scripts.promises --write-suite         # (re)write corpora/promises/heldout.jsonl and exit
 """
+
 from __future__ import annotations
 
 import argparse
@@ -90,8 +91,14 @@ AUTO_CHAIN_BLANKS = 4
 """``auto`` runs chains up to this many blanks and one-pass draws above (``infill.pipeline.config``)."""
 HUGE_BUDGET = 10**9
 GOALS = {"include_share": 0.95, "rss_gb": 3.0}
-TARGET_OF = {"include": "include", "budget grid": "budget", "batch": "batch", "batch with include": "batch",
-             "cli": "batch", "huge": "huge"}
+TARGET_OF = {
+    "include": "include",
+    "budget grid": "budget",
+    "batch": "batch",
+    "batch with include": "batch",
+    "cli": "batch",
+    "huge": "huge",
+}
 """Which target each template selection serves."""
 DEFAULTS = {"batch": "12", "include_batch": "3", "cli": "3", "budget": "4"}
 """Templates of each selection in the default run, taken in turn from the regimes (``--all``: every template)."""
@@ -99,13 +106,14 @@ DEFAULTS = {"batch": "12", "include_batch": "3", "cli": "3", "budget": "4"}
 
 # ---------------------------------------------------------------- the suite
 
+
 def used_sentence_ids() -> set[str]:
     """Sentence ids (``corpus-line``) of the calibration suite and the DLP Table 3 manifest."""
     used = set()
     for half in ("tune", "check"):
         for line in (ROOT / "corpora" / "calibration" / f"{half}.jsonl").read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
-            used.add(row["id"][:-len(row["regime"]) - 1])
+            used.add(row["id"][: -len(row["regime"]) - 1])
     manifest = ROOT / "corpora" / "dlp-table3.tasks.jsonl"
     if manifest.exists():
         used |= {json.loads(line)["sentence_id"] for line in manifest.read_text(encoding="utf-8").splitlines()}
@@ -142,8 +150,14 @@ def build_suite(tokenizer, corpus_dir: Path = CORPUS_DIR, seed: int = SEED) -> l
             made = template(tokenizer, words, rng.randint(low, high), rng)
             if made is None:
                 continue
-            row = {"id": f"{sid}-{regime}", "sentence_id": sid, "regime": regime, "blanks": len(made[1]),
-                   "template": made[0], "removed": made[1]}
+            row = {
+                "id": f"{sid}-{regime}",
+                "sentence_id": sid,
+                "regime": regime,
+                "blanks": len(made[1]),
+                "template": made[0],
+                "removed": made[1],
+            }
             if regime == "include-6":
                 content = sorted({w for w in made[1] if len(w) >= 3 and w not in common})
                 if not content:
@@ -169,13 +183,14 @@ def load_tokenizer(model: str):
 
 # ---------------------------------------------------------------- selections
 
+
 def select(rows: list[dict], spec: str, regimes: tuple[str, ...], limit: Optional[int]) -> list[dict]:
     """The first ``spec`` (a count, or ``all``) templates of ``regimes`` taken in turn (one of each regime, then
     a second of each...), so that a few templates span the blank counts; at most ``limit``."""
     groups = [[r for r in rows if r["regime"] == regime] for regime in regimes]
     order = [r for tier in itertools.zip_longest(*groups) for r in tier if r is not None]
     count = len(order) if spec == "all" else int(spec)
-    return order[:count if limit is None else min(count, limit)]
+    return order[: count if limit is None else min(count, limit)]
 
 
 def shape(tokenizer, row: dict) -> tuple[int, int]:
@@ -217,6 +232,7 @@ def shape_groups(tokenizer, rows: list[dict]) -> list[str]:
 
 # ---------------------------------------------------------------- runs
 
+
 def holds(word: str, fills: list[str]) -> bool:
     """Whether the filled blanks hold ``word`` as a whole word (case-insensitive)."""
     return re.search(rf"(?<!\w){re.escape(word.lower())}(?!\w)", " ".join(fills).lower()) is not None
@@ -237,61 +253,99 @@ def attempt(call: Callable, retries: int = 0, wait: float = 60.0):
                 time.sleep(wait)
                 continue
             message = str(exc)
-            return None, {"type": type(exc).__name__, "infill_error": isinstance(exc, InfillError),
-                          "message": message, "one_line": "\n" not in message.strip() and bool(message.strip()),
-                          "traceback": traceback.format_exc().strip().splitlines()[-6:]}
+            return None, {
+                "type": type(exc).__name__,
+                "infill_error": isinstance(exc, InfillError),
+                "message": message,
+                "one_line": "\n" not in message.strip() and bool(message.strip()),
+                "traceback": traceback.format_exc().strip().splitlines()[-6:],
+            }
 
 
 def budget_check(result, budget: Optional[int]) -> dict:
     """Encoder sequences against the budget given (or, where None, the one the run reports)."""
     d = result.diagnostics
     limit = budget if budget is not None else d.budget
-    return {"encoder_sequences": d.encoder_sequences, "budget": limit, "reported_budget": d.budget,
-            "sampler": d.sampler, "kept": None if limit is None else d.encoder_sequences <= limit}
+    return {
+        "encoder_sequences": d.encoder_sequences,
+        "budget": limit,
+        "reported_budget": d.budget,
+        "sampler": d.sampler,
+        "kept": None if limit is None else d.encoder_sequences <= limit,
+    }
 
 
 def run_include(infiller, rows: list[dict]) -> dict:
     tasks = []
     for k, row in enumerate(rows, 1):
         start = time.perf_counter()
-        result, error = attempt(lambda: infiller.sample(row["template"], top=TOP, seed=RUN_SEED,
-                                                          include=[row["include"]]))
+        result, error = attempt(
+            lambda: infiller.sample(row["template"], top=TOP, seed=RUN_SEED, include=[row["include"]])
+        )
         task = {"id": row["id"], "include": row["include"], "seconds": time.perf_counter() - start}
         if error:
             task["error"] = error
         else:
-            task.update(texts=result.texts, fills=[s.fills for s in result.samples],
-                        held=[holds(row["include"], s.fills) for s in result.samples],
-                        **budget_check(result, None))
+            task.update(
+                texts=result.texts,
+                fills=[s.fills for s in result.samples],
+                held=[holds(row["include"], s.fills) for s in result.samples],
+                **budget_check(result, None),
+            )
         tasks.append(task)
-        log(f"[include {k}/{len(rows)}] {row['id']} {row['include']!r}: "
-            + (f"ERROR {error['type']}" if error else f"{sum(task['held'])}/{len(task['held'])} hold it, "
-               f"{task['encoder_sequences']}/{task['budget']} seqs") + f", {task['seconds']:.1f}s")
+        log(
+            f"[include {k}/{len(rows)}] {row['id']} {row['include']!r}: "
+            + (
+                f"ERROR {error['type']}"
+                if error
+                else f"{sum(task['held'])}/{len(task['held'])} hold it, "
+                f"{task['encoder_sequences']}/{task['budget']} seqs"
+            )
+            + f", {task['seconds']:.1f}s"
+        )
     returned = sum(len(t.get("held", [])) for t in tasks)
     held = sum(sum(t.get("held", [])) for t in tasks)
     errors = sum("error" in t for t in tasks)
     share = held / returned if returned else None
-    return {"templates": len(tasks), "returned": returned, "held": held, "share": share, "errors": errors,
-            "short": [t["id"] for t in tasks if "held" in t and len(t["held"]) < TOP],
-            "met": share is not None and share >= GOALS["include_share"] and errors == 0 and len(tasks) > 0,
-            "tasks": tasks}
+    return {
+        "templates": len(tasks),
+        "returned": returned,
+        "held": held,
+        "share": share,
+        "errors": errors,
+        "short": [t["id"] for t in tasks if "held" in t and len(t["held"]) < TOP],
+        "met": share is not None and share >= GOALS["include_share"] and errors == 0 and len(tasks) > 0,
+        "tasks": tasks,
+    }
 
 
-def run_budget_grid(infiller, rows: list[dict], methods: tuple[str, ...], budgets: tuple,
-                    covered: set[str]) -> list[dict]:
+def run_budget_grid(
+    infiller, rows: list[dict], methods: tuple[str, ...], budgets: tuple, covered: set[str]
+) -> list[dict]:
     """Every method at every budget on every template, and ``auto`` at its default budget (``None``) where
     ``covered`` (the templates whose single calls already ran it) lacks the template; a named method's default
     has no budget to keep."""
     runs = []
-    plan = [(row, method, budget) for row in rows for method in methods
-            for budget in budgets + ((None,) if method == "auto" and row["id"] not in covered else ())]
+    plan = [
+        (row, method, budget)
+        for row in rows
+        for method in methods
+        for budget in budgets + ((None,) if method == "auto" and row["id"] not in covered else ())
+    ]
     for row, method, budget in plan:
         start = time.perf_counter()
         options = {} if budget is None else {"budget": budget}
-        result, error = attempt(lambda: infiller.sample(row["template"], sampler=method, top=TOP,
-                                                          seed=RUN_SEED, **options))
-        run = {"id": row["id"], "blanks": row["blanks"], "method": method, "given": budget, "budget": budget,
-               "seconds": time.perf_counter() - start}
+        result, error = attempt(
+            lambda: infiller.sample(row["template"], sampler=method, top=TOP, seed=RUN_SEED, **options)
+        )
+        run = {
+            "id": row["id"],
+            "blanks": row["blanks"],
+            "method": method,
+            "given": budget,
+            "budget": budget,
+            "seconds": time.perf_counter() - start,
+        }
         if error:
             run["error"] = error
             run["kept"] = error["infill_error"] and error["one_line"]
@@ -299,10 +353,15 @@ def run_budget_grid(infiller, rows: list[dict], methods: tuple[str, ...], budget
         else:
             run.update(budget_check(result, budget), returned=len(result.samples))
         runs.append(run)
-        state = ("refused" if run.get("refused") else f"ERROR {error['type']}") if error else \
-            f"{run['encoder_sequences']}/{run['budget']}"
-        log(f"[budget {len(runs)}/{len(plan)}] {row['id']} {method} budget={budget or 'default'}: {state}"
-            f"{'' if run['kept'] in (True, None) else ' VIOLATION'}, {run['seconds']:.1f}s")
+        state = (
+            ("refused" if run.get("refused") else f"ERROR {error['type']}")
+            if error
+            else f"{run['encoder_sequences']}/{run['budget']}"
+        )
+        log(
+            f"[budget {len(runs)}/{len(plan)}] {row['id']} {method} budget={budget or 'default'}: {state}"
+            f"{'' if run['kept'] in (True, None) else ' VIOLATION'}, {run['seconds']:.1f}s"
+        )
     return runs
 
 
@@ -312,8 +371,10 @@ def budget_summary(grid: list[dict], extra: list[dict]) -> dict:
     violations = [r for r in runs if not r["kept"]]
     cells: dict = {}
     for r in grid:
-        cell = cells.setdefault(f"{r['method']} @ {r['given'] if r['given'] is not None else 'default'}",
-                                {"runs": 0, "refused": 0, "violations": 0, "max_ratio": None, "errors": 0})
+        cell = cells.setdefault(
+            f"{r['method']} @ {r['given'] if r['given'] is not None else 'default'}",
+            {"runs": 0, "refused": 0, "violations": 0, "max_ratio": None, "errors": 0},
+        )
         cell["runs"] += 1
         cell["refused"] += bool(r.get("refused"))
         cell["errors"] += "error" in r and not r.get("refused")
@@ -321,10 +382,17 @@ def budget_summary(grid: list[dict], extra: list[dict]) -> dict:
         if r.get("encoder_sequences") is not None and r.get("budget"):
             ratio = r["encoder_sequences"] / r["budget"]
             cell["max_ratio"] = ratio if cell["max_ratio"] is None else max(cell["max_ratio"], ratio)
-    return {"runs": len(runs), "grid_runs": len(grid), "default_runs": sum(r.get("kept") is not None for r in extra),
-            "refused": sum(bool(r.get("refused")) for r in runs), "violations": len(violations),
-            "templates": sorted({r["id"] for r in runs}), "met": bool(runs) and not violations,
-            "cells": cells, "violation_runs": violations}
+    return {
+        "runs": len(runs),
+        "grid_runs": len(grid),
+        "default_runs": sum(r.get("kept") is not None for r in extra),
+        "refused": sum(bool(r.get("refused")) for r in runs),
+        "violations": len(violations),
+        "templates": sorted({r["id"] for r in runs}),
+        "met": bool(runs) and not violations,
+        "cells": cells,
+        "violation_runs": violations,
+    }
 
 
 def texts_or_error(result, error) -> dict:
@@ -337,29 +405,46 @@ def run_api_batch(infiller, rows: list[dict], label: str, **options) -> dict:
     templates = [r["template"] for r in rows]
     start = time.perf_counter()
     batched, error = attempt(lambda: infiller.sample_many(templates, top=TOP, seed=RUN_SEED, **options))
-    log(f"[{label}] sample_many of {len(rows)}: {'ERROR ' + error['type'] if error else 'done'}, "
-        f"{time.perf_counter() - start:.1f}s")
+    log(
+        f"[{label}] sample_many of {len(rows)}: {'ERROR ' + error['type'] if error else 'done'}, "
+        f"{time.perf_counter() - start:.1f}s"
+    )
     pairs = []
     for k, row in enumerate(rows):
         start = time.perf_counter()
         single, single_error = attempt(lambda: infiller.sample(row["template"], top=TOP, seed=RUN_SEED, **options))
-        pair = {"id": row["id"], "blanks": row["blanks"], "seconds": time.perf_counter() - start,
-                "single": texts_or_error(single, single_error),
-                "batched": {"error": error} if error else texts_or_error(batched[k], None)}
-        pair["identical"] = "texts" in pair["single"] and "texts" in pair["batched"] and \
-            pair["single"]["texts"] == pair["batched"]["texts"]
+        pair = {
+            "id": row["id"],
+            "blanks": row["blanks"],
+            "seconds": time.perf_counter() - start,
+            "single": texts_or_error(single, single_error),
+            "batched": {"error": error} if error else texts_or_error(batched[k], None),
+        }
+        pair["identical"] = (
+            "texts" in pair["single"]
+            and "texts" in pair["batched"]
+            and pair["single"]["texts"] == pair["batched"]["texts"]
+        )
         pairs.append(pair)
-        log(f"[{label} {k + 1}/{len(rows)}] {row['id']}: "
+        log(
+            f"[{label} {k + 1}/{len(rows)}] {row['id']}: "
             f"{'identical' if pair['identical'] else 'DIFFERENT' if 'texts' in pair['single'] else 'ERROR'}, "
-            f"{pair['seconds']:.1f}s")
+            f"{pair['seconds']:.1f}s"
+        )
     return summarise_pairs(pairs, batch_error=error)
 
 
 def summarise_pairs(pairs: list[dict], batch_error=None) -> dict:
     errors = sum("error" in p["single"] or "error" in p["batched"] for p in pairs)
     same = sum(p["identical"] for p in pairs)
-    return {"templates": len(pairs), "identical": same, "errors": errors, "batch_error": batch_error,
-            "met": bool(pairs) and same == len(pairs), "pairs": pairs}
+    return {
+        "templates": len(pairs),
+        "identical": same,
+        "errors": errors,
+        "batch_error": batch_error,
+        "met": bool(pairs) and same == len(pairs),
+        "pairs": pairs,
+    }
 
 
 def infill_command() -> list[str]:
@@ -393,8 +478,7 @@ def run_cli_batch(rows: list[dict], model: str) -> dict:
         file = Path(tmp) / "templates.txt"
         file.write_text("".join(r["template"] + "\n" for r in rows), encoding="utf-8")
         start = time.perf_counter()
-        whole = subprocess.run([*base[:2], "-f", str(file), *base[2:]], capture_output=True, text=True,
-                               env=child_env())
+        whole = subprocess.run([*base[:2], "-f", str(file), *base[2:]], capture_output=True, text=True, env=child_env())
         log(f"[cli] -f with {len(rows)} lines: rc {whole.returncode}, {time.perf_counter() - start:.1f}s")
     batched = None
     if whole.returncode == 0:
@@ -405,28 +489,39 @@ def run_cli_batch(rows: list[dict], model: str) -> dict:
     pairs = []
     for k, row in enumerate(rows):
         start = time.perf_counter()
-        one = subprocess.run([*base[:2], row["template"], *base[2:]], capture_output=True, text=True,
-                             env=child_env())
+        one = subprocess.run([*base[:2], row["template"], *base[2:]], capture_output=True, text=True, env=child_env())
         single = None
         if one.returncode == 0:
             try:
                 single = parse_cli_json(one.stdout)
             except (json.JSONDecodeError, KeyError):
                 single = None
-        pair = {"id": row["id"], "blanks": row["blanks"], "seconds": time.perf_counter() - start,
-                "single": {"texts": single[0]} if single and len(single) == 1 else
-                {"error": {"returncode": one.returncode, "stderr": one.stderr.strip().splitlines()[-3:]}},
-                "batched": {"texts": batched[k]} if batched is not None and len(batched) == len(rows) else
-                {"error": {"returncode": whole.returncode, "stderr": whole.stderr.strip().splitlines()[-3:]}}}
-        pair["identical"] = "texts" in pair["single"] and "texts" in pair["batched"] and \
-            pair["single"]["texts"] == pair["batched"]["texts"]
+        pair = {
+            "id": row["id"],
+            "blanks": row["blanks"],
+            "seconds": time.perf_counter() - start,
+            "single": {"texts": single[0]}
+            if single and len(single) == 1
+            else {"error": {"returncode": one.returncode, "stderr": one.stderr.strip().splitlines()[-3:]}},
+            "batched": {"texts": batched[k]}
+            if batched is not None and len(batched) == len(rows)
+            else {"error": {"returncode": whole.returncode, "stderr": whole.stderr.strip().splitlines()[-3:]}},
+        }
+        pair["identical"] = (
+            "texts" in pair["single"]
+            and "texts" in pair["batched"]
+            and pair["single"]["texts"] == pair["batched"]["texts"]
+        )
         pairs.append(pair)
-        log(f"[cli {k + 1}/{len(rows)}] {row['id']}: {'identical' if pair['identical'] else 'DIFFERENT/ERROR'}, "
-            f"{pair['seconds']:.1f}s")
+        log(
+            f"[cli {k + 1}/{len(rows)}] {row['id']}: {'identical' if pair['identical'] else 'DIFFERENT/ERROR'}, "
+            f"{pair['seconds']:.1f}s"
+        )
     return summarise_pairs(pairs)
 
 
 # ---------------------------------------------------------------- the huge budget, through the CLI
+
 
 def rss_of_tree(pid: int) -> int:
     """Resident kB of ``pid`` and its descendants (0 where gone)."""
@@ -444,8 +539,19 @@ def rss_of_tree(pid: int) -> int:
 
 
 def run_huge(row: dict, model: str, timeout: float, memory_limit_gb: float) -> dict:
-    command = [*infill_command(), "sample", row["template"], "--model", model, "--budget", str(HUGE_BUDGET),
-               "--top", str(TOP), "--seed", str(RUN_SEED)]
+    command = [
+        *infill_command(),
+        "sample",
+        row["template"],
+        "--model",
+        model,
+        "--budget",
+        str(HUGE_BUDGET),
+        "--top",
+        str(TOP),
+        "--seed",
+        str(RUN_SEED),
+    ]
     gnu_time = "/usr/bin/time" if Path("/usr/bin/time").exists() else None
     cap_kb = int(GOALS["rss_gb"] * 2**20)
     limit_bytes = int(memory_limit_gb * 2**30)
@@ -468,8 +574,11 @@ def run_huge(row: dict, model: str, timeout: float, memory_limit_gb: float) -> d
                 watched_kb = max(watched_kb, rss_of_tree(process.pid))
                 elapsed = time.perf_counter() - start
                 if killed is None and (watched_kb > cap_kb or elapsed > timeout):
-                    killed = f"resident {watched_kb / 2**20:.2f} GB > {GOALS['rss_gb']} GB" if watched_kb > cap_kb \
+                    killed = (
+                        f"resident {watched_kb / 2**20:.2f} GB > {GOALS['rss_gb']} GB"
+                        if watched_kb > cap_kb
                         else f"still running after {timeout:.0f}s"
+                    )
                     os.killpg(process.pid, signal.SIGKILL)
                 time.sleep(0.05)
             process.returncode = os.waitstatus_to_exitcode(status)
@@ -489,23 +598,42 @@ def run_huge(row: dict, model: str, timeout: float, memory_limit_gb: float) -> d
     succeeded = rc == 0 and killed is None
     rss_gb = peak_kb / 2**20
     met = (refused or succeeded) and rss_gb < GOALS["rss_gb"]
-    return {"command": shlex.join(command), "returncode": rc, "killed": killed, "seconds": seconds,
-            "stderr_lines": len(stderr_lines), "stderr": stderr_lines[-8:], "stdout_lines": len(stdout_lines),
-            "stdout": stdout_lines[:TOP], "peak_rss_gb": rss_gb, "rss_source": source,
-            "address_space_limit_gb": memory_limit_gb, "outcome": "refused in one line" if refused else
-            "succeeded" if succeeded else "killed: " + killed if killed else
-            f"exit {rc} with {len(stderr_lines)} lines on stderr", "met": met}
+    return {
+        "command": shlex.join(command),
+        "returncode": rc,
+        "killed": killed,
+        "seconds": seconds,
+        "stderr_lines": len(stderr_lines),
+        "stderr": stderr_lines[-8:],
+        "stdout_lines": len(stdout_lines),
+        "stdout": stdout_lines[:TOP],
+        "peak_rss_gb": rss_gb,
+        "rss_source": source,
+        "address_space_limit_gb": memory_limit_gb,
+        "outcome": "refused in one line"
+        if refused
+        else "succeeded"
+        if succeeded
+        else "killed: " + killed
+        if killed
+        else f"exit {rc} with {len(stderr_lines)} lines on stderr",
+        "met": met,
+    }
 
 
 # ---------------------------------------------------------------- the report
 
+
 def signature(args, threads: int) -> dict:
     """The run's environment (``harness.environment``), its date, command, model and suite."""
-    return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            **environment(torch_threads=threads), "command": shlex.join([Path(sys.executable).name, *sys.argv]),
-            "model": args.model, "suite": str(args.suite.relative_to(ROOT) if args.suite.is_relative_to(ROOT)
-                                               else args.suite),
-            "suite_sha256": hashlib.sha256(args.suite.read_bytes()).hexdigest()}
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        **environment(torch_threads=threads),
+        "command": shlex.join([Path(sys.executable).name, *sys.argv]),
+        "model": args.model,
+        "suite": str(args.suite.relative_to(ROOT) if args.suite.is_relative_to(ROOT) else args.suite),
+        "suite_sha256": hashlib.sha256(args.suite.read_bytes()).hexdigest(),
+    }
 
 
 def mark(met: Optional[bool]) -> str:
@@ -518,102 +646,182 @@ def target_rows(results: dict) -> list[tuple[str, str, str, Optional[bool]]]:
     inc = results.get("include")
     if inc:
         share = "-" if inc["share"] is None else f"{100 * inc['share']:.1f}%"
-        rows.append(("held-out include under the default (6 blanks, top 5)",
-                     ">= 95% of returned fillings hold the word; 0 errors",
-                     f"{share} ({inc['held']} of {inc['returned']} fillings, {inc['templates']} templates); "
-                     f"{inc['errors']} errors", inc["met"]))
+        rows.append(
+            (
+                "held-out include under the default (6 blanks, top 5)",
+                ">= 95% of returned fillings hold the word; 0 errors",
+                f"{share} ({inc['held']} of {inc['returned']} fillings, {inc['templates']} templates); "
+                f"{inc['errors']} errors",
+                inc["met"],
+            )
+        )
     bud = results.get("budget")
     if bud:
-        rows.append(("encoder_sequences <= budget",
-                     "every run within its budget, or refused by one InfillError line",
-                     f"{bud['violations']} violations in {bud['runs']} runs on {len(bud['templates'])} templates "
-                     f"({bud['refused']} refused)", bud["met"]))
+        rows.append(
+            (
+                "encoder_sequences <= budget",
+                "every run within its budget, or refused by one InfillError line",
+                f"{bud['violations']} violations in {bud['runs']} runs on {len(bud['templates'])} templates "
+                f"({bud['refused']} refused)",
+                bud["met"],
+            )
+        )
     huge = results.get("huge")
     if huge:
-        rows.append(("--budget 10^9 through the CLI (7 blanks)",
-                     "one stderr line and non-zero exit, or success; peak RSS < 3 GB",
-                     f"{huge['outcome']}; peak RSS {huge['peak_rss_gb']:.2f} GB; {huge['seconds']:.0f}s", huge["met"]))
-    for key, name in (("batch_api", "sample_many == sample, same seed"),
-                      ("batch_include", "sample_many == sample with include"),
-                      ("batch_cli", "infill sample -f FILE == one call per line")):
+        rows.append(
+            (
+                "--budget 10^9 through the CLI (7 blanks)",
+                "one stderr line and non-zero exit, or success; peak RSS < 3 GB",
+                f"{huge['outcome']}; peak RSS {huge['peak_rss_gb']:.2f} GB; {huge['seconds']:.0f}s",
+                huge["met"],
+            )
+        )
+    for key, name in (
+        ("batch_api", "sample_many == sample, same seed"),
+        ("batch_include", "sample_many == sample with include"),
+        ("batch_cli", "infill sample -f FILE == one call per line"),
+    ):
         part = results.get(key)
         if part:
-            rows.append((name, "identical texts on every template",
-                         f"{part['identical']} of {part['templates']} identical ({part['errors']} with errors"
-                         f"{', batched call raised' if part.get('batch_error') else ''})", part["met"]))
-    rows.append(("bad inputs give one clear line", "every case of the existing suites",
-                 "not measured here: tests/test_bad_inputs.py and the CLI tests", None))
+            rows.append(
+                (
+                    name,
+                    "identical texts on every template",
+                    f"{part['identical']} of {part['templates']} identical ({part['errors']} with errors"
+                    f"{', batched call raised' if part.get('batch_error') else ''})",
+                    part["met"],
+                )
+            )
+    rows.append(
+        (
+            "bad inputs give one clear line",
+            "every case of the existing suites",
+            "not measured here: tests/test_bad_inputs.py and the CLI tests",
+            None,
+        )
+    )
     return rows
 
 
 def write_report(out: Path, env: dict, settings: dict, results: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rows = target_rows(results)
-    report = {"environment": env, "settings": settings,
-              "targets": [{"target": t, "goal": g, "measured": m, "met": ok} for t, g, m, ok in rows],
-              "results": results}
+    report = {
+        "environment": env,
+        "settings": settings,
+        "targets": [{"target": t, "goal": g, "measured": m, "met": ok} for t, g, m, ok in rows],
+        "results": results,
+    }
     (out / "report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     lines = [
-        "# The default keeps every promise", "",
-        f"Written by `python -m scripts.promises` on {env['date']}: `{env['command']}`.", "",
+        "# The default keeps every promise",
+        "",
+        f"Written by `python -m scripts.promises` on {env['date']}: `{env['command']}`.",
+        "",
         f"- Machine: {env['cpu']}, {env['cores']} cores, torch threads {env['torch_threads']}, CPU only",
         f"- Versions: Python {env['python']}, torch {env['torch']}, transformers {env['transformers']}, "
         f"infill-mcmc {env['infill-mcmc']}; git {env['commit']}",
         f"- Model: `{env['model']}`; suite: `{env['suite']}` (sha256 {env['suite_sha256'][:12]}); "
         f"top {TOP}, seed {RUN_SEED}",
-        f"- Templates per target: {settings['counts']}", "",
-        "| target | goal | measured | |", "|---|---|---|---|"]
+        f"- Templates per target: {settings['counts']}",
+        "",
+        "| target | goal | measured | |",
+        "|---|---|---|---|",
+    ]
     lines += [f"| {t} | {g} | {m} | {mark(ok)} |" for t, g, m, ok in rows]
     inc = results.get("include")
     if inc:
         misses = [t for t in inc["tasks"] if "error" in t or not all(t["held"])]
-        lines += ["", "## Include", "", f"Fillings without the word, or errors: {len(misses)} of {inc['templates']} "
-                  f"templates" + (":" if misses else ".")]
+        lines += [
+            "",
+            "## Include",
+            "",
+            f"Fillings without the word, or errors: {len(misses)} of {inc['templates']} "
+            f"templates" + (":" if misses else "."),
+        ]
         for t in misses[:20]:
-            lines.append(f"- `{t['id']}` (`{t['include']}`): " + (
-                f"{t['error']['type']}: {t['error']['message'][:200]!r}" if "error" in t else
-                f"{len(t['held']) - sum(t['held'])} of {len(t['held'])} lack it, e.g. "
-                f"\"{next(x for x, h in zip(t['texts'], t['held']) if not h)}\""))
+            lines.append(
+                f"- `{t['id']}` (`{t['include']}`): "
+                + (
+                    f"{t['error']['type']}: {t['error']['message'][:200]!r}"
+                    if "error" in t
+                    else f"{len(t['held']) - sum(t['held'])} of {len(t['held'])} lack it, e.g. "
+                    f'"{next(x for x, h in zip(t["texts"], t["held"]) if not h)}"'
+                )
+            )
         if inc["short"]:
             lines.append(f"- fewer than {TOP} fillings returned: {', '.join(inc['short'])}")
     bud = results.get("budget")
     if bud:
-        lines += ["", "## Budget", "", f"Grid: {settings['methods']} x budgets {settings['budgets']} on "
-                  f"{settings['counts'].get('budget grid', 0)} templates; plus `auto` at its default budget on "
-                  f"every single call of the batch and include targets ({bud['default_runs']} runs). A cell's ratio "
-                  "is the largest encoder_sequences / budget among the runs that returned.", "",
-                  "| method @ budget | runs | refused | errors | violations | max seqs / budget |",
-                  "|---|---:|---:|---:|---:|---:|"]
-        lines += [f"| {name} | {c['runs']} | {c['refused']} | {c['errors']} | {c['violations']} | "
-                  f"{'-' if c['max_ratio'] is None else format(c['max_ratio'], '.2f')} |"
-                  for name, c in bud["cells"].items()]
+        lines += [
+            "",
+            "## Budget",
+            "",
+            f"Grid: {settings['methods']} x budgets {settings['budgets']} on "
+            f"{settings['counts'].get('budget grid', 0)} templates; plus `auto` at its default budget on "
+            f"every single call of the batch and include targets ({bud['default_runs']} runs). A cell's ratio "
+            "is the largest encoder_sequences / budget among the runs that returned.",
+            "",
+            "| method @ budget | runs | refused | errors | violations | max seqs / budget |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {name} | {c['runs']} | {c['refused']} | {c['errors']} | {c['violations']} | "
+            f"{'-' if c['max_ratio'] is None else format(c['max_ratio'], '.2f')} |"
+            for name, c in bud["cells"].items()
+        ]
         if bud["violation_runs"]:
             lines += ["", "Violations:"]
             for r in bud["violation_runs"][:30]:
                 limit = r["budget"] if r.get("budget") is not None else r.get("reported_budget")
-                lines.append(f"- `{r['id']}` {r['method']} budget {limit}: " + (
-                    f"{r['error']['type']}: {r['error']['message'][:160]!r}" if "error" in r else
-                    f"{r['encoder_sequences']} sequences"))
+                lines.append(
+                    f"- `{r['id']}` {r['method']} budget {limit}: "
+                    + (
+                        f"{r['error']['type']}: {r['error']['message'][:160]!r}"
+                        if "error" in r
+                        else f"{r['encoder_sequences']} sequences"
+                    )
+                )
     huge = results.get("huge")
     if huge:
-        lines += ["", "## Budget 10^9", "", f"`{huge['command']}`", "",
-                  f"Exit {huge['returncode']}, {huge['stderr_lines']} stderr lines, peak RSS {huge['peak_rss_gb']:.2f} "
-                  f"GB ({huge['rss_source']}; address space capped at {huge['address_space_limit_gb']:g} GB), "
-                  f"{huge['seconds']:.1f}s. Stderr (last lines):", "", "```", *huge["stderr"], "```"]
-    for key, name in (("batch_api", "Batched == single (API)"), ("batch_include", "Batched == single, include"),
-                      ("batch_cli", "Batched == single (CLI)")):
+        lines += [
+            "",
+            "## Budget 10^9",
+            "",
+            f"`{huge['command']}`",
+            "",
+            f"Exit {huge['returncode']}, {huge['stderr_lines']} stderr lines, peak RSS {huge['peak_rss_gb']:.2f} "
+            f"GB ({huge['rss_source']}; address space capped at {huge['address_space_limit_gb']:g} GB), "
+            f"{huge['seconds']:.1f}s. Stderr (last lines):",
+            "",
+            "```",
+            *huge["stderr"],
+            "```",
+        ]
+    for key, name in (
+        ("batch_api", "Batched == single (API)"),
+        ("batch_include", "Batched == single, include"),
+        ("batch_cli", "Batched == single (CLI)"),
+    ):
         part = results.get(key)
         if part:
             shared = settings.get("batch_shared_shapes") if key == "batch_api" else None
-            lines += ["", f"## {name}", "", f"{part['identical']} of {part['templates']} identical."
-                      + (f" Shapes shared in the batch: {'; '.join(shared)}." if shared else "")]
+            lines += [
+                "",
+                f"## {name}",
+                "",
+                f"{part['identical']} of {part['templates']} identical."
+                + (f" Shapes shared in the batch: {'; '.join(shared)}." if shared else ""),
+            ]
             for p in [p for p in part["pairs"] if not p["identical"]][:10]:
                 if "texts" in p["single"] and "texts" in p["batched"]:
                     one, many = p["single"]["texts"], p["batched"]["texts"]
                     k = next((i for i, (a, b) in enumerate(zip(one, many)) if a != b), min(len(one), len(many)))
-                    lines.append(f"- `{p['id']}`: {len(one)} vs {len(many)} texts; the first difference, text {k + 1}: "
-                                 f"single {one[k] if k < len(one) else None!r}, "
-                                 f"batched {many[k] if k < len(many) else None!r}")
+                    lines.append(
+                        f"- `{p['id']}`: {len(one)} vs {len(many)} texts; the first difference, text {k + 1}: "
+                        f"single {one[k] if k < len(one) else None!r}, "
+                        f"batched {many[k] if k < len(many) else None!r}"
+                    )
                 else:
                     side = "single" if "error" in p["single"] else "batched"
                     error = p[side]["error"]
@@ -625,9 +833,11 @@ def write_report(out: Path, env: dict, settings: dict, results: dict) -> None:
 
 # ---------------------------------------------------------------- main
 
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--model", default=str(DEV_MODEL))
     parser.add_argument("--suite", type=Path, default=SUITE)
     parser.add_argument("--corpora", type=Path, default=CORPUS_DIR)
@@ -636,24 +846,53 @@ def main() -> None:
     parser.add_argument("--targets", default=",".join(TARGETS), help=f"comma-separated, of {', '.join(TARGETS)}")
     parser.add_argument("--methods", default=",".join(METHODS), help="the budget grid's methods")
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="the budget grid's budgets")
-    parser.add_argument("--budget-templates", default=DEFAULTS["budget"], metavar="N|all",
-                        help="budget grid: templates, taken in turn from the regimes, or all (default %(default)s)")
-    parser.add_argument("--batch-templates", default=DEFAULTS["batch"], metavar="N|all",
-                        help="sample_many vs sample: templates (default %(default)s)")
-    parser.add_argument("--include-batch-templates", default=DEFAULTS["include_batch"], metavar="N|all",
-                        help="the same with include: templates (default %(default)s)")
+    parser.add_argument(
+        "--budget-templates",
+        default=DEFAULTS["budget"],
+        metavar="N|all",
+        help="budget grid: templates, taken in turn from the regimes, or all (default %(default)s)",
+    )
+    parser.add_argument(
+        "--batch-templates",
+        default=DEFAULTS["batch"],
+        metavar="N|all",
+        help="sample_many vs sample: templates (default %(default)s)",
+    )
+    parser.add_argument(
+        "--include-batch-templates",
+        default=DEFAULTS["include_batch"],
+        metavar="N|all",
+        help="the same with include: templates (default %(default)s)",
+    )
     parser.add_argument("--batch-word", default="the", help="the include word of that comparison")
-    parser.add_argument("--cli-templates", default=DEFAULTS["cli"], metavar="N|all",
-                        help="infill sample -f vs one call per line: templates (default %(default)s)")
+    parser.add_argument(
+        "--cli-templates",
+        default=DEFAULTS["cli"],
+        metavar="N|all",
+        help="infill sample -f vs one call per line: templates (default %(default)s)",
+    )
     parser.add_argument("--all", action="store_true", help="every template for every selection")
-    parser.add_argument("--limit", type=int,
-                        help="at most N templates in every selection, the include target's too (a smoke test)")
-    parser.add_argument("--huge-timeout", type=float, default=300.0,
-                        help="seconds before the 10^9-budget command is killed (default %(default)s)")
-    parser.add_argument("--huge-memory-limit-gb", type=float, default=8.0,
-                        help="its address-space limit, a safety net (default %(default)s)")
-    parser.add_argument("--retries", type=int, default=2,
-                        help="retries (a minute apart) of the model's loading while infill/ is mid-edit")
+    parser.add_argument(
+        "--limit", type=int, help="at most N templates in every selection, the include target's too (a smoke test)"
+    )
+    parser.add_argument(
+        "--huge-timeout",
+        type=float,
+        default=300.0,
+        help="seconds before the 10^9-budget command is killed (default %(default)s)",
+    )
+    parser.add_argument(
+        "--huge-memory-limit-gb",
+        type=float,
+        default=8.0,
+        help="its address-space limit, a safety net (default %(default)s)",
+    )
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=2,
+        help="retries (a minute apart) of the model's loading while infill/ is mid-edit",
+    )
     args = parser.parse_args()
     args.suite = args.suite.resolve()
 
@@ -697,19 +936,27 @@ def main() -> None:
     picks = {
         "include": select(rows, "all", ("include-6",), args.limit),
         "budget grid": select(rows, args.budget_templates, everyone, args.limit),
-        "batch": with_shared_shape(tokenizer, rows,
-                                   select(rows, args.batch_templates, everyone, args.limit)),
+        "batch": with_shared_shape(tokenizer, rows, select(rows, args.batch_templates, everyone, args.limit)),
         "batch with include": select(rows, args.include_batch_templates, everyone, args.limit),
         "cli": select(rows, args.cli_templates, everyone, args.limit),
-        "huge": [r for r in rows if r["regime"] == "7"][:1]}
-    settings = {"targets": targets, "methods": list(methods), "budgets": list(budgets),
-                "budget_templates": args.budget_templates, "batch_templates": args.batch_templates,
-                "include_batch_templates": args.include_batch_templates, "cli_templates": args.cli_templates,
-                "batch_word": args.batch_word, "limit": args.limit, "huge_timeout": args.huge_timeout,
-                "suite_reproduced": suite_reproduced,
-                "counts": {k: len(v) for k, v in picks.items() if TARGET_OF[k] in targets},
-                "selected": {k: [r["id"] for r in v] for k, v in picks.items()},
-                "batch_shared_shapes": shape_groups(tokenizer, picks["batch"])}
+        "huge": [r for r in rows if r["regime"] == "7"][:1],
+    }
+    settings = {
+        "targets": targets,
+        "methods": list(methods),
+        "budgets": list(budgets),
+        "budget_templates": args.budget_templates,
+        "batch_templates": args.batch_templates,
+        "include_batch_templates": args.include_batch_templates,
+        "cli_templates": args.cli_templates,
+        "batch_word": args.batch_word,
+        "limit": args.limit,
+        "huge_timeout": args.huge_timeout,
+        "suite_reproduced": suite_reproduced,
+        "counts": {k: len(v) for k, v in picks.items() if TARGET_OF[k] in targets},
+        "selected": {k: [r["id"] for r in v] for k, v in picks.items()},
+        "batch_shared_shapes": shape_groups(tokenizer, picks["batch"]),
+    }
     env = signature(args, torch.get_num_threads())
     results: dict = {}
     seconds = settings["target_seconds"] = {}
@@ -723,14 +970,24 @@ def main() -> None:
         return value
 
     def singles(label: str, tasks: list[dict]) -> list[dict]:
-        return [{"id": t["id"], "method": label, "budget": None, "kept": t["kept"],
-                 "encoder_sequences": t["encoder_sequences"], "reported_budget": t.get("reported_budget")}
-                for t in tasks if t.get("kept") is not None]
+        return [
+            {
+                "id": t["id"],
+                "method": label,
+                "budget": None,
+                "kept": t["kept"],
+                "encoder_sequences": t["encoder_sequences"],
+                "reported_budget": t.get("reported_budget"),
+            }
+            for t in tasks
+            if t.get("kept") is not None
+        ]
 
     if "huge" in targets and picks["huge"]:
         log("[huge] running the 10^9-budget command")
-        results["huge"] = timed("huge", lambda: run_huge(picks["huge"][0], args.model, args.huge_timeout,
-                                                         args.huge_memory_limit_gb))
+        results["huge"] = timed(
+            "huge", lambda: run_huge(picks["huge"][0], args.model, args.huge_timeout, args.huge_memory_limit_gb)
+        )
         log(f"[huge] {results['huge']['outcome']}, peak RSS {results['huge']['peak_rss_gb']:.2f} GB")
         write_report(args.out, env, settings, results)
     if "include" in targets and picks["include"]:
@@ -742,10 +999,14 @@ def main() -> None:
         default_runs += singles("auto", [{"id": p["id"], **p["single"]} for p in results["batch_api"]["pairs"]])
         write_report(args.out, env, settings, results)
     if "batch" in targets and picks["batch with include"]:
-        results["batch_include"] = timed("batch_include", lambda: run_api_batch(
-            infiller, picks["batch with include"], "batch+include", include=[args.batch_word]))
-        default_runs += singles(f"auto +include {args.batch_word}",
-                                [{"id": p["id"], **p["single"]} for p in results["batch_include"]["pairs"]])
+        results["batch_include"] = timed(
+            "batch_include",
+            lambda: run_api_batch(infiller, picks["batch with include"], "batch+include", include=[args.batch_word]),
+        )
+        default_runs += singles(
+            f"auto +include {args.batch_word}",
+            [{"id": p["id"], **p["single"]} for p in results["batch_include"]["pairs"]],
+        )
         write_report(args.out, env, settings, results)
     if "batch" in targets and picks["cli"]:
         results["batch_cli"] = timed("batch_cli", lambda: run_cli_batch(picks["cli"], args.model))

@@ -28,6 +28,7 @@ kept five in which one content word (3+ letters, not an English stop word: sumy'
 top-5 mean standard PLL higher / lower, self-BLEU of the five, top-1 and top-5 recovery of the removed words, wall
 per encoder sequence; and the removed words' own repeated share.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,11 +79,17 @@ def run(infiller, task: dict, seed: int, spec: str) -> dict:
         seconds = time.perf_counter() - start
         fills = [list(s.fills) for s in result.samples]
         texts = [fill(task["template"], f) for f in fills]
-        return {"fills": fills, "texts": texts, "energies": [float(s.energy) for s in result.samples],
-                "plain": plain_pll(infiller, task["template"], fills),
-                "sentence": [s.total for s in infiller.score(texts)] if texts else [],
-                "encoder_sequences": result.diagnostics.encoder_sequences, "seconds": seconds,
-                "candidates": result.diagnostics.candidates}
+        return {
+            "fills": fills,
+            "texts": texts,
+            "energies": [float(s.energy) for s in result.samples],
+            "plain": plain_pll(infiller, task["template"], fills),
+            "sentence": [s.total for s in infiller.score(texts)] if texts else [],
+            "encoder_sequences": result.diagnostics.encoder_sequences,
+            "seconds": seconds,
+            "candidates": result.diagnostics.candidates,
+        }
+
     if settings["sampler"] in ORDERS:
         record, match = matched(once, budget, settings["sampler"], d, TOP)
         return {**record, **match}
@@ -98,17 +105,38 @@ def adopt() -> None:
     with open(OUT / "runs.jsonl", "a") as f:
         for old in Rows(ROOT / "eval" / "particles-minilm" / "runs.jsonl", run_key).read():
             row = old["row"]
-            if old["phase"] != "check" or row not in rows or old["id"] not in tasks or ("check", old["id"], old["seed"], row) in done:
+            if (
+                old["phase"] != "check"
+                or row not in rows
+                or old["id"] not in tasks
+                or ("check", old["id"], old["seed"], row) in done
+            ):
                 continue
             texts = old["texts"]
-            f.write(json.dumps({"phase": "check", "id": old["id"], "regime": tasks[old["id"]]["regime"],
-                                "blanks": old["blanks"], "removed": old["removed"], "seed": old["seed"], "row": row,
-                                "fills": old["fills"], "texts": texts, "energies": old["energies"],
-                                "sentence": [s.total for s in infiller.score(texts)] if texts else [],
-                                "plain": old["energies"],
-                                "encoder_sequences": old["encoder_sequences"], "seconds": old["seconds"],
-                                "candidates": old.get("candidates"), "budget": old.get("budget"),
-                                "from": "eval/particles-minilm"}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "phase": "check",
+                        "id": old["id"],
+                        "regime": tasks[old["id"]]["regime"],
+                        "blanks": old["blanks"],
+                        "removed": old["removed"],
+                        "seed": old["seed"],
+                        "row": row,
+                        "fills": old["fills"],
+                        "texts": texts,
+                        "energies": old["energies"],
+                        "sentence": [s.total for s in infiller.score(texts)] if texts else [],
+                        "plain": old["energies"],
+                        "encoder_sequences": old["encoder_sequences"],
+                        "seconds": old["seconds"],
+                        "candidates": old.get("candidates"),
+                        "budget": old.get("budget"),
+                        "from": "eval/particles-minilm",
+                    }
+                )
+                + "\n"
+            )
 
 
 def wall(tasks: list[dict], rows: dict) -> None:
@@ -125,8 +153,10 @@ def wall(tasks: list[dict], rows: dict) -> None:
             ratio = statistics.fmean(per[spec]) / statistics.fmean(per[order])
             out.setdefault(f"{task['regime']}/{spec}", []).append(ratio)
             log(f"wall {task['id']} {spec}: {ratio:.2f}")
-    summary = {key: {"median": statistics.median(r), "min": min(r), "max": max(r), "templates": len(r)}
-               for key, r in out.items()}
+    summary = {
+        key: {"median": statistics.median(r), "min": min(r), "max": max(r), "templates": len(r)}
+        for key, r in out.items()
+    }
     (OUT / "wall.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps(summary, indent=1))
 
@@ -144,8 +174,9 @@ def plain_pll(infiller, template: str, fills: list[list[str]]) -> list[float]:
     parsed, categories = prepared.templates[0], prepared.categories
     index = {c: i for i, c in enumerate(categories.tolist())}
     x = torch.tensor([[index[t] for t in infiller.tokenizer.convert_tokens_to_ids(f)] for f in fills])
-    energy = MaskedLMEnergy(infiller.model, parsed.input_ids, parsed.blank_positions, categories,
-                            infiller.tokenizer.mask_token_id)
+    energy = MaskedLMEnergy(
+        infiller.model, parsed.input_ids, parsed.blank_positions, categories, infiller.tokenizer.mask_token_id
+    )
     return energy.of_indices(x).tolist()
 
 
@@ -190,8 +221,16 @@ def execute(phase: str, tasks: list[dict], seeds: list[int], rows: dict, shard: 
         for spec in [*specs, *sorted(against)]:
             if (phase, task["id"], seed, spec) in done:
                 continue
-            record = {"phase": phase, "id": task["id"], "regime": task["regime"], "blanks": len(task["removed"]),
-                      "removed": task["removed"], "seed": seed, "row": spec, **run(infiller, task, seed, spec)}
+            record = {
+                "phase": phase,
+                "id": task["id"],
+                "regime": task["regime"],
+                "blanks": len(task["removed"]),
+                "removed": task["removed"],
+                "seed": seed,
+                "row": spec,
+                **run(infiller, task, seed, spec),
+            }
             with open(OUT / "runs.jsonl", "a") as f:
                 f.write(json.dumps(record) + "\n")
             log(f"{phase} {task['id']} s{seed} {spec}: {record['encoder_sequences']} seqs {record['seconds']:.1f}s")
@@ -221,12 +260,16 @@ def metrics(record: dict) -> dict:
 
     fills, removed = record["fills"], [w.lower() for w in record["removed"]]
     top1 = fills[0] if fills else []
-    return {"pll": statistics.fmean(record["plain"]), "sentence": statistics.fmean(record["sentence"]),
-            "repeated": statistics.fmean(map(repeated, fills)),
-            "self_bleu": 100 * self_bleu(record["texts"]) if len(fills) > 1 else 100.0,
-            "top1": statistics.fmean(a.lower() == b for a, b in zip(top1, removed)) if top1 else 0.0,
-            "top5": statistics.fmean(any(f[j].lower() == w for f in fills) for j, w in enumerate(removed)),
-            "sequences": record["encoder_sequences"], "seconds": record["seconds"]}
+    return {
+        "pll": statistics.fmean(record["plain"]),
+        "sentence": statistics.fmean(record["sentence"]),
+        "repeated": statistics.fmean(map(repeated, fills)),
+        "self_bleu": 100 * self_bleu(record["texts"]) if len(fills) > 1 else 100.0,
+        "top1": statistics.fmean(a.lower() == b for a, b in zip(top1, removed)) if top1 else 0.0,
+        "top5": statistics.fmean(any(f[j].lower() == w for f in fills) for j, w in enumerate(removed)),
+        "sequences": record["encoder_sequences"],
+        "seconds": record["seconds"],
+    }
 
 
 def compare(ours: list[dict], order: list[dict]) -> dict:
@@ -234,19 +277,29 @@ def compare(ours: list[dict], order: list[dict]) -> dict:
 
     def mean(m, name):
         return statistics.fmean(m[k][name] for k in keys)
-    out = {"pairs": len(keys), "higher": higher, "lower": lower,
-           "win_share": higher / (higher + lower) if higher + lower else None,
-           **{f"{name}{side}": mean(m, name) for name in ("pll", "sentence", "repeated", "self_bleu", "top1", "top5")
-              for side, m in (("", ma), ("_order", mb))},
-           "removed_repeated": statistics.fmean(repeated(a[k]["removed"]) for k in keys),
-           "sequence_ratio": statistics.fmean(ma[k]["sequences"] / mb[k]["sequences"] for k in keys),
-           "wall_ratio": (sum(ma[k]["seconds"] for k in keys) / sum(ma[k]["sequences"] for k in keys))
-           / (sum(mb[k]["seconds"] for k in keys) / sum(mb[k]["sequences"] for k in keys))}
-    out["targets"] = {"repeats": out["repeated"] <= out["repeated_order"] + REPEATS,
-                      "wins": (out["win_share"] or 0) >= TARGETS["wins"],
-                      "self_bleu": out["self_bleu"] <= out["self_bleu_order"] + TARGETS["self_bleu"],
-                      "top1": out["top1"] >= out["top1_order"] + TARGETS["accuracy"],
-                      "wall": out["wall_ratio"] <= TARGETS["wall"]}
+
+    out = {
+        "pairs": len(keys),
+        "higher": higher,
+        "lower": lower,
+        "win_share": higher / (higher + lower) if higher + lower else None,
+        **{
+            f"{name}{side}": mean(m, name)
+            for name in ("pll", "sentence", "repeated", "self_bleu", "top1", "top5")
+            for side, m in (("", ma), ("_order", mb))
+        },
+        "removed_repeated": statistics.fmean(repeated(a[k]["removed"]) for k in keys),
+        "sequence_ratio": statistics.fmean(ma[k]["sequences"] / mb[k]["sequences"] for k in keys),
+        "wall_ratio": (sum(ma[k]["seconds"] for k in keys) / sum(ma[k]["sequences"] for k in keys))
+        / (sum(mb[k]["seconds"] for k in keys) / sum(mb[k]["sequences"] for k in keys)),
+    }
+    out["targets"] = {
+        "repeats": out["repeated"] <= out["repeated_order"] + REPEATS,
+        "wins": (out["win_share"] or 0) >= TARGETS["wins"],
+        "self_bleu": out["self_bleu"] <= out["self_bleu_order"] + TARGETS["self_bleu"],
+        "top1": out["top1"] >= out["top1_order"] + TARGETS["accuracy"],
+        "wall": out["wall_ratio"] <= TARGETS["wall"],
+    }
     return out
 
 
@@ -255,12 +308,16 @@ def report() -> None:
     by: dict = {}
     for r in records:
         by.setdefault((r["phase"], r["regime"]), {}).setdefault(r["row"], []).append(r)
-    lines = ["# Fillings a reader keeps: targets and the product search against every one-pass order (dev MLM)", "",
-             "Generated by `python -m scripts.reader_study report`; the protocol is in the script's docstring. Each row "
-             "against each order under the same target, on the same (template, seed) pairs, at equal encoder "
-             "sequences (the order charged as a perfect cache charges). PLL: the plain (standard) PLL over the "
-             "blanks, mean over the kept five, whatever target the row ran; sentence PLL: the whole sentence's, as "
-             "`infill score` computes it.", ""]
+    lines = [
+        "# Fillings a reader keeps: targets and the product search against every one-pass order (dev MLM)",
+        "",
+        "Generated by `python -m scripts.reader_study report`; the protocol is in the script's docstring. Each row "
+        "against each order under the same target, on the same (template, seed) pairs, at equal encoder "
+        "sequences (the order charged as a perfect cache charges). PLL: the plain (standard) PLL over the "
+        "blanks, mean over the kept five, whatever target the row ran; sentence PLL: the whole sentence's, as "
+        "`infill score` computes it.",
+        "",
+    ]
     result = {}
     for phase in ("tune", "check"):
         for regime in REGIMES:
@@ -268,10 +325,13 @@ def report() -> None:
             ours = [name for name in rows if parse(name)["sampler"] not in ORDERS]
             if not ours:
                 continue
-            lines += [f"## {phase}, {regime} blank tokens", "",
-                      "| row | against | pairs | PLL higher / lower | share | mean PLL | sentence PLL | repeated share "
-                      "(removed words') | self-BLEU | top-1 | top-5 recovery | seq. ratio | wall/seq | targets met |",
-                      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            lines += [
+                f"## {phase}, {regime} blank tokens",
+                "",
+                "| row | against | pairs | PLL higher / lower | share | mean PLL | sentence PLL | repeated share "
+                "(removed words') | self-BLEU | top-1 | top-5 recovery | seq. ratio | wall/seq | targets met |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            ]
             for name in sorted(ours):
                 target = target_of(name)
                 for order in ORDERS:
@@ -288,11 +348,16 @@ def report() -> None:
                         f"{c['self_bleu']:.1f} vs {c['self_bleu_order']:.1f} | {c['top1']:.3f} vs "
                         f"{c['top1_order']:.3f} | {c['top5']:.3f} vs {c['top5_order']:.3f} | "
                         f"{c['sequence_ratio']:.2f} | {c['wall_ratio']:.2f} | "
-                        f"{', '.join(k for k, v in c['targets'].items() if v) or 'none'} |")
+                        f"{', '.join(k for k, v in c['targets'].items() if v) or 'none'} |"
+                    )
             lines.append("")
     if (OUT / "wall.json").exists():
-        lines += ["## Wall per encoder sequence, interleaved (`wall`)", "",
-                  "| regime / row | over `confident-first` (median, range) | templates |", "|---|---|---|"]
+        lines += [
+            "## Wall per encoder sequence, interleaved (`wall`)",
+            "",
+            "| regime / row | over `confident-first` (median, range) | templates |",
+            "|---|---|---|",
+        ]
         for key, w in json.loads((OUT / "wall.json").read_text()).items():
             lines.append(f"| `{key}` | {w['median']:.2f} ({w['min']:.2f}-{w['max']:.2f}) | {w['templates']} |")
         lines.append("")
@@ -321,8 +386,7 @@ def main() -> int:
         wall(tasks_of("check", args.templates), rows)
         return 0
     tasks = tasks_of(args.phase, args.templates if args.phase == "tune" else None)
-    execute(args.phase, tasks, list(map(int, args.seeds.split(","))), rows, args.shard,
-            tuple(args.orders.split(",")))
+    execute(args.phase, tasks, list(map(int, args.seeds.split(","))), rows, args.shard, tuple(args.orders.split(",")))
     return 0
 
 

@@ -12,6 +12,7 @@ and measured on the other half (2-fold), so the numbers reported are held out. T
 
     python -m scripts.spans_calibration --model ../shared/models/infill-dev-minilm-mlm
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,17 +32,18 @@ WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9'.-]*$")
 def tasks_from(corpus: Path, count: int, seed: int) -> list[tuple[str, str, int]]:
     """``(template, removed words, word count)`` for ``count`` sentences of the even-numbered lines."""
     lines = corpus.read_text(encoding="utf-8").splitlines()[::2]
-    usable = [line.split() for line in lines if "@" not in line and "<unk>" not in line
-              and 8 <= len(line.split()) <= 20]
+    usable = [
+        line.split() for line in lines if "@" not in line and "<unk>" not in line and 8 <= len(line.split()) <= 20
+    ]
     rng = random.Random(seed)
     out = []
     for words in rng.sample(usable, len(usable)):
         n = rng.randint(1, 4)
-        starts = [i for i in range(len(words) - n + 1) if all(WORD.match(w) for w in words[i:i + n])]
+        starts = [i for i in range(len(words) - n + 1) if all(WORD.match(w) for w in words[i : i + n])]
         if not starts:
             continue
         i = rng.choice(starts)
-        out.append((" ".join(words[:i] + ["[MASK*?]"] + words[i + n:]), " ".join(words[i:i + n]), n))
+        out.append((" ".join(words[:i] + ["[MASK*?]"] + words[i + n :]), " ".join(words[i : i + n]), n))
         if len(out) == count:
             return out
     raise SystemExit(f"only {len(out)} tasks in {corpus}")
@@ -61,11 +63,20 @@ def candidate_scores(model, tokenizer, text: str, categories, draws: int, genera
     energy = span_energy(model, tokenizer, template, categories, space)
     fills = draw_starts(energy, space, lengths, "left-to-right", generator)
     ids, attention, everything, starts, _ = energy.layout(fills)
-    out = {"words": lengths[:, 0].tolist(),
-           "fills": [tokenizer.decode(categories[chain[0]].tolist()) for chain in fills.to_lists()]}
+    out = {
+        "words": lengths[:, 0].tolist(),
+        "fills": [tokenizer.decode(categories[chain[0]].tolist()) for chain in fills.to_lists()],
+    }
     for scoring in ("pll", "word-l2r"):
-        scores, _ = token_scores(model, ids, attention.long(), everything, word_l2r=scoring == "word-l2r",
-                                 word_starts=starts, mask_token_id=tokenizer.mask_token_id)
+        scores, _ = token_scores(
+            model,
+            ids,
+            attention.long(),
+            everything,
+            word_l2r=scoring == "word-l2r",
+            word_starts=starts,
+            mask_token_id=tokenizer.mask_token_id,
+        )
         for window in (None, 0, 1, 2, 4):
             scored = span_energy(model, tokenizer, template, categories, space, window=window).layout(fills)[2]
             out[f"{scoring}|{window}"] = ((scores * scored).sum(1).tolist(), scored.sum(1).float().mean().item())
@@ -89,9 +100,11 @@ def rates(rows: list[dict], chosen: list[int]) -> tuple[float, float]:
 
 def fitted(rows: list[dict], key: str) -> float:
     """The bonus of highest exact-length rate on ``rows`` (then lowest error, then smallest |bonus|)."""
+
     def quality(bonus: float) -> tuple[float, float, float]:
         exact, error = rates(rows, choose(rows, key, bonus))
         return exact, -error, -abs(bonus)
+
     return max(BONUSES, key=quality)
 
 
@@ -121,8 +134,14 @@ def main() -> None:
         begin, rows = time.perf_counter(), []
         for text, removed, n in tasks_from(Path(args.corpus), args.tasks, args.seed):
             with torch.no_grad():
-                rows.append({"template": text, "removed": removed, "true": n,
-                             **candidate_scores(model, tokenizer, text, categories, args.draws, generator)})
+                rows.append(
+                    {
+                        "template": text,
+                        "removed": removed,
+                        "true": n,
+                        **candidate_scores(model, tokenizer, text, categories, args.draws, generator),
+                    }
+                )
         seconds = time.perf_counter() - begin
     halves = (rows[::2], rows[1::2])
     table = []
@@ -131,16 +150,31 @@ def main() -> None:
         held_out = [choose(test, key, fitted(fit, key)) for fit, test in (halves, halves[::-1])]
         exact, error = rates(halves[1] + halves[0], held_out[0] + held_out[1])
         bonus = fitted(rows, key)
-        table.append((scoring, "sentence" if window is None else f"window {window}", fitted(halves[0], key),
-                      fitted(halves[1], key), exact, error, bonus, *rates(rows, choose(rows, key, bonus)),
-                      *rates(rows, choose(rows, key, 0.0)), sum(r[key][1] for r in rows) / len(rows)))
+        table.append(
+            (
+                scoring,
+                "sentence" if window is None else f"window {window}",
+                fitted(halves[0], key),
+                fitted(halves[1], key),
+                exact,
+                error,
+                bonus,
+                *rates(rows, choose(rows, key, bonus)),
+                *rates(rows, choose(rows, key, 0.0)),
+                sum(r[key][1] for r in rows) / len(rows),
+            )
+        )
     fixed = [(n, *rates(rows, [n] * len(rows))) for n in range(1, 5)]
     leader = max(table, key=lambda r: (round(r[4], 2), -round(r[5], 2), -r[-1]))  # held out, error, fewer copies
     twin = next(r for r in table if r[1] == leader[1] and r[0] != leader[0])  # the other scoring, same window
-    options = [{"scoring": r[0], "window": None if r[1] == "sentence" else int(r[1].split()[1]), "word_bonus": r[6]}
-               for r in (leader, twin)]
-    runs = [sampler_run(model, tokenizer, categories, rows[:args.sampler_tasks], method, option, args)
-            for method, option in (("rjmcmc", options[0]), ("rjmcmc", options[1]), ("per-length", options[0]))]
+    options = [
+        {"scoring": r[0], "window": None if r[1] == "sentence" else int(r[1].split()[1]), "word_bonus": r[6]}
+        for r in (leader, twin)
+    ]
+    runs = [
+        sampler_run(model, tokenizer, categories, rows[: args.sampler_tasks], method, option, args)
+        for method, option in (("rjmcmc", options[0]), ("rjmcmc", options[1]), ("per-length", options[0]))
+    ]
     write(Path(args.out), args, rows, table, fixed, seconds, runs)
 
 
@@ -157,16 +191,23 @@ def sampler_run(model, tokenizer, categories, rows: list[dict], method: str, opt
     for row in rows:
         template = parse(row["template"], tokenizer, 512, blank_unit="word")
         chains = args.chains if method == "rjmcmc" else args.chains // 4
-        run, trace = sample_spans(model, tokenizer, template, categories, chains, args.steps, generator,
-                                  method=method, **options)
+        run, trace = sample_spans(
+            model, tokenizer, template, categories, chains, args.steps, generator, method=method, **options
+        )
         pieces = run.sampler.fills(best(trace, 1)[0]).pieces(categories)[0][0]
         chosen.append(int(piece_kinds(tokenizer, torch.tensor(pieces, dtype=torch.long))[0].sum()))
         several += len(pieces) > chosen[-1]
         sequences += run.energy.encoder_sequences
     exact, error = rates(rows, chosen)
-    return {"method": method, "energy": run.target.name, "exact": exact, "error": error,
-            "several": several / len(rows), "sequences": sequences / len(rows),
-            "seconds": (time.perf_counter() - begin) / len(rows)}
+    return {
+        "method": method,
+        "energy": run.target.name,
+        "exact": exact,
+        "error": error,
+        "several": several / len(rows),
+        "sequences": sequences / len(rows),
+        "seconds": (time.perf_counter() - begin) / len(rows),
+    }
 
 
 def write(path: Path, args, rows, table, fixed, seconds: float, runs: list[dict]) -> None:
@@ -175,39 +216,53 @@ def write(path: Path, args, rows, table, fixed, seconds: float, runs: list[dict]
     counts = [sum(r["true"] == n for r in rows) for n in range(1, 5)]
     versions = ", ".join(f"{k} {v}" for k, v in library_versions(("torch", "transformers")).items())
     lines = [
-        "# Span energy calibration", "",
+        "# Span energy calibration",
+        "",
         f"`python -m scripts.spans_calibration --model {args.model} --corpus {args.corpus} --tasks {args.tasks} "
         f"--draws {args.draws} --seed {args.seed} --sampler-tasks {args.sampler_tasks} --chains {args.chains} "
         f"--steps {args.steps}` (candidates scored in {seconds:.0f} s on the shared CPU; "
-        f"{versions}).", "",
+        f"{versions}).",
+        "",
         f"{len(rows)} tasks from the even-numbered lines of `{Path(args.corpus).name}` (the calibration split: "
         f"the benchmark must use the odd-numbered lines or tbc.5k), 8-20 words, 1-4 consecutive words removed "
         f"and marked `[MASK*?]` (removed spans of 1, 2, 3, 4 words: {', '.join(map(str, counts))}). Candidates: "
         f"{args.draws} left-to-right draws of the masked LM at each length 1-4 words. A form picks the candidate "
         "of highest `score + bonus * words`. Held out: the bonus fitted on one half of the tasks (grid -2..8 "
         "by 0.25, highest exact-length rate) and measured on the other, both ways. Copies: masked copies per "
-        "candidate sentence (encoder sequences of one energy evaluation).", "",
+        "candidate sentence (encoder sequences of one energy evaluation).",
+        "",
         "| scoring | scored tokens | bonus fitted (halves) | held-out exact | held-out mean abs err | bonus (all) "
         "| exact (all) | err (all) | exact at bonus 0 | err at bonus 0 | copies |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s, w, b1, b2, exact, error, bonus, e_all, err_all, e0, err0, copies in table:
-        lines.append(f"| {s} | {w} | {b1:g}, {b2:g} | {exact:.2f} | {error:.2f} | {bonus:g} | {e_all:.2f} | "
-                     f"{err_all:.2f} | {e0:.2f} | {err0:.2f} | {copies:.1f} |")
-    lines += ["", "Fixed lengths: " + "; ".join(f"{n} words: exact {e:.2f}, error {err:.2f}" for n, e, err in fixed),
-              "", f"The sampler with the leading form (highest held-out exact-length rate, then lowest error, then "
-              f"fewest copies) and with the other scoring on the same tokens (each with its bonus fitted on all "
-              f"tasks), on the first "
-              f"{len(rows[:args.sampler_tasks])} tasks ({args.chains} chains, {args.steps} steps, top filling by "
-              "energy among the visited states; several pieces: top fillings with a word of several pieces):", "",
-              "| method | energy | exact | mean abs err | several pieces | encoder sequences per task | "
-              "seconds per task |", "|---|---|---:|---:|---:|---:|---:|"]
-    lines += [f"| {r['method']} | {r['energy']} | {r['exact']:.2f} | {r['error']:.2f} | {r['several']:.2f} | "
-              f"{r['sequences']:.0f} | {r['seconds']:.1f} |" for r in runs]
+        lines.append(
+            f"| {s} | {w} | {b1:g}, {b2:g} | {exact:.2f} | {error:.2f} | {bonus:g} | {e_all:.2f} | "
+            f"{err_all:.2f} | {e0:.2f} | {err0:.2f} | {copies:.1f} |"
+        )
+    lines += [
+        "",
+        "Fixed lengths: " + "; ".join(f"{n} words: exact {e:.2f}, error {err:.2f}" for n, e, err in fixed),
+        "",
+        f"The sampler with the leading form (highest held-out exact-length rate, then lowest error, then "
+        f"fewest copies) and with the other scoring on the same tokens (each with its bonus fitted on all "
+        f"tasks), on the first "
+        f"{len(rows[: args.sampler_tasks])} tasks ({args.chains} chains, {args.steps} steps, top filling by "
+        "energy among the visited states; several pieces: top fillings with a word of several pieces):",
+        "",
+        "| method | energy | exact | mean abs err | several pieces | encoder sequences per task | seconds per task |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r['method']} | {r['energy']} | {r['exact']:.2f} | {r['error']:.2f} | {r['several']:.2f} | "
+        f"{r['sequences']:.0f} | {r['seconds']:.1f} |"
+        for r in runs
+    ]
     lines.append("")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    path.with_suffix(".json").write_text(json.dumps({"seconds": seconds, "rows": rows}, indent=0) + "\n",
-                                         encoding="utf-8")
+    path.with_suffix(".json").write_text(
+        json.dumps({"seconds": seconds, "rows": rows}, indent=0) + "\n", encoding="utf-8"
+    )
     print("\n".join(lines))
 
 

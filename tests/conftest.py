@@ -1,4 +1,5 @@
 """Shared fixtures: tiny random BERTs built in-process, and the dev MLM from ../shared."""
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,15 @@ DEV_MODEL = Path(__file__).resolve().parents[1].parent / "shared" / "models" / "
 def tiny_bert(vocab_size: int = 30522, seed: int = 0, init: float = 0.02) -> BertForMaskedLM:
     """A 2-layer, 32-wide BERT with random weights (``init`` sets their scale)."""
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64, initializer_range=init)
+    config = BertConfig(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        initializer_range=init,
+    )
     return BertForMaskedLM(config).eval()
 
 
@@ -43,6 +51,7 @@ def reading_only_masked_blanks(energy, monkeypatch) -> list:
     def blank_logits(x_idx, masked, read=None):
         calls.append(bool(masked.gather(1, read).all()) if read is not None else bool(masked.all()))
         return original(x_idx, masked, read)
+
     monkeypatch.setattr(energy, "blank_logits", blank_logits)
     return calls
 

@@ -1,6 +1,7 @@
 """Tiny random masked LMs of every supported family (hidden 32, 2 layers) with real tokenizer vocabularies:
 WordPiece (bert-base-uncased, from the dev MLM), GPT-2 byte-level BPE and a SentencePiece Unigram model
 (``../shared/tokenizers``)."""
+
 from __future__ import annotations
 
 import json
@@ -71,8 +72,11 @@ def build(family: str, seed: int = 0):
     """``(model, tokenizer)``: a tiny random masked LM of ``family`` (eval mode) and its tokenizer."""
     style, config_class, extra = FAMILIES[family]
     tok = tokenizer(style)
-    ids = dict(pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id or tok.cls_token_id,
-               eos_token_id=tok.eos_token_id or tok.sep_token_id)
+    ids = dict(
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.bos_token_id or tok.cls_token_id,
+        eos_token_id=tok.eos_token_id or tok.sep_token_id,
+    )
     if family == "modernbert":
         ids.update(cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id)
     config = config_class(vocab_size=len(tok), max_position_embeddings=80, **SIZE, **ids, **extra)

@@ -1,4 +1,5 @@
 """Energies' abilities are declared once and every wrapper passes each on, scaled where a temperature must."""
+
 import torch
 
 from infill.constraints.terms import Closeness, Include

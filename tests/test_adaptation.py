@@ -1,4 +1,5 @@
 """The annealed runner and adaptation as a wrapper around kernels that do not know they are tuned."""
+
 import dataclasses
 from dataclasses import dataclass, field
 
@@ -18,8 +19,14 @@ ENERGY = PottsEnergy.random(3, 4, seed=1)
 def test_run_annealed_is_fresh_runs_from_each_final_state():
     sampler, x0 = make_sampler("dmala"), torch.zeros(5, 3, dtype=torch.long)
     seen = []
-    trace = run_annealed(sampler, ENERGY, x0, [(4.0, 3), (2.0, 2), (1.0, 4)], torch.Generator().manual_seed(0),
-                         callback=lambda t, state, info: seen.append(t))
+    trace = run_annealed(
+        sampler,
+        ENERGY,
+        x0,
+        [(4.0, 3), (2.0, 2), (1.0, 4)],
+        torch.Generator().manual_seed(0),
+        callback=lambda t, state, info: seen.append(t),
+    )
     generator, x, evaluations = torch.Generator().manual_seed(0), x0, 0
     for temperature, steps in [(4.0, 3), (2.0, 2)]:
         stage = sample(sampler, Tempered(ENERGY, temperature), x, steps, generator)
@@ -81,8 +88,9 @@ def test_the_kernel_steps_with_the_value_the_adaptation_feeds_and_it_freezes_aft
 
 def test_a_kernel_without_its_adaptation_is_the_fixed_kernel():
     x0, steps = torch.zeros(5, 3, dtype=torch.long), 12
-    fixed = sample(make_sampler("dmala", step_size=0.5, adapt_steps=0), ENERGY, x0, steps,
-                   torch.Generator().manual_seed(3))
+    fixed = sample(
+        make_sampler("dmala", step_size=0.5, adapt_steps=0), ENERGY, x0, steps, torch.Generator().manual_seed(3)
+    )
     kernel, generator = DMALA(step_size=0.5), torch.Generator().manual_seed(3)
     state, samples = kernel.init(ENERGY, x0), []
     for _ in range(steps):
@@ -106,6 +114,10 @@ def test_adaptation_options_are_sampler_options():
     assert {"decay": 1.0, "min_step_size": 0.0}.items() <= sampler_options("mana").items()
     sampler = make_sampler("dmala", step_size=0.5, adapt_steps=0)
     assert sampler.name == "dmala" and sampler.hyperparameters() == {
-        "step_size": 0.5, "preconditioner": None, "adapt_steps": 0, "target_accept": 0.574}
+        "step_size": 0.5,
+        "preconditioner": None,
+        "adapt_steps": 0,
+        "target_accept": 0.574,
+    }
     with pytest.raises(InfillError, match="min_step_size must be in"):
         make_sampler("una", min_step_size=5.0)

@@ -1,4 +1,5 @@
 """The default method ``auto``, a budget in encoder sequences, and ``decode="diverse"``."""
+
 import pytest
 import torch
 
@@ -28,7 +29,12 @@ def test_auto_resolves_by_the_number_of_blanks():
     three = for_blanks(config, 3)  # at 3 blank tokens the chains beat the search
     assert (three.method, three.decode, three.diversity, three.target) == ("gibbs", "diverse", None, "repeat-masked")
     chains = for_blanks(RunConfig.create(), AUTO_CHAIN_BLANKS)  # without top every chain's final state a sample
-    assert (chains.method, chains.init, chains.num_samples, chains.decode) == ("gibbs", "confident-first", 50, "diverse")
+    assert (chains.method, chains.init, chains.num_samples, chains.decode) == (
+        "gibbs",
+        "confident-first",
+        50,
+        "diverse",
+    )
     assert chains.target == "repeat-masked" and for_blanks(RunConfig.create(target="pll"), 2).target == "pll"
     assert for_blanks(RunConfig.create(top=5, include=("cat",)), 3, constrained=True).method == "gibbs"
     particles = for_blanks(config, 6)
@@ -59,8 +65,10 @@ def test_a_one_pass_method_spends_its_budget(infiller):
 
 @pytest.mark.parametrize("sampler", ["gibbs", "gibbs-mh"])
 def test_chains_stop_when_the_budget_is_spent(infiller, sampler):
-    runs = {budget: infiller.sample(TWO, sampler, num_samples=8, steps=200, top=3, seed=0, budget=budget)
-            for budget in (60, 240)}
+    runs = {
+        budget: infiller.sample(TWO, sampler, num_samples=8, steps=200, top=3, seed=0, budget=budget)
+        for budget in (60, 240)
+    }
     for budget, result in runs.items():
         d = result.diagnostics
         assert d.budget == budget and 1 <= d.steps < 200 and len(result.trace.samples) == d.steps
@@ -94,14 +102,18 @@ def test_a_huge_budget_is_refused_alike_at_every_blank_count(blanks, tiny_model_
     template = " ".join(["a [MASK]"] * blanks) + " day ."
     assert main(["sample", template, "--budget", str(10**9), "--model", str(tiny_model_dir)]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        f"infill: error: budget must be at most {MAX_BUDGET} encoder sequences, got {10**9}"]
+        f"infill: error: budget must be at most {MAX_BUDGET} encoder sequences, got {10**9}"
+    ]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"budget": 0}, "budget must be a positive integer"),
-    ({"budget": 100, "sampler": "gibbs", "anneal_from": 2.0, "steps": 8}, "cannot be annealed"),
-    ({"sampler": "auto", "anneal_from": 2.0}, "auto picks its own run"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"budget": 0}, "budget must be a positive integer"),
+        ({"budget": 100, "sampler": "gibbs", "anneal_from": 2.0, "steps": 8}, "cannot be annealed"),
+        ({"sampler": "auto", "anneal_from": 2.0}, "auto picks its own run"),
+    ],
+)
 def test_bad_budgets(infiller, kwargs, message):
     with pytest.raises(InfillError, match=message):
         infiller.sample(TWO, **kwargs)
@@ -119,9 +131,14 @@ def test_diverse_decoding_reads_starts_and_scored_proposals(infiller):
     visited = infiller.sample(TWO, "gibbs-mh", num_samples=6, steps=4, top=5, seed=0)
     diverse = infiller.sample(TWO, "gibbs-mh", num_samples=6, steps=4, top=5, seed=0, decode="diverse")
     assert diverse.diagnostics.candidates > visited.diagnostics.candidates
+
     def near(result):
-        return [sum(a != b for a, b in zip(x.token_ids, y.token_ids))
-                for i, x in enumerate(result.samples) for y in result.samples[:i]]
+        return [
+            sum(a != b for a, b in zip(x.token_ids, y.token_ids))
+            for i, x in enumerate(result.samples)
+            for y in result.samples[:i]
+        ]
+
     assert min(near(diverse)) >= min(near(visited))
 
 

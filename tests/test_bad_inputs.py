@@ -4,6 +4,7 @@ CLI cases run ``infill.cli.main`` in-process from an empty working directory (so
 caught too); ``{dir}`` in an argument is that directory, ``{model}`` the tiny random BERT checkpoint.
 API cases expect an ``InfillError`` with a one-line message in the API's words (no ``--flag``).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,8 +35,9 @@ def _protocol_text(**changes: str) -> str:
 
 def _eval(*extra: str, protocol: str | None = None, files: dict | None = None, expect: str = "") -> Case:
     files = {"corpus.txt": CORPUS, "p.toml": _protocol_text() if protocol is None else protocol, **(files or {})}
-    return Case(["eval", "{dir}/p.toml", "--model", "{model}", "--out", "{dir}/out", "--no-progress", *extra],
-                files, expect)
+    return Case(
+        ["eval", "{dir}/p.toml", "--model", "{model}", "--out", "{dir}/out", "--no-progress", *extra], files, expect
+    )
 
 
 def _sample(*args: str, files: dict | None = None, expect: str = "") -> Case:
@@ -69,27 +71,39 @@ CLI_CASES = {
     "sample-bad-dtype": _sample(T, "--dtype", "float8", expect="float8"),
     "sample-bad-device": _sample(T, "--device", "toaster", expect="toaster"),
     "sample-missing-model": Case(["sample", T, "--model", "{dir}/no-such-model"], expect="no-such-model"),
-    "sample-model-dir-without-files": Case(["sample", T, "--model", "{dir}/empty"], {"empty/README": "x"},
-                                           expect="empty"),
+    "sample-model-dir-without-files": Case(
+        ["sample", T, "--model", "{dir}/empty"], {"empty/README": "x"}, expect="empty"
+    ),
     # sampler hyperparameters
     "sample-step-size-inf": _sample(T, "--sampler", "dmala", "--step-size", "inf", expect="step_size"),
     "sample-step-size-nan": _sample(T, "--sampler", "dmala", "--step-size", "nan", expect="step_size"),
     "sample-step-size-negative": _sample(T, "--sampler", "dmala", "--step-size", "-0.1", expect="step_size"),
     "sample-adapt-steps-fraction": _sample(T, "--sampler", "dmala", "--adapt-steps", "1.5", expect="adapt_steps"),
     "sample-option-text-for-number": _sample(T, "--sampler", "dmala", "-o", "step_size=abc", expect="number"),
-    "sample-preconditioner-length": _sample(T, "--sampler", "dmala", "-o", "preconditioner=[1, 2]",
-                                            expect="preconditioner has 2 entries for 1 variable:"),
-    "sample-preconditioner-negative": _sample(T, "--sampler", "dmala", "-o", "preconditioner=[-1]",
-                                              expect="positive numbers"),
-    "sample-preconditioner-second-template": _sample("--file", "{dir}/t.txt", "--sampler", "dmala", "-o",
-                                                     "preconditioner=[1]", files={"t.txt": f"{T}\na [MASK] [MASK] .\n"},
-                                                     expect="t.txt:2: preconditioner"),
+    "sample-preconditioner-length": _sample(
+        T, "--sampler", "dmala", "-o", "preconditioner=[1, 2]", expect="preconditioner has 2 entries for 1 variable:"
+    ),
+    "sample-preconditioner-negative": _sample(
+        T, "--sampler", "dmala", "-o", "preconditioner=[-1]", expect="positive numbers"
+    ),
+    "sample-preconditioner-second-template": _sample(
+        "--file",
+        "{dir}/t.txt",
+        "--sampler",
+        "dmala",
+        "-o",
+        "preconditioner=[1]",
+        files={"t.txt": f"{T}\na [MASK] [MASK] .\n"},
+        expect="t.txt:2: preconditioner",
+    ),
     "sample-option-without-equals": _sample(T, "-o", "step_size", expect="key=value"),
     "sample-option-unknown": _sample(T, "--sampler", "dmala", "-o", "bogus=1", expect="bogus"),
     "sample-option-for-other-sampler": _sample(T, "--sampler", "gibbs", "--step-size", "0.1", expect="step_size"),
     # infill sample --forbid: a word no blank could take would do nothing, so it is refused
     "sample-forbid-empty": _sample(T, "--forbid", "", expect="--forbid needs a word"),
-    "sample-forbid-punctuation": _sample(T, "--forbid", ",", expect="cannot forbid ',': a blank never takes punctuation"),
+    "sample-forbid-punctuation": _sample(
+        T, "--forbid", ",", expect="cannot forbid ',': a blank never takes punctuation"
+    ),
     "sample-forbid-punctuation-span": _sample("a [MASK*?] day .", "--forbid", "!", expect="cannot forbid '!'"),
     "sample-forbid-not-in-vocabulary": _sample(T, "--forbid", "\u2603", expect="no word of this model's vocabulary"),
     "sample-forbid-special-token": _sample(T, "--forbid", "[SEP]", expect="cannot forbid '[sep]'"),
@@ -100,25 +114,33 @@ CLI_CASES = {
     "file-empty": _sample("--file", "{dir}/t.txt", files={"t.txt": "\n\n"}, expect="no templates"),
     "file-not-utf8": _sample("--file", "{dir}/t.txt", files={"t.txt": b"a [MASK] \xff\xfe day\n"}, expect="t.txt"),
     "file-bad-json": _sample("--file", "{dir}/t.txt", files={"t.txt": '{"template": \n'}, expect="t.txt:1"),
-    "file-json-without-template": _sample("--file", "{dir}/t.txt", files={"t.txt": '{"steps": 3}\n'},
-                                          expect="template"),
-    "file-json-bad-option": _sample("--file", "{dir}/t.txt", files={"t.txt": T + '\n{"template": "' + T +
-                                                                   '", "steps": -1}\n'}, expect="t.txt:2"),
-    "file-second-line-no-blank": _sample("--file", "{dir}/t.txt", files={"t.txt": T + "\nno blank\n"},
-                                         expect="t.txt:2"),
+    "file-json-without-template": _sample(
+        "--file", "{dir}/t.txt", files={"t.txt": '{"steps": 3}\n'}, expect="template"
+    ),
+    "file-json-bad-option": _sample(
+        "--file", "{dir}/t.txt", files={"t.txt": T + '\n{"template": "' + T + '", "steps": -1}\n'}, expect="t.txt:2"
+    ),
+    "file-second-line-no-blank": _sample(
+        "--file", "{dir}/t.txt", files={"t.txt": T + "\nno blank\n"}, expect="t.txt:2"
+    ),
     # infill eval
     "eval-no-out": Case(["eval", "p.toml"], expect="--out"),
     "eval-missing-protocol": Case(["eval", "{dir}/none.toml", "--out", "{dir}/out"], expect="none.toml"),
     "eval-protocol-not-toml": _eval(protocol="name = [unclosed\n", expect="p.toml"),
-    "eval-protocol-unknown-key": _eval(protocol=_protocol_text(**{"seed = 1": "seed = 1\ncolour = 3"}),
-                                       expect="colour"),
+    "eval-protocol-unknown-key": _eval(
+        protocol=_protocol_text(**{"seed = 1": "seed = 1\ncolour = 3"}), expect="colour"
+    ),
     "eval-protocol-no-samplers": _eval(protocol=_protocol_text(**{'["gibbs"]': "[]"}), expect="samplers"),
     "eval-protocol-unknown-sampler": _eval(protocol=_protocol_text(**{'["gibbs"]': '["nope"]'}), expect="nope"),
-    "eval-protocol-options-unlisted": _eval(protocol=_protocol_text() + "\n[sampling.options.dmala]\nstep_size = 0.2\n",
-                                            expect="dmala"),
-    "eval-protocol-bad-option": _eval(protocol=_protocol_text() + "\n[sampling.options.gibbs]\nstep_size = 0.2\n",
-                                      expect="step_size"),
-    "eval-protocol-top-over-chains": _eval(protocol=_protocol_text(**{"top = 1": 'top = 5\ndecode = "final"'}), expect="top"),
+    "eval-protocol-options-unlisted": _eval(
+        protocol=_protocol_text() + "\n[sampling.options.dmala]\nstep_size = 0.2\n", expect="dmala"
+    ),
+    "eval-protocol-bad-option": _eval(
+        protocol=_protocol_text() + "\n[sampling.options.gibbs]\nstep_size = 0.2\n", expect="step_size"
+    ),
+    "eval-protocol-top-over-chains": _eval(
+        protocol=_protocol_text(**{"top = 1": 'top = 5\ndecode = "final"'}), expect="top"
+    ),
     "eval-protocol-steps-zero": _eval(protocol=_protocol_text(**{"steps = 2": "steps = 0"}), expect="steps"),
     "eval-protocol-too-many-masked": _eval(protocol=_protocol_text(**{"count = 2": "count = 40"}), expect="mask"),
     "eval-protocol-missing-corpus": _eval(files={"corpus.txt": None}, expect="corpus.txt"),
@@ -126,8 +148,11 @@ CLI_CASES = {
     "eval-samplers-empty-name": _eval("--samplers", "gibbs,,dmala", expect="empty"),
     "eval-samplers-unknown": _eval("--samplers", "nope", expect="nope"),
     "eval-out-is-a-file": _eval(files={"out": "not a directory"}, expect="out"),
-    "eval-missing-model": Case(["eval", "{dir}/p.toml", "--model", "{dir}/no-such-model", "--out", "{dir}/out"],
-                               {"corpus.txt": CORPUS, "p.toml": _protocol_text()}, expect="no-such-model"),
+    "eval-missing-model": Case(
+        ["eval", "{dir}/p.toml", "--model", "{dir}/no-such-model", "--out", "{dir}/out"],
+        {"corpus.txt": CORPUS, "p.toml": _protocol_text()},
+        expect="no-such-model",
+    ),
     "eval-bad-device": _eval("--device", "toaster", expect="toaster"),
     # infill summarize
     "summarize-missing-file": Case(["summarize", "{dir}/none.txt"], expect="none.txt"),
@@ -150,8 +175,11 @@ CLI_CASES = {
     "evalsum-unknown-dataset": Case(["eval-summarization", "--dataset", "cnn"], expect="dataset"),
     "evalsum-unknown-split": Case(["eval-summarization", "--split", "dev"], expect="split"),
     "evalsum-steps-zero": Case(["eval-summarization", "--steps", "0"], expect="steps"),
-    "evalsum-output-under-a-file": Case(["eval-summarization", "--methods", "lead", "--limit", "1", "--output",
-                                         "{dir}/f/report"], {"f": "a file"}, expect="f"),
+    "evalsum-output-under-a-file": Case(
+        ["eval-summarization", "--methods", "lead", "--limit", "1", "--output", "{dir}/f/report"],
+        {"f": "a file"},
+        expect="f",
+    ),
     # the command itself
     "no-command": Case([], expect="command"),
     "unknown-command": Case(["sampel"], expect="sampel"),

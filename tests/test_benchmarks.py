@@ -1,5 +1,6 @@
 """Every re-run benchmark of ``scripts/`` smoke-run at a tiny size through its command (``python -m
 scripts.NAME``), and the harness's one-file store of a study's rows."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,14 @@ TEMPLATE = '{"id": "t", "template": "the [MASK] sat on the [MASK] .", "removed":
 def run(name: str, *args) -> str:
     """``python -m scripts.NAME ARGS`` from the repository root, offline, on one thread; its stdout."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-m", f"scripts.{name}", *map(str, args)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", f"scripts.{name}", *map(str, args)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -35,6 +42,7 @@ def proxy_dir(tmp_path_factory, bert_tokenizer) -> Path:
 
 
 # ---------------------------------------------------------------- the rows of a study
+
 
 def rows(tmp_path) -> Rows:
     return Rows(tmp_path / "runs.jsonl", run_key)
@@ -76,10 +84,27 @@ def test_particles_report_from_its_rows_equals_the_committed_one(tmp_path, monke
 
 # ---------------------------------------------------------------- each re-run benchmark, tiny
 
+
 @pytest.mark.slow
 def test_bench(dev_model_path):
-    report = json.loads(run("bench", "--models", "proxy", "--rss-model", "proxy", "--repeat", "1", "--steps", "1",
-                            "--templates", "1", "--bleu-refs", "100", "--json"))
+    report = json.loads(
+        run(
+            "bench",
+            "--models",
+            "proxy",
+            "--rss-model",
+            "proxy",
+            "--repeat",
+            "1",
+            "--steps",
+            "1",
+            "--templates",
+            "1",
+            "--bleu-refs",
+            "100",
+            "--json",
+        )
+    )
     assert report["models"][0]["model"] == "proxy" and report["dmala_peak_rss_gb"] > 0
     assert report["pipeline"]["templates"] == 1 and report["corpus_bleu"]["n_ref"] == 100
 
@@ -88,8 +113,23 @@ def test_bench(dev_model_path):
 def test_bench_compute(tmp_path, proxy_dir):
     suite = tmp_path / "suite.jsonl"
     suite.write_text(TEMPLATE + "\n")
-    run("bench_compute", "--before", ROOT, "--model", proxy_dir, "--suite", suite, "--seeds", "0", "--passes", "32",
-        "--bf16-templates", "1", "--out", tmp_path)
+    run(
+        "bench_compute",
+        "--before",
+        ROOT,
+        "--model",
+        proxy_dir,
+        "--suite",
+        suite,
+        "--seeds",
+        "0",
+        "--passes",
+        "32",
+        "--bf16-templates",
+        "1",
+        "--out",
+        tmp_path,
+    )
     summary = json.loads((tmp_path / "report.json").read_text())["summary"]
     assert summary["runs"] == 1 and summary["identical_top5"] == 1  # the same tree on both sides
     assert "encoder sequences" in (tmp_path / "report.md").read_text()
@@ -97,16 +137,43 @@ def test_bench_compute(tmp_path, proxy_dir):
 
 @pytest.mark.slow
 def test_bench_families(tmp_path):
-    run("bench_families", "--families", "electra", "--repeats", "1", "--chains", "1", "--blanks", "1", "--length", "4",
-        "--out", tmp_path / "families.json")
+    run(
+        "bench_families",
+        "--families",
+        "electra",
+        "--repeats",
+        "1",
+        "--chains",
+        "1",
+        "--blanks",
+        "1",
+        "--length",
+        "4",
+        "--out",
+        tmp_path / "families.json",
+    )
     result = json.loads((tmp_path / "families.json").read_text())
     assert [r["family"] for r in result["rows"]] == ["electra"] and result["setup"]["cpu"]
 
 
 @pytest.mark.slow
 def test_bench_gpu(tmp_path, dev_model_path):
-    run("bench_gpu", "--proxy", "--templates", "1", "--batch", "1", "--batch-repeats", "1", "--min-bare-seconds", "0.01",
-        "--threads", "1", "--out", tmp_path / "cpu-proxy")
+    run(
+        "bench_gpu",
+        "--proxy",
+        "--templates",
+        "1",
+        "--batch",
+        "1",
+        "--batch-repeats",
+        "1",
+        "--min-bare-seconds",
+        "0.01",
+        "--threads",
+        "1",
+        "--out",
+        tmp_path / "cpu-proxy",
+    )
     report = json.loads((tmp_path / "cpu-proxy.json").read_text())
     assert report["settings"]["proxy"] and len(report["one_a_call"]) == 1
     assert (tmp_path / "cpu-proxy.md").read_text().startswith("# `scripts.bench_gpu` on cpu")
@@ -121,8 +188,21 @@ def test_bench_layout(tmp_path, proxy_dir):
 
 @pytest.mark.slow
 def test_bench_startup(tmp_path, tiny_model_dir):
-    run("bench_startup", "--base", ROOT, "--new", ROOT, "--pairs", "1", "--stages", "1", "--model", tiny_model_dir,
-        "--out", tmp_path / "startup")
+    run(
+        "bench_startup",
+        "--base",
+        ROOT,
+        "--new",
+        ROOT,
+        "--pairs",
+        "1",
+        "--stages",
+        "1",
+        "--model",
+        tiny_model_dir,
+        "--out",
+        tmp_path / "startup",
+    )
     results = json.loads((tmp_path / "startup.json").read_text())
     assert results["same_fillings"] and results["pairs"] == 1
 
@@ -137,24 +217,61 @@ def test_bench_bleu(tmp_path):
 
 @pytest.mark.slow
 def test_load_serve(tmp_path, tiny_model_dir):
-    run("load_serve", "--model", tiny_model_dir, "--clients", "1", "--requests", "6", "--page-tries", "0",
-        "--out", tmp_path / "serve-load")
+    run(
+        "load_serve",
+        "--model",
+        tiny_model_dir,
+        "--clients",
+        "1",
+        "--requests",
+        "6",
+        "--page-tries",
+        "0",
+        "--out",
+        tmp_path / "serve-load",
+    )
     report = json.loads((tmp_path / "serve-load.json").read_text())
     assert report["lost"] == 0 and report["mixed_up"] == 0 and report["alive_after"]
 
 
 @pytest.mark.slow
 def test_promises(tmp_path, tiny_model_dir):
-    run("promises", "--model", tiny_model_dir, "--limit", "1", "--targets", "include,budget,huge",
-        "--methods", "auto", "--budgets", "50", "--out", tmp_path)
+    run(
+        "promises",
+        "--model",
+        tiny_model_dir,
+        "--limit",
+        "1",
+        "--targets",
+        "include,budget,huge",
+        "--methods",
+        "auto",
+        "--budgets",
+        "50",
+        "--out",
+        tmp_path,
+    )
     report = json.loads((tmp_path / "report.json").read_text())
     assert {t["target"].split()[0] for t in report["targets"]} and report["environment"]["cpu"]
 
 
 def test_bench_corpus(tmp_path, tiny_model_dir):
     out = tmp_path / "corpus"
-    run("bench_corpus", "--model", tiny_model_dir, "--lines", "8", "--chunk", "4", "--default-lines", "2",
-        "--check-lines", "6", "--out", out)
+    run(
+        "bench_corpus",
+        "--model",
+        tiny_model_dir,
+        "--lines",
+        "8",
+        "--chunk",
+        "4",
+        "--default-lines",
+        "2",
+        "--check-lines",
+        "6",
+        "--out",
+        out,
+    )
     report = json.loads((out / "report.json").read_text())
     assert report["lines"] == 8 and set(report["one_blank_per_second"]) >= {"argmax", "independent", "fill-mask/64"}
     assert set(report["two_blank_per_second"]) == {"confident-first", "auto"}

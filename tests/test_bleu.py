@@ -1,5 +1,6 @@
 """BLEU by sacrebleu beside the papers' nltk definition: equal to direct sacrebleu calls on small cases, the
 nltk figures of the recorded DLP Table 3 run unchanged, the report's signature, rewrite's BLEU to the source."""
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,7 @@ def lines():
 
 
 def _direct_self_bleu(sentences, **options):
-    others = [sentences[:i] + sentences[i + 1:] for i in range(len(sentences))]
+    others = [sentences[:i] + sentences[i + 1 :] for i in range(len(sentences))]
     return sacrebleu.corpus_bleu(sentences, [list(stream) for stream in zip(*others)], **options).score / 100
 
 
@@ -48,10 +49,11 @@ def test_self_bleu_equals_sacrebleu_with_the_other_sentences_as_references(lines
     for sentences in (lines[200:240], lines[10:30] + lines[10:13]):  # duplicates exercise ties
         assert metrics.self_bleu(sentences, bleu="sacrebleu") == pytest.approx(_direct_self_bleu(sentences), abs=1e-12)
     sentences = lines[300:330]
-    others = [sentences[:i] + sentences[i + 1:] for i in range(len(sentences))]
+    others = [sentences[:i] + sentences[i + 1 :] for i in range(len(sentences))]
     trigrams = sacrebleu.BLEU(max_ngram_order=3).corpus_score(sentences, [list(s) for s in zip(*others)]).score
     assert metrics.self_bleu([s.split() for s in sentences], max_n=3, bleu="sacrebleu") == pytest.approx(
-        trigrams / 100, abs=1e-12)
+        trigrams / 100, abs=1e-12
+    )
 
 
 def test_sacrebleu_smooths_where_nltk_gives_zero_and_tokenizes_by_13a():
@@ -113,22 +115,31 @@ def test_the_recorded_dlp_table3_corpus_bleu_is_unchanged():
     if not all(spec.path.exists() for spec in protocol.corpora):
         pytest.skip("the bert-gen corpora are not available")
     corpora = {spec.name: load_corpus(spec, protocol.lowercase) for spec in protocol.corpora}
-    corpus = metrics.ReferenceCorpus(s for sentences in references(corpora, make_tasks(protocol, corpora)).values()
-                                     for s in sentences)
+    corpus = metrics.ReferenceCorpus(
+        s for sentences in references(corpora, make_tasks(protocol, corpora)).values() for s in sentences
+    )
     rows, report = _recorded()
     for row in ("gibbs", "argmax", "infill-default"):
         assert 100 * metrics.corpus_bleu(rows[row], corpus) == pytest.approx(report[row]["corpus_bleu"], abs=1e-9)
 
 
 def _unit(sampler: str, sentence: int, texts: list[str]) -> dict:
-    return {"sentence_id": f"tbc-{sentence}", "corpus": "tbc", "sampler": sampler, "seconds": 1.0,
-            "distinct": len(texts), "config": {}, "original": texts[0], "template": texts[0],
-            "fillings": [{"text": t, "fills": [], "energy": -1.0} for t in texts]}
+    return {
+        "sentence_id": f"tbc-{sentence}",
+        "corpus": "tbc",
+        "sampler": sampler,
+        "seconds": 1.0,
+        "distinct": len(texts),
+        "config": {},
+        "original": texts[0],
+        "template": texts[0],
+        "fillings": [{"text": t, "fills": [], "energy": -1.0} for t in texts],
+    }
 
 
 @pytest.mark.parametrize("bleu", ["nltk", "sacrebleu"])
 def test_the_report_computes_and_signs_its_bleu(tmp_path, lines, bleu):
-    units = [_unit("gibbs", i, lines[100 + 3 * i:103 + 3 * i]) for i in range(4)]
+    units = [_unit("gibbs", i, lines[100 + 3 * i : 103 + 3 * i]) for i in range(4)]
     refs = {"tbc": [line.split() for line in lines[2000:2300]]}
     report = write_report(tmp_path, units, refs, {"protocol": {"name": "tiny"}, "model": "m"}, bleu=bleu)
     texts = [t for u in units for t in (f["text"] for f in u["fillings"])]
@@ -149,8 +160,24 @@ def test_rewrite_json_adds_sacrebleus_sentence_bleu_to_the_source(capsys, tiny_m
     from infill.cli import main
 
     source = "the cat sat on the mat near the door ."
-    code = main(["rewrite", source, "--model", str(tiny_model_dir), "--steps", "2", "-n", "3", "--top", "2",
-                 "--seed", "0", "-q", "--json"])
+    code = main(
+        [
+            "rewrite",
+            source,
+            "--model",
+            str(tiny_model_dir),
+            "--steps",
+            "2",
+            "-n",
+            "3",
+            "--top",
+            "2",
+            "--seed",
+            "0",
+            "-q",
+            "--json",
+        ]
+    )
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert code == 0 and len(records) >= 2
     for record in records[:-1]:

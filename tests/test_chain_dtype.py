@@ -1,4 +1,5 @@
 """The bfloat16 route: chains in bfloat16, every reported energy the float32 PLL of its filling, on every path."""
+
 import pytest
 import torch
 
@@ -15,17 +16,25 @@ def pair(tiny_model_dir):
     return Infiller(str(tiny_model_dir)), Infiller(str(tiny_model_dir), dtype="bfloat16")
 
 
-@pytest.mark.parametrize("options", [dict(top=5), dict(), dict(sampler="left-to-right", top=3),
-                                     dict(sampler="gibbs-mh", include=["the"], top=3)],
-                         ids=["top", "finals", "baseline", "include"])
+@pytest.mark.parametrize(
+    "options",
+    [dict(top=5), dict(), dict(sampler="left-to-right", top=3), dict(sampler="gibbs-mh", include=["the"], top=3)],
+    ids=["top", "finals", "baseline", "include"],
+)
 def test_reported_energies_are_float32(pair, options):
     full, half = pair
     assert half.chain_model.dtype == torch.bfloat16 and half.model.dtype == torch.float32
     result = half.sample(TEMPLATE, num_samples=6, steps=4, seed=0, **options)
     template = full.parse(TEMPLATE)
     categories = full.category_ids()
-    energy = MaskedLMEnergy(full.model, template.input_ids, template.blank_positions, categories,
-                            full.tokenizer.mask_token_id, cache=ConditionalCache(0))
+    energy = MaskedLMEnergy(
+        full.model,
+        template.input_ids,
+        template.blank_positions,
+        categories,
+        full.tokenizer.mask_token_id,
+        cache=ConditionalCache(0),
+    )
     index = {int(t): i for i, t in enumerate(categories)}
     x = torch.tensor([[index[s.token_ids[p]] for p in template.blank_positions.tolist()] for s in result.samples])
     want = evaluate(energy, one_hot(x, len(categories)))

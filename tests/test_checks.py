@@ -1,4 +1,5 @@
 """The argument checks every layer refuses bad input with (infill/errors.py)."""
+
 import math
 
 import pytest
@@ -23,15 +24,18 @@ def test_predicates():
     assert not any(is_number(v) for v in (True, math.nan, math.inf, "1", None))
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: positive_integer("steps", 0), "steps must be a positive integer, got 0"),
-    (lambda: positive_integer("seed", -1, minimum=0), "seed must be an integer >= 0, got -1"),
-    (lambda: positive_integer("top", True), "top must be a positive integer, got True"),
-    (lambda: finite_number("step_size", "abc"), "step_size must be a finite number, got 'abc'"),
-    (lambda: at_least("smc tilt", -1.0, 0), "smc tilt must be a number >= 0, got -1.0"),
-    (lambda: number_in("smc ess", 1.5, 0, 1), r"smc ess must be in \[0, 1\], got 1.5"),
-    (lambda: one_of("decode", "best", ("visited", "final")), "decode must be one of visited, final, got 'best'"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: positive_integer("steps", 0), "steps must be a positive integer, got 0"),
+        (lambda: positive_integer("seed", -1, minimum=0), "seed must be an integer >= 0, got -1"),
+        (lambda: positive_integer("top", True), "top must be a positive integer, got True"),
+        (lambda: finite_number("step_size", "abc"), "step_size must be a finite number, got 'abc'"),
+        (lambda: at_least("smc tilt", -1.0, 0), "smc tilt must be a number >= 0, got -1.0"),
+        (lambda: number_in("smc ess", 1.5, 0, 1), r"smc ess must be in \[0, 1\], got 1.5"),
+        (lambda: one_of("decode", "best", ("visited", "final")), "decode must be one of visited, final, got 'best'"),
+    ],
+)
 def test_checks_refuse_in_one_line(call, message):
     with pytest.raises(InfillError, match=f"^{message}$"):
         call()

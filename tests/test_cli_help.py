@@ -1,5 +1,6 @@
 """Every command's ``--help`` against what runs: the defaults it states are the ones resolved, and no
 docstring markup reaches it."""
+
 import argparse
 import inspect
 import re
@@ -18,8 +19,10 @@ def subparser(command: str) -> argparse.ArgumentParser:
 
 def helps(command: str) -> dict[str, str]:
     """Each option's help, by its first flag (a positional's by its name), whitespace collapsed."""
-    return {a.option_strings[0] if a.option_strings else a.dest: " ".join((a.help or "").split())
-            for a in subparser(command)._actions}
+    return {
+        a.option_strings[0] if a.option_strings else a.dest: " ".join((a.help or "").split())
+        for a in subparser(command)._actions
+    }
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -58,9 +61,17 @@ def test_summarize_helps_state_the_objective_and_chain_defaults():
     for command in ("summarize", "eval-summarization"):
         options = helps(command)
         assert options["--words"].endswith(f"(default {DEFAULT_WORDS})")
-        stated = {"--similarity": objective.similarity, "--lambda": objective.lam, "--alpha-a": objective.a,
-                  "--temperature": objective.temperature, "--steps": chains.steps, "--chains": chains.chains,
-                  "--start": chains.start, "--anneal": chains.anneal, "--step-size": chains.step_size}
+        stated = {
+            "--similarity": objective.similarity,
+            "--lambda": objective.lam,
+            "--alpha-a": objective.a,
+            "--temperature": objective.temperature,
+            "--steps": chains.steps,
+            "--chains": chains.chains,
+            "--start": chains.start,
+            "--anneal": chains.anneal,
+            "--step-size": chains.step_size,
+        }
         for flag, value in stated.items():
             assert (f"(default {value:g}" if isinstance(value, float) else f"(default {value}") in options[flag], flag
     assert helps("summarize")["--method"].endswith(f"(default {DEFAULT_METHOD})")

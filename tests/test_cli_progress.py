@@ -1,5 +1,6 @@
 """Long commands report progress where stderr is not a terminal: a line per unit done, with the time spent
 and an estimate of the time left."""
+
 import io
 import re
 
@@ -19,8 +20,10 @@ def test_a_line_per_unit_with_the_time_left_from_this_run_s_units(monkeypatch):
     lines.set_postfix_str("s3 gibbs")
     lines.update()
     lines.update(10)
-    assert out.getvalue().splitlines() == ["infill eval: unit 2/12 done (s3 gibbs), 41 s elapsed, about 7 min left",
-                                           "infill eval: unit 12/12 done (s3 gibbs), 82 s elapsed"]
+    assert out.getvalue().splitlines() == [
+        "infill eval: unit 2/12 done (s3 gibbs), 41 s elapsed, about 7 min left",
+        "infill eval: unit 12/12 done (s3 gibbs), 82 s elapsed",
+    ]
     assert [duration(s) for s in (41.4, 240, 7500)] == ["41 s", "4 min", "2 h 05 min"]
 
 
@@ -31,8 +34,10 @@ def test_eval_prints_a_line_per_unit_when_stderr_is_not_a_terminal(tmp_path, tin
     assert len(err) == 2
     assert re.fullmatch(LINE.format("infill eval", "unit", 1, 2, r", about \d+ s left"), err[0]), err
     assert re.fullmatch(LINE.format("infill eval", "unit", 2, 2, ""), err[1]), err
-    assert main(["eval", str(protocol), "--model", str(tiny_model_dir), "--out", str(tmp_path / "quiet"),
-                 "--no-progress"]) == 0
+    assert (
+        main(["eval", str(protocol), "--model", str(tiny_model_dir), "--out", str(tmp_path / "quiet"), "--no-progress"])
+        == 0
+    )
     assert capsys.readouterr().err == ""
 
 
@@ -49,8 +54,17 @@ def test_sample_prints_a_line_per_template_of_several(tmp_path, tiny_model_dir, 
 
 
 def test_eval_summarization_prints_a_line_per_document(tmp_path, capsys):
-    argv = ["eval-summarization", "--split", "train", "--limit", "2", "--methods", "lead", "--output",
-            str(tmp_path / "report")]
+    argv = [
+        "eval-summarization",
+        "--split",
+        "train",
+        "--limit",
+        "2",
+        "--methods",
+        "lead",
+        "--output",
+        str(tmp_path / "report"),
+    ]
     assert main(argv) == 0
     err = capsys.readouterr().err.splitlines()
     assert re.fullmatch(LINE.format("infill eval-summarization", "document", 1, 2, r", about \d+ s left"), err[0])

@@ -1,5 +1,6 @@
 """Runs that are interrupted or overlap: ``infill eval`` takes an exclusive lock on ``--out`` and keeps
 its finished units on Ctrl-C; Ctrl-C ends every long subcommand with one line and exit status 130."""
+
 from __future__ import annotations
 
 import _thread
@@ -18,8 +19,10 @@ from infill.cli import main
 from infill.errors import InfillError
 from infill.evaluation.store import UnitStore
 
-WORDS = ("the old man walked slowly along the river and sat down on a bench near the small house "
-         "while his dog ran after birds in the cold morning light").split()
+WORDS = (
+    "the old man walked slowly along the river and sat down on a bench near the small house "
+    "while his dog ran after birds in the cold morning light"
+).split()
 
 PROTOCOL = """\
 name = "reliability"
@@ -54,7 +57,7 @@ sys.stdin.read()
 """
 
 
-CORPUS = "".join(" ".join(WORDS[i:i + 16]) + "\n" for i in range(12))  # 12 sentences of 16 words
+CORPUS = "".join(" ".join(WORDS[i : i + 16]) + "\n" for i in range(12))  # 12 sentences of 16 words
 
 
 def write_protocol(tmp_path: Path, sentences: int = 2, steps: int = 2) -> Path:
@@ -67,9 +70,15 @@ def write_protocol(tmp_path: Path, sentences: int = 2, steps: int = 2) -> Path:
 
 def _infill(*args: str, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    return subprocess.Popen([sys.executable, "-m", "infill", *args], env=env, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-                            **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "infill", *args],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        **kwargs,
+    )
 
 
 def _units(out: Path) -> list[dict]:
@@ -79,8 +88,9 @@ def _units(out: Path) -> list[dict]:
 def test_a_busy_out_stops_a_second_run_at_once_and_a_killed_holder_never_blocks(tmp_path, tiny_model_dir, capsys):
     protocol, out = write_protocol(tmp_path), tmp_path / "out"
     out.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(out)], text=True, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(out)], text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
     try:
         assert holder.stdout.readline() == "locked\n"
         second = _infill("eval", str(protocol), "--out", str(out), "--model", str(tiny_model_dir))
@@ -116,7 +126,7 @@ def test_ctrl_c_during_eval_is_one_line_exit_130_and_keeps_the_finished_units(tm
     assert 1 <= len(finished) < 3 and not (out / "report.md").exists()
     assert main(["eval", str(protocol), "--out", str(out), "--model", str(tiny_model_dir), "--no-progress"]) == 0
     resumed = _units(out)
-    assert resumed[:len(finished)] == finished  # kept, not redone
+    assert resumed[: len(finished)] == finished  # kept, not redone
     assert len({(u["sentence_id"], u["sampler"]) for u in resumed}) == len(resumed) == 3
     capsys.readouterr()
 
@@ -124,11 +134,26 @@ def test_ctrl_c_during_eval_is_one_line_exit_130_and_keeps_the_finished_units(tm
 LONG_TEXT = "".join(f"Sentence number {i} tells something new about the topic at hand. " for i in range(12))
 
 
-@pytest.mark.parametrize("argv", [
-    ["sample", "a [MASK] day [MASK] .", "--model", "{model}", "--sampler", "gibbs", "--steps", "1000000", "-q"],
-    ["summarize", "{dir}/doc.txt", "--sampler", "mana", "--steps", "1000000", "--sentences", "2"],
-    ["eval-summarization", "--limit", "1", "--methods", "una", "--steps", "1000000", "--output", "{dir}/r", "--quiet"],
-], ids=["sample", "summarize", "eval-summarization"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sample", "a [MASK] day [MASK] .", "--model", "{model}", "--sampler", "gibbs", "--steps", "1000000", "-q"],
+        ["summarize", "{dir}/doc.txt", "--sampler", "mana", "--steps", "1000000", "--sentences", "2"],
+        [
+            "eval-summarization",
+            "--limit",
+            "1",
+            "--methods",
+            "una",
+            "--steps",
+            "1000000",
+            "--output",
+            "{dir}/r",
+            "--quiet",
+        ],
+    ],
+    ids=["sample", "summarize", "eval-summarization"],
+)
 def test_ctrl_c_ends_a_long_run_with_one_line_and_exit_130(argv, tmp_path, tiny_model_dir, capsys):
     (tmp_path / "doc.txt").write_text(LONG_TEXT, encoding="utf-8")
     argv = [a.replace("{dir}", str(tmp_path)).replace("{model}", str(tiny_model_dir)) for a in argv]

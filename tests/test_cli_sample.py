@@ -1,4 +1,5 @@
 """``infill sample`` and ``infill samplers``: in-process on the tiny checkpoint, plus a few real processes."""
+
 import json
 import os
 import subprocess
@@ -22,8 +23,15 @@ def run_main(capsys, *argv):
 
 
 def start_process(*argv) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "infill", *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    return subprocess.Popen(
+        [sys.executable, "-m", "infill", *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
 
 
 def finish(process: subprocess.Popen, stdin: str = "") -> tuple[int, str, str]:
@@ -44,8 +52,9 @@ def test_plain_output_one_line_per_sample(capsys, tiny):
 
 
 def test_json_lines_parse(capsys, tiny):
-    code, out, _ = run_main(capsys, "sample", "I [MASK*2] you.", *tiny, "--json", "--top", "2",
-                            "--sampler", "dmala", "--step-size", "0.25")
+    code, out, _ = run_main(
+        capsys, "sample", "I [MASK*2] you.", *tiny, "--json", "--top", "2", "--sampler", "dmala", "--step-size", "0.25"
+    )
     records = [json.loads(line) for line in out.splitlines()]
     samples, diagnostics = records[:-1], records[-1]["diagnostics"]
     assert code == 0 and 1 <= len(samples) <= 2
@@ -58,16 +67,20 @@ def test_json_lines_parse(capsys, tiny):
 
 
 def test_list_option_reaches_the_sampler(capsys, tiny):
-    code, out, _ = run_main(capsys, "sample", "I [MASK*2] you.", *tiny, "--json", "--sampler", "dmala",
-                            "-o", "preconditioner=[1, 2.5]")
+    code, out, _ = run_main(
+        capsys, "sample", "I [MASK*2] you.", *tiny, "--json", "--sampler", "dmala", "-o", "preconditioner=[1, 2.5]"
+    )
     diagnostics = json.loads(out.splitlines()[-1])["diagnostics"]
     assert code == 0 and diagnostics["hyperparameters"]["preconditioner"] == [1, 2.5]
 
 
 def test_file_with_jsonl_options_and_empty_lines(capsys, tiny, tmp_path):
     path = tmp_path / "templates.txt"
-    path.write_text("A [MASK] day.\n\n   \n" + json.dumps({"template": "My [MASK] cat.", "num_samples": 2,
-                                                           "sampler": "gibbs"}) + "\nThe [MASK] end.\n")
+    path.write_text(
+        "A [MASK] day.\n\n   \n"
+        + json.dumps({"template": "My [MASK] cat.", "num_samples": 2, "sampler": "gibbs"})
+        + "\nThe [MASK] end.\n"
+    )
     code, out, _ = run_main(capsys, "sample", "--file", str(path), *tiny, "--json")
     records = [json.loads(line) for line in out.splitlines()]
     counts = {}
@@ -92,10 +105,13 @@ def test_plain_batch_output_heads_each_template_s_fillings_with_its_line(capsys,
     assert all(line.endswith("day.") for line in lines[1:4]) and all(line.endswith("end.") for line in lines[5:])
     monkeypatch.setattr("sys.stdin", io.StringIO(path.read_text()))
     assert run_main(capsys, "sample", "-", *tiny)[1] == out
-    records = [json.loads(line) for line in run_main(capsys, "sample", "--file", str(path), *tiny, "--json")[1]
-               .splitlines()]  # JSONL unchanged: every line a record
-    assert len(records) == 8 and [r["template"] for r in records if "diagnostics" in r] == ["A [MASK] day.",
-                                                                                             "The [MASK] end."]
+    records = [
+        json.loads(line) for line in run_main(capsys, "sample", "--file", str(path), *tiny, "--json")[1].splitlines()
+    ]  # JSONL unchanged: every line a record
+    assert len(records) == 8 and [r["template"] for r in records if "diagnostics" in r] == [
+        "A [MASK] day.",
+        "The [MASK] end.",
+    ]
     assert not run_main(capsys, "sample", "A [MASK] day.", *tiny)[1].startswith("#")  # one TEMPLATE: no header
 
 
@@ -107,30 +123,42 @@ def test_samplers_lists_options(capsys):
     assert by_name["dmala"]["options"]["step_size"] == 0.1 and by_name["gibbs"]["options"] == {"proposal": "model"}
 
 
-@pytest.mark.parametrize("args, message", [
-    (["sample", "no blanks here"], "no [MASK] blank"),
-    (["sample", "[MASK*2]"], "only blanks"),
-    (["sample", "word " * 70 + "[MASK]"], "longer than the model's maximum of 64"),
-    (["sample", "A [MASK].", "--sampler", "nope"], "unknown sampler 'nope'"),
-    (["sample", "A [MASK].", "--option", "bogus=1"], "unknown key 'bogus'"),
-    (["sample", "A [MASK].", "--option", "bogus"], "KEY=VALUE"),
-    (["sample", "A [MASK].", "--sampler", "gibbs", "--step-size", "0.1"], "has no option 'step_size'"),
-    (["sample", "A [MASK].", "--steps", "0"], "steps must be a positive integer"),
-    (["sample", "A [MASK].", "-n", "-2"], "num_samples must be a positive integer"),
-    (["sample", "A [MASK].", "-n", "3", "--top", "5", "--decode", "final"], "top (5) cannot exceed num_samples (3)"),
-    (["sample", "A [MASK].", "--sampler", "dmala", "-o", "step_size=abc"], "step_size must be a finite number, got 'abc'"),
-    (["sample", "A [MASK].", "--sampler", "dmala", "--step-size", "inf"], "step_size must be a finite number, got inf"),
-    (["sample", "A [MASK].", "--sampler", "dmala", "--adapt-steps", "1.5"], "adapt_steps must be 0 or more"),
-    (["sample", "A [MASK].", "--init", "zeros"], "init must be one of"),
-    (["sample", "A [MASK].", "--temperature", "-1"], "temperature must be positive"),
-    (["sample", "A [MASK].", "--model", "./no/such/dir"], "does not exist; give the path of a local checkpoint"),
-    (["sample", "A [MASK].", "--model", "no such/model!"], "is no local folder and no hub id"),
-    (["sample", "--file", "/no/such/file.txt"], "cannot read /no/such/file.txt"),
-    (["sample"], "give a TEMPLATE"),
-    (["sample", ""], "the template is empty; give one with a [MASK] blank"),
-    (["sample", " "], "the template is empty"),
-    (["sample", "A [MASK].", "--device", "nonsense"], "unknown device"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["sample", "no blanks here"], "no [MASK] blank"),
+        (["sample", "[MASK*2]"], "only blanks"),
+        (["sample", "word " * 70 + "[MASK]"], "longer than the model's maximum of 64"),
+        (["sample", "A [MASK].", "--sampler", "nope"], "unknown sampler 'nope'"),
+        (["sample", "A [MASK].", "--option", "bogus=1"], "unknown key 'bogus'"),
+        (["sample", "A [MASK].", "--option", "bogus"], "KEY=VALUE"),
+        (["sample", "A [MASK].", "--sampler", "gibbs", "--step-size", "0.1"], "has no option 'step_size'"),
+        (["sample", "A [MASK].", "--steps", "0"], "steps must be a positive integer"),
+        (["sample", "A [MASK].", "-n", "-2"], "num_samples must be a positive integer"),
+        (
+            ["sample", "A [MASK].", "-n", "3", "--top", "5", "--decode", "final"],
+            "top (5) cannot exceed num_samples (3)",
+        ),
+        (
+            ["sample", "A [MASK].", "--sampler", "dmala", "-o", "step_size=abc"],
+            "step_size must be a finite number, got 'abc'",
+        ),
+        (
+            ["sample", "A [MASK].", "--sampler", "dmala", "--step-size", "inf"],
+            "step_size must be a finite number, got inf",
+        ),
+        (["sample", "A [MASK].", "--sampler", "dmala", "--adapt-steps", "1.5"], "adapt_steps must be 0 or more"),
+        (["sample", "A [MASK].", "--init", "zeros"], "init must be one of"),
+        (["sample", "A [MASK].", "--temperature", "-1"], "temperature must be positive"),
+        (["sample", "A [MASK].", "--model", "./no/such/dir"], "does not exist; give the path of a local checkpoint"),
+        (["sample", "A [MASK].", "--model", "no such/model!"], "is no local folder and no hub id"),
+        (["sample", "--file", "/no/such/file.txt"], "cannot read /no/such/file.txt"),
+        (["sample"], "give a TEMPLATE"),
+        (["sample", ""], "the template is empty; give one with a [MASK] blank"),
+        (["sample", " "], "the template is empty"),
+        (["sample", "A [MASK].", "--device", "nonsense"], "unknown device"),
+    ],
+)
 def test_bad_input_is_one_line(capsys, tiny, args, message):
     argv = args[:1] + tiny + args[1:]  # later flags win
     code, out, err = run_main(capsys, *argv)
@@ -147,13 +175,13 @@ def test_bad_batch_file_lines(capsys, tiny, tmp_path):
     bad.write_text('A [MASK].\n{"template": "B [MASK].", "steps": 0}\n')
     code, _, err = run_main(capsys, "sample", *tiny, "--file", str(bad))
     assert code == 2 and f"{bad}:2: steps must be a positive integer" in err
-    bad.write_text('A [MASK].\n\n{not json}\n')
+    bad.write_text("A [MASK].\n\n{not json}\n")
     code, _, err = run_main(capsys, "sample", *tiny, "--file", str(bad))
     assert code == 2 and f"{bad}:3: invalid JSON" in err
     bad.write_text('{"text": "B [MASK]."}\n')
     code, _, err = run_main(capsys, "sample", *tiny, "--file", str(bad))
-    assert code == 2 and f"{bad}:1: a JSON line needs a \"template\" string" in err
-    bad.write_text('A [MASK].\nno blanks here\n')
+    assert code == 2 and f'{bad}:1: a JSON line needs a "template" string' in err
+    bad.write_text("A [MASK].\nno blanks here\n")
     code, out, err = run_main(capsys, "sample", *tiny, "--file", str(bad))
     assert code == 2 and f"{bad}:2: template has no [MASK] blank" in err and out == ""
 
@@ -168,15 +196,18 @@ def test_same_seed_same_output_across_processes(tiny_model_dir):
     assert len(samples(first)) == 8 and samples(first) == samples(second)
 
 
-OFFLINE_HINT = ("to run offline, give --model the path of a saved checkpoint (or set INFILL_MODEL to it), or set "
-                "HF_HUB_OFFLINE=1 with the model in the cache")
+OFFLINE_HINT = (
+    "to run offline, give --model the path of a saved checkpoint (or set INFILL_MODEL to it), or set "
+    "HF_HUB_OFFLINE=1 with the model in the cache"
+)
 
 
 def test_hf_hub_offline_is_one_line_that_says_how_to_run_offline():
     code, _, err = finish(start_process("sample", "A [MASK].", "--model", "no-such-org/no-such-model", "-q"))
     assert code == 2 and err.splitlines() == [
         "infill: error: cannot load model 'no-such-org/no-such-model': it is not in the local cache and "
-        f"HF_HUB_OFFLINE is set; {OFFLINE_HINT}"]
+        f"HF_HUB_OFFLINE is set; {OFFLINE_HINT}"
+    ]
 
 
 def test_an_unreachable_hub_is_one_line_at_once_without_a_request(capsys, monkeypatch):
@@ -190,9 +221,15 @@ def test_an_unreachable_hub_is_one_line_at_once_without_a_request(capsys, monkey
     start = time.perf_counter()
     code, out, err = run_main(capsys, "sample", "a [MASK] day", "--model", "no-such-org/no-such-model")
     assert time.perf_counter() - start < 5
-    assert code == 2 and out == "" and err.splitlines() == [
-        f"infill: error: cannot load model 'no-such-org/no-such-model': it is not in the local cache and the hub "
-        f"({constants.ENDPOINT}) is unreachable; {OFFLINE_HINT}"]
+    assert (
+        code == 2
+        and out == ""
+        and err.splitlines()
+        == [
+            f"infill: error: cannot load model 'no-such-org/no-such-model': it is not in the local cache and the hub "
+            f"({constants.ENDPOINT}) is unreachable; {OFFLINE_HINT}"
+        ]
+    )
 
 
 def test_the_reachability_check_is_one_short_request_and_a_path_pays_none(capsys, monkeypatch, tiny):
@@ -209,19 +246,37 @@ def test_the_reachability_check_is_one_short_request_and_a_path_pays_none(capsys
 
 @pytest.mark.slow
 def test_dev_model_cli(capsys, dev_model_path):
-    code, out, _ = run_main(capsys, "sample", "I drank a cup of [MASK].", "--model", str(dev_model_path),
-                            "--sampler", "gibbs", "-n", "3", "--steps", "3", "--seed", "0", "--top", "2")
+    code, out, _ = run_main(
+        capsys,
+        "sample",
+        "I drank a cup of [MASK].",
+        "--model",
+        str(dev_model_path),
+        "--sampler",
+        "gibbs",
+        "-n",
+        "3",
+        "--steps",
+        "3",
+        "--seed",
+        "0",
+        "--top",
+        "2",
+    )
     lines = out.splitlines()
     assert code == 0 and 1 <= len(lines) <= 2
     assert all(line.startswith("I drank a cup of ") and line.endswith(".") for line in lines)
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"template": "a [MASK] b", "seed": "abc"}', "seed must be an integer"),
-    ('{"template": "a [MASK] b", "seed": 1.5}', "seed must be an integer"),
-    ('{"template": "a [MASK] b", "forbid": 5}', "forbid must be"),
-    ('{"template": "a [MASK] b", "allow_subwords": "no"}', "allow_subwords must be"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"template": "a [MASK] b", "seed": "abc"}', "seed must be an integer"),
+        ('{"template": "a [MASK] b", "seed": 1.5}', "seed must be an integer"),
+        ('{"template": "a [MASK] b", "forbid": 5}', "forbid must be"),
+        ('{"template": "a [MASK] b", "allow_subwords": "no"}', "allow_subwords must be"),
+    ],
+)
 def test_bad_per_line_options_are_one_line(tmp_path, capsys, line, message):
     path = tmp_path / "jobs.jsonl"
     path.write_text(line + "\n")

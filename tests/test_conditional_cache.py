@@ -1,6 +1,7 @@
 """The cache of conditionals: exact (every MH sampler still reproduces an enumerable PLL through it, a stale
 key fails the same bound), reproducible (same seed, same fillings and energies with and without it), cheaper
 (fewer encoder sequences), bounded (a cap in bytes)."""
+
 import numpy as np
 import pytest
 import torch
@@ -18,8 +19,7 @@ CATEGORIES = torch.tensor([20, 21, 22, 23])
 MASK = 4
 D, K = 3, 4
 CHAINS, STEPS = 1000, 200
-READERS = {"gibbs-mh": {}, "gibbs": {"proposal": "exact"}, "block-mh": {}, "mlm-independence": {}, "lb": {},
-           "mana": {}}
+READERS = {"gibbs-mh": {}, "gibbs": {"proposal": "exact"}, "block-mh": {}, "mlm-independence": {}, "lb": {}, "mana": {}}
 """The MH samplers whose evaluations read the cache (values without gradient, conditionals)."""
 GRADIENT = sorted(n for n, cls in SAMPLERS.items() if getattr(cls, "adjusted", True) and n not in READERS)
 """The other MH samplers: every evaluation takes a gradient, so goes through the encoder."""
@@ -53,7 +53,7 @@ def run_tv(sampler, energy, p, seed=0):
     generator = torch.Generator().manual_seed(seed)
     x0 = torch.randint(K, (CHAINS, D), generator=generator)
     trace = sample(sampler, energy, x0, STEPS, generator=generator)
-    kept = trace.samples[max(trace.burn_in, STEPS // 2):]
+    kept = trace.samples[max(trace.burn_in, STEPS // 2) :]
     return total_variation(p, empirical_distribution(kept, K)), tv_noise_floor(p, kept.shape[0] * CHAINS)
 
 
@@ -151,12 +151,15 @@ def test_passes_with_and_without_gradient_share_it(model):
 @pytest.mark.parametrize("sampler", ["gibbs", "gibbs-mh", "dmala"])
 def test_same_seed_same_fillings_with_and_without_the_cache(tiny_model_dir, sampler):
     template = "the [MASK] sat on the [MASK] by the [MASK] ."
-    runs = [Infiller(str(tiny_model_dir), cache_mib=mib).sample(template, sampler, num_samples=6, steps=5, top=5,
-                                                                seed=0) for mib in (0, 64)]
+    runs = [
+        Infiller(str(tiny_model_dir), cache_mib=mib).sample(template, sampler, num_samples=6, steps=5, top=5, seed=0)
+        for mib in (0, 64)
+    ]
     without, with_cache = runs
     assert with_cache.texts == without.texts
-    np.testing.assert_allclose([s.energy for s in with_cache.samples], [s.energy for s in without.samples],
-                               atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        [s.energy for s in with_cache.samples], [s.energy for s in without.samples], atol=1e-5, rtol=0
+    )
     saved = without.diagnostics.encoder_sequences - with_cache.diagnostics.encoder_sequences
     assert saved == with_cache.diagnostics.cache_hits - without.diagnostics.cache_hits
     assert saved > 0 or sampler == "dmala"  # its gradient steps go through the encoder; only re-scoring reads
@@ -181,8 +184,13 @@ def test_top_skips_only_candidates_that_cannot_be_among_the_best(bert_tokenizer,
     infiller = Infiller(tiny_bert(init=0.5), tokenizer=bert_tokenizer)
     template = "the [MASK] sat on the [MASK] by the [MASK] ."
     pruned = infiller.sample(template, num_samples=8, steps=10, top=4, seed=1)
-    monkeypatch.setattr(choose, "_fill_top", lambda energy, rows, values, k, bar: choose._fill_missing(
-        energy, rows, values, bar, energy.category_ids.device))
+    monkeypatch.setattr(
+        choose,
+        "_fill_top",
+        lambda energy, rows, values, k, bar: choose._fill_missing(
+            energy, rows, values, bar, energy.category_ids.device
+        ),
+    )
     full = infiller.sample(template, num_samples=8, steps=10, top=4, seed=1)
     assert pruned.texts == full.texts
     np.testing.assert_allclose([s.energy for s in pruned.samples], [s.energy for s in full.samples], atol=1e-5)

@@ -1,5 +1,6 @@
 """Terms and sums of terms: values, exact differences, gradients, names, errors; the classifier term; include
 words from a tokenizer; rewrite's closeness on a tiny masked LM."""
+
 import pytest
 import torch
 from conftest import tiny_bert
@@ -40,8 +41,9 @@ def exact_differences(term, x_idx):
     return table
 
 
-@pytest.mark.parametrize("term", [Include([[2], [0, 1]], K), Closeness(torch.tensor([0, 1, 2, 0]), K)],
-                         ids=["include", "closeness"])
+@pytest.mark.parametrize(
+    "term", [Include([[2], [0, 1]], K), Closeness(torch.tensor([0, 1, 2, 0]), K)], ids=["include", "closeness"]
+)
 def test_differences_and_gradient_are_exact_for_single_changes(term):
     exact = exact_differences(term, STATES)
     torch.testing.assert_close(term.differences(STATES), exact)
@@ -92,14 +94,17 @@ def test_a_term_without_gradient_counts_in_the_value_only():
     assert list(energy.terms(x)) == ["pll", "hard"]
 
 
-@pytest.mark.parametrize("terms, message", [
-    ([], "at least one"),
-    ([(float("nan"), lambda x: x.sum((1, 2)))], "finite number"),
-    ([(True, lambda x: x.sum((1, 2)))], "finite number"),
-    ([(1.0, "pll")], r"give \(weight, term\)"),
-    ([(1.0, Include([[0]], 3)), (1.0, Include([[1]], 3))], "two terms are named 'include'"),
-    ([(1.0, Include([[0]], 3)), (1.0, Closeness(torch.tensor([0]), 4))], "disagree on the number of categories"),
-])
+@pytest.mark.parametrize(
+    "terms, message",
+    [
+        ([], "at least one"),
+        ([(float("nan"), lambda x: x.sum((1, 2)))], "finite number"),
+        ([(True, lambda x: x.sum((1, 2)))], "finite number"),
+        ([(1.0, "pll")], r"give \(weight, term\)"),
+        ([(1.0, Include([[0]], 3)), (1.0, Include([[1]], 3))], "two terms are named 'include'"),
+        ([(1.0, Include([[0]], 3)), (1.0, Closeness(torch.tensor([0]), 4))], "disagree on the number of categories"),
+    ],
+)
 def test_bad_sums_are_refused_in_one_line(terms, message):
     with pytest.raises(InfillError, match=message):
         WeightedSum(terms)
@@ -125,8 +130,11 @@ def test_a_masked_lm_sum_proposes_from_the_model_plus_exact_differences(tiny_pll
     assert list(energy.entries)[0] == "pll" and isinstance(energy, HasConditionals)
     x, i = torch.tensor([[0, 1, 2], [5, 5, 0]]), torch.tensor([0, 2])
     rows = torch.arange(2)
-    expected = (tiny_pll.conditional_logits(x, i) + 4.0 * include.differences(x)[rows, i]
-                + 0.5 * closeness.differences(x)[rows, i])
+    expected = (
+        tiny_pll.conditional_logits(x, i)
+        + 4.0 * include.differences(x)[rows, i]
+        + 0.5 * closeness.differences(x)[rows, i]
+    )
     torch.testing.assert_close(energy.conditional_logits(x, i), expected)
     tempered = Tempered(energy, 0.5)
     torch.testing.assert_close(tempered.conditional_logits(x, i), 2 * expected)
@@ -138,8 +146,16 @@ def test_calibrated_closeness_on_a_tiny_masked_lm(tiny_pll):
     """The start from the model's conditionals at the source, refined by gibbs-mh, gives the asked-for
     expected fraction of changed blanks (exact, over the 216 states) within 0.05."""
     source = torch.tensor([3, 0, 4])
-    energy = calibrate_closeness(tiny_pll, source, 0.5, make_sampler("gibbs-mh"), chains=64, steps=30,
-                                 rounds=3, generator=torch.Generator().manual_seed(0))
+    energy = calibrate_closeness(
+        tiny_pll,
+        source,
+        0.5,
+        make_sampler("gibbs-mh"),
+        chains=64,
+        steps=30,
+        rounds=3,
+        generator=torch.Generator().manual_seed(0),
+    )
     states = all_states(3, 6)
     fraction = (exact_distribution(energy, 3, 6) * (states != source).double().mean(1)).sum().item()
     assert abs(fraction - 0.5) <= 0.05, fraction
@@ -160,9 +176,17 @@ def test_change_must_be_a_fraction(tiny_pll, change):
 
 def tiny_classifier(vocab_size=32, labels=3):
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64, num_labels=labels,
-                        id2label={0: "neg", 1: "neutral", 2: "pos"}, label2id={"neg": 0, "neutral": 1, "pos": 2})
+    config = BertConfig(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        num_labels=labels,
+        id2label={0: "neg", 1: "neutral", 2: "pos"},
+        label2id={"neg": 0, "neutral": 1, "pos": 2},
+    )
     return BertForSequenceClassification(config).eval()
 
 
@@ -178,15 +202,19 @@ def test_classifier_term_equals_the_classifier_on_token_ids_and_has_a_gradient(t
     assert grad.shape == (len(x_idx), 3, 6) and grad.abs().sum() > 0
     energy = WeightedSum([(1.0, tiny_pll), (2.0, term)])
     assert list(energy.entries) == ["pll", "classifier"] and not isinstance(energy, HasConditionals)
-    torch.testing.assert_close(energy.value_and_grad(one_hot(x_idx, 6))[1],
-                               value_and_grad(tiny_pll, one_hot(x_idx, 6))[1] + 2.0 * grad)
+    torch.testing.assert_close(
+        energy.value_and_grad(one_hot(x_idx, 6))[1], value_and_grad(tiny_pll, one_hot(x_idx, 6))[1] + 2.0 * grad
+    )
 
 
-@pytest.mark.parametrize("label, vocab, message", [
-    ("happy", 32, "has no label 'happy'; its labels: neg, neutral, pos"),
-    (3, 32, "label 3 is out of range for a classifier of 3 labels"),
-    (0, 16, "the classifier knows 16 tokens, the template uses id 25: it must share the masked LM's tokenizer"),
-])
+@pytest.mark.parametrize(
+    "label, vocab, message",
+    [
+        ("happy", 32, "has no label 'happy'; its labels: neg, neutral, pos"),
+        (3, 32, "label 3 is out of range for a classifier of 3 labels"),
+        (0, 16, "the classifier knows 16 tokens, the template uses id 25: it must share the masked LM's tokenizer"),
+    ],
+)
 def test_classifier_mismatches_are_refused_in_one_line(tiny_pll, label, vocab, message):
     with pytest.raises(InfillError, match=message):
         SequenceClassifier(tiny_classifier(vocab), label).bind(tiny_pll)
@@ -194,8 +222,9 @@ def test_classifier_mismatches_are_refused_in_one_line(tiny_pll, label, vocab, m
 
 def test_a_runs_energy_binds_a_classifier_and_weighs_the_include_words(tiny_pll):
     include = Include([[5]], 6)
-    energy = constrained_energy(tiny_pll, [(0.5, SequenceClassifier(tiny_classifier(), 0), "tone"),
-                                           (1.0, lambda x: x[:, 0, 0])], include)
+    energy = constrained_energy(
+        tiny_pll, [(0.5, SequenceClassifier(tiny_classifier(), 0), "tone"), (1.0, lambda x: x[:, 0, 0])], include
+    )
     assert list(energy.entries) == ["pll", "include", "tone", "term3"]
     assert energy.weight("include") == INCLUDE_WEIGHT and energy.term("tone").input_ids is not None
     x = one_hot(torch.tensor([[5, 0, 1]]), 6)
@@ -214,14 +243,17 @@ def test_include_words_are_category_sets(bert_tokenizer, categories):
     assert bert_tokenizer.convert_ids_to_tokens(piano) == ["piano"]
 
 
-@pytest.mark.parametrize("words, blanks, message", [
-    (["cat", "piano", "tree"], 2, "cannot include 3 words in 2 blanks: give at most 2 words or add blanks"),
-    (["Dog"], 3, "cannot include 'Dog': it is also forbidden"),
-    (["xylophonist"], 3, "cannot include 'xylophonist': it is 5 tokens for this model, not one"),
-    (["##ing"], 3, "cannot include '##ing': it is 3 tokens for this model"),
-    ("cat", 3, "include takes a list of words"),
-    ([""], 3, "include takes a list of words"),
-])
+@pytest.mark.parametrize(
+    "words, blanks, message",
+    [
+        (["cat", "piano", "tree"], 2, "cannot include 3 words in 2 blanks: give at most 2 words or add blanks"),
+        (["Dog"], 3, "cannot include 'Dog': it is also forbidden"),
+        (["xylophonist"], 3, "cannot include 'xylophonist': it is 5 tokens for this model, not one"),
+        (["##ing"], 3, "cannot include '##ing': it is 3 tokens for this model"),
+        ("cat", 3, "include takes a list of words"),
+        ([""], 3, "include takes a list of words"),
+    ],
+)
 def test_impossible_includes_are_refused_before_sampling(bert_tokenizer, categories, words, blanks, message):
     with pytest.raises(InfillError, match=message):
         include_term(bert_tokenizer, categories, words, num_blanks=blanks, forbid=["dog"])
@@ -243,8 +275,11 @@ def test_source_categories(bert_tokenizer, categories):
 
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_every_sampler_runs_on_a_masked_lm_sum_with_every_kind_of_term(tiny_pll, name):
-    energy = constrained_energy(tiny_pll, [(1.0, SequenceClassifier(tiny_classifier(), "pos")),
-                                           (0.5, Closeness(torch.tensor([0, 1, 2]), 6))], Include([[5]], 6))
+    energy = constrained_energy(
+        tiny_pll,
+        [(1.0, SequenceClassifier(tiny_classifier(), "pos")), (0.5, Closeness(torch.tensor([0, 1, 2]), 6))],
+        Include([[5]], 6),
+    )
     x0 = torch.tensor([[0, 1, 2]] * 4)
     trace = run_annealed(make_sampler(name), energy, x0, [(2.0, 2), (1.0, 3)], torch.Generator().manual_seed(0))
     assert trace.samples.shape == (3, 4, 3) and trace.evaluations > 0

@@ -6,6 +6,7 @@ closeness weight meets the asked-for fraction of changed blanks.
 Noise floor of the TV bound at 2000 chains x 75 kept steps: about 0.006 for 64 states (1000 chains, as in
 ``test_samplers_exact.py``, leave autocorrelated runs too close to 0.02 on these stickier targets).
 """
+
 import pytest
 import torch
 
@@ -39,8 +40,11 @@ def toy_sum(d, k, words, source, include_weight, closeness_weight, cls=PottsEner
     for word in words:
         pll.fields[:, word] -= 1.0
     pll = cls(pll.fields, pll.couplings)
-    terms = [(1.0, pll, "pll"), (include_weight, Include(words, k)),
-             (closeness_weight, Closeness(torch.tensor(source), k))]
+    terms = [
+        (1.0, pll, "pll"),
+        (include_weight, Include(words, k)),
+        (closeness_weight, Closeness(torch.tensor(source), k)),
+    ]
     return pll, WeightedSum(terms)
 
 
@@ -59,7 +63,7 @@ def run_tv(sampler, energy, p, d, k, chains=CHAINS, steps=STEPS, seed=0):
     generator = torch.Generator().manual_seed(seed)
     x0 = torch.randint(k, (chains, d), generator=generator)
     trace = sample(sampler, energy, x0, steps, generator=generator)
-    kept = trace.samples[max(trace.burn_in, steps // 2):]
+    kept = trace.samples[max(trace.burn_in, steps // 2) :]
     return total_variation(p, empirical_distribution(kept, k)), tv_noise_floor(p, kept.shape[0] * chains), trace
 
 
@@ -75,7 +79,7 @@ def test_every_mh_sampler_targets_the_sum(target, name):
     energy, p, pll = target
     tv, floor, trace = run_tv(make_sampler(name), energy, p, *pll.fields.shape)
     assert tv <= 0.02, f"{name}: TV {tv:.4f} (floor {floor:.4f})"
-    assert trace.hops[trace.burn_in:].float().mean() > 0.3
+    assert trace.hops[trace.burn_in :].float().mean() > 0.3
 
 
 class RatioWithoutCloseness:
@@ -111,8 +115,9 @@ def test_gibbs_mh_on_the_sum_with_a_model_proposal_is_exact_and_plain_gibbs_is_n
     x = all_states(3, 4)
     i = torch.arange(len(x)) % 3
     rows = torch.arange(len(x))
-    expected = pll.fields[i] + sum(energy.weight(n) * energy.term(n).differences(x)[rows, i]
-                                   for n in ("include", "closeness"))
+    expected = pll.fields[i] + sum(
+        energy.weight(n) * energy.term(n).differences(x)[rows, i] for n in ("include", "closeness")
+    )
     torch.testing.assert_close(energy.conditional_logits(x, i), expected)
     corrected, floor, _ = run_tv(make_sampler("gibbs-mh"), energy, p, 3, 4)
     plain, _, _ = run_tv(make_sampler("gibbs"), energy, p, 3, 4)
@@ -150,8 +155,10 @@ def test_a_proposal_that_sees_the_include_term_reaches_an_unlikely_keyword():
         return (trace.final_state.x == keyword).any(1).float().mean().item()
 
     seeing = {name: reached(make_sampler(name), energy) for name in ("gibbs-mh", "gwg", "dmala", "pas")}
-    blind = {"gibbs on the model": reached(make_sampler("gibbs"), pll),
-             "gibbs-mh, model proposal": reached(make_sampler("gibbs-mh"), ModelProposalOnly(energy))}
+    blind = {
+        "gibbs on the model": reached(make_sampler("gibbs"), pll),
+        "gibbs-mh, model proposal": reached(make_sampler("gibbs-mh"), ModelProposalOnly(energy)),
+    }
     assert min(seeing.values()) >= 0.9, seeing
     assert max(blind.values()) <= 0.05, blind
 
@@ -173,8 +180,16 @@ def changed_fraction(energy, states, source):
 @pytest.mark.parametrize("name", ["gibbs-mh", "dmala"])
 def test_calibrated_closeness_meets_the_change(coupled, change, name):
     pll, states, source = coupled
-    energy = calibrate_closeness(pll, source, change, make_sampler(name), chains=64, steps=40, rounds=4,
-                                 generator=torch.Generator().manual_seed(0))
+    energy = calibrate_closeness(
+        pll,
+        source,
+        change,
+        make_sampler(name),
+        chains=64,
+        steps=40,
+        rounds=4,
+        generator=torch.Generator().manual_seed(0),
+    )
     assert abs(changed_fraction(energy, states, source) - change) <= 0.03
 
 

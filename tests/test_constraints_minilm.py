@@ -1,5 +1,6 @@
 """Constraints with the dev MLM on real text: an include word the model finds unlikely is met; rewrite's
 calibrated closeness returns distinct variants near the asked-for change."""
+
 import pytest
 import torch
 from transformers import AutoModelForMaskedLM
@@ -31,7 +32,7 @@ def indices(dev, words):
 
 
 def test_include_is_met_on_a_real_template(dev):
-    """"quantum" in "she walked into the [MASK] and sat down next to the [MASK] .": 8 chains from
+    """ "quantum" in "she walked into the [MASK] and sat down next to the [MASK] .": 8 chains from
     ("room", "window"), 20 steps. gibbs-mh on the sum holds it in every final state; Gibbs on the model's
     conditionals alone never proposes it."""
     _, tokenizer, categories = dev
@@ -41,8 +42,17 @@ def test_include_is_met_on_a_real_template(dev):
     reached = {}
     for name, target in (("gibbs-mh", energy), ("gibbs", pll)):
         trace = sample(make_sampler(name), target, x0, 20, torch.Generator().manual_seed(0))
-        reached[name] = (energy.terms(torch.nn.functional.one_hot(trace.final_state.x, len(categories)).float(),
-                                      ["include"])["include"] == 0).float().mean().item()
+        reached[name] = (
+            (
+                energy.terms(torch.nn.functional.one_hot(trace.final_state.x, len(categories)).float(), ["include"])[
+                    "include"
+                ]
+                == 0
+            )
+            .float()
+            .mean()
+            .item()
+        )
     assert reached["gibbs-mh"] == 1.0 and reached["gibbs"] == 0.0, reached
 
 

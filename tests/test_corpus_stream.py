@@ -2,6 +2,7 @@
 template gets alone, a run killed with SIGKILL and resumed giving OUT byte for byte, OUT locked while written,
 another input refused, the input read lazily, stdin's bad lines as error records, two torchrun processes giving
 one process's OUT; and the Python calls for iterables and datasets."""
+
 from __future__ import annotations
 
 import io
@@ -29,8 +30,10 @@ LONG = 2 * corpus.CHUNK + 22  # three chunks in one process, two rounds of two
 
 
 def _corpus(path: Path, n: int) -> Path:
-    lines = [f"the {w} [MASK] near the [MASK] ." if i % 3 else f"a [MASK] {w} ." for i, w in
-             zip(range(n), itertools.cycle(WORDS))]
+    lines = [
+        f"the {w} [MASK] near the [MASK] ." if i % 3 else f"a [MASK] {w} ."
+        for i, w in zip(range(n), itertools.cycle(WORDS))
+    ]
     lines.insert(2, "")  # an empty line: skipped, and the line numbers still count it
     lines.insert(4, json.dumps({"template": "she [MASK] it .", "seed": 5}))
     path.write_text("\n".join(lines) + "\n")
@@ -38,15 +41,36 @@ def _corpus(path: Path, n: int) -> Path:
 
 
 def _command(model: Path, source, out: Path, sampler: str = "gibbs-mh") -> list[str]:
-    return ["sample", str(source) if source == "-" else "-f", *([] if source == "-" else [str(source)]),
-            "--out", str(out), "--model", str(model), "--sampler", sampler, "--steps", "2", "-n", "3", "--top", "2",
-            "-q"]
+    return [
+        "sample",
+        str(source) if source == "-" else "-f",
+        *([] if source == "-" else [str(source)]),
+        "--out",
+        str(out),
+        "--model",
+        str(model),
+        "--sampler",
+        sampler,
+        "--steps",
+        "2",
+        "-n",
+        "3",
+        "--top",
+        "2",
+        "-q",
+    ]
 
 
 def _process(argv: list[str], launcher: tuple = ()) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, *launcher, "-m", "infill", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    return subprocess.Popen(
+        [sys.executable, *launcher, "-m", "infill", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
 
 
 def test_records_come_in_input_order_each_what_its_template_gets_alone(tmp_path, tiny_model_dir, capsys):
@@ -94,8 +118,9 @@ with Out(sys.argv[1]):
 
 def test_a_second_writer_of_a_locked_out_fails_in_one_line(tmp_path, tiny_model_dir, capsys):
     source, out = _corpus(tmp_path / "in.txt", 3), tmp_path / "out.jsonl"
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(out)], cwd=ROOT, text=True, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(out)], cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
     try:
         assert holder.stdout.readline() == "held\n"
         assert main(_command(tiny_model_dir, source, out)) == 2
@@ -164,6 +189,7 @@ def test_the_input_is_read_as_it_is_filled(tmp_path, tiny_model_dir, monkeypatch
     def written(self, entries):
         seen.append(passes[-1])
         write(self, entries)
+
     monkeypatch.setattr(sample_cli, "file_lines", counted)
     monkeypatch.setattr(corpus.Out, "write", written)
     assert main(_command(tiny_model_dir, source, tmp_path / "out.jsonl", "argmax")) == 0
@@ -178,6 +204,7 @@ def test_the_shards_take_a_round_at_a_time_and_give_it_in_input_order():
         for i in itertools.count():
             taken.append(i)
             yield i
+
     taken = []
     rounds = corpus.shards(endless(), lambda part: [10 * i for i in part], World(), chunk=4)
     assert next(rounds) == [0, 10, 20, 30] and len(taken) == 4
@@ -191,6 +218,7 @@ def test_rank_zero_merges_a_round_of_two_ranks_into_input_order():
         @staticmethod
         def gather(part):
             return [part, [x + 1 for x in part]]
+
     assert list(corpus.shards(range(12), list, TwoRanks(), chunk=3)) == [list(range(6)), list(range(6, 12))]
 
 
@@ -200,8 +228,10 @@ def test_two_torchrun_processes_write_one_process_out(tmp_path, tiny_model_dir):
         pytest.skip("torch.distributed with gloo is not available")
     source = _corpus(tmp_path / "in.txt", LONG)
     assert main(_command(tiny_model_dir, source, tmp_path / "one.jsonl", "independent")) == 0
-    process = _process(_command(tiny_model_dir, source, tmp_path / "two.jsonl", "independent"),
-                       ("-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"))
+    process = _process(
+        _command(tiny_model_dir, source, tmp_path / "two.jsonl", "independent"),
+        ("-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"),
+    )
     _, err = process.communicate(timeout=300)
     assert process.returncode == 0, err[-2000:]
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
@@ -227,9 +257,24 @@ def test_fill_iterable_under_torchrun_gives_every_rank_every_result(tmp_path, ti
     script = tmp_path / "fill.py"
     script.write_text(FILL_ON_EVERY_RANK)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                           str(script), str(tiny_model_dir), str(tmp_path), *WORDS], capture_output=True, text=True, env=env,
-                          timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            str(script),
+            str(tiny_model_dir),
+            str(tmp_path),
+            *WORDS,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     templates = [f"the {w} [MASK] near the [MASK] ." for w in WORDS] * 3
     expected = [r.texts for r in Infiller(str(tiny_model_dir)).sample_many(templates, "independent", top=2, seed=0)]

@@ -1,4 +1,5 @@
 """``torchrun --nproc-per-node 2 -m infill eval`` on CPU (gloo) gives the single-process report."""
+
 import json
 import os
 import subprocess

@@ -1,5 +1,6 @@
 """The README and docs a new user meets: the README short, every relative link (and its #anchor) found, and no
 number of the project's issue tracker in the package, the docs, the tests or the scripts."""
+
 from __future__ import annotations
 
 import re
@@ -12,6 +13,8 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 ISSUE = re.compile(r"[Ii]ssue [0-9]+|issues? #?[0-9]+")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 TRACKER_FREE = ("infill", "docs", "tests", "scripts")
+
+
 def slug(heading: str) -> str:
     """GitHub's anchor of a Markdown heading."""
     text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
@@ -53,6 +56,9 @@ def test_no_issue_numbers_of_the_tracker():
             if path.suffix not in {".py", ".md", ".js", ".html", ".toml"} or path == Path(__file__):
                 continue
             found += [f"{name}:{n}" for n, line in enumerate(path.read_text().splitlines(), 1) if ISSUE.search(line)]
-    found += [f"README.md:{n}" for n, line in enumerate((ROOT / "README.md").read_text().splitlines(), 1)
-              if ISSUE.search(line)]
+    found += [
+        f"README.md:{n}"
+        for n, line in enumerate((ROOT / "README.md").read_text().splitlines(), 1)
+        if ISSUE.search(line)
+    ]
     assert not found, found

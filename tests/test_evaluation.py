@@ -1,5 +1,6 @@
 """Batch corpus evaluation: protocol checks, task selection, resumable units, report; a fake sampler
 stands in for the model except in the slow end-to-end test."""
+
 from __future__ import annotations
 
 import io
@@ -97,8 +98,15 @@ class FakeSampler:
             sequences = 1 + (blanks - 1) * n + blanks * len({tuple(d.fills) for d in draws})
         else:
             sequences = config.num_samples * (10 * config.steps + blanks)
-        return Sampling(draws, {"energy_evaluations": config.num_samples * config.steps, "acceptance_rate": 0.5,
-                                "mean_hops": 1.0, "encoder_sequences": sequences})
+        return Sampling(
+            draws,
+            {
+                "energy_evaluations": config.num_samples * config.steps,
+                "acceptance_rate": 0.5,
+                "mean_hops": 1.0,
+                "encoder_sequences": sequences,
+            },
+        )
 
 
 def _error_line(capsys, argv) -> str:
@@ -209,7 +217,9 @@ def test_resume_refuses_units_sampled_with_other_hyperparameters(tmp_path):
     evaluate(protocol, out, model="fake", make_sample_fn=FakeSampler, progress=False)
     units = [json.loads(line) for line in (out / "units.jsonl").read_text().splitlines()]
     for unit in units:
-        unit["config"] = {**unit["config"], "options": {"step_size": 9.0}} if unit["sampler"] == "dmala" else unit["config"]
+        unit["config"] = (
+            {**unit["config"], "options": {"step_size": 9.0}} if unit["sampler"] == "dmala" else unit["config"]
+        )
     (out / "units.jsonl").write_text("".join(json.dumps(u) + "\n" for u in units))
     with pytest.raises(InfillError, match="dmala units sampled with"):
         evaluate(protocol, out, model="fake", make_sample_fn=FakeSampler, progress=False)
@@ -217,32 +227,52 @@ def test_resume_refuses_units_sampled_with_other_hyperparameters(tmp_path):
 
 def test_limit_and_samplers_select_a_prefix_of_the_units(tmp_path):
     fake = FakeSampler()
-    report = evaluate(_protocol(tmp_path), tmp_path / "out", model="fake", samplers=["dmala"], limit=1,
-                      make_sample_fn=lambda: fake, progress=False)
-    assert list(report["samplers"]) == ["dmala"] and report["signature"]["sentences"] == {"dmala": {"wt103": 1, "tbc": 1}}
+    report = evaluate(
+        _protocol(tmp_path),
+        tmp_path / "out",
+        model="fake",
+        samplers=["dmala"],
+        limit=1,
+        make_sample_fn=lambda: fake,
+        progress=False,
+    )
+    assert list(report["samplers"]) == ["dmala"] and report["signature"]["sentences"] == {
+        "dmala": {"wt103": 1, "tbc": 1}
+    }
     assert len(fake.calls) == 2
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda p: p.replace('seed = 3', 'seed = 3\ncolour = "red"'), "unknown key 'colour'"),
-    (lambda p: p.replace("fraction = 0.25", "fraction = 1.5"), "between 0 and 1"),
-    (lambda p: p.replace("top = 3", 'top = 9\ndecode = "final"'), "cannot exceed num_samples"),
-    (lambda p: p.replace("max_words = 25", "max_words = 5"), "below min_words"),
-    (lambda p: p.replace("fraction = 0.25", "count = 14\nexclude_ends = true"), "cannot have 14 word(s) masked"),
-    (lambda p: p.replace("fraction = 0.25", "count = 15"), "some left unmasked"),
-    (lambda p: p.replace("min_words = 15", "min_words = 2"), "at least 3"),
-    (lambda p: p.replace("top = 3", 'top = 3\n[sampling.options.dmala]\nstep_size = "x"'), "step_size must be a finite number"),
-    (lambda p: p.replace("top = 3", 'top = 3\n[sampling.options.gwg]\nstep_size = 1.0'), "which is not in [sampling] samplers"),
-    (lambda p: p.replace("top = 3", 'top = 3\ninit = "zeros"'), "init must be one of"),
-    (lambda p: p.replace("top = 3", 'top = 3\ntemperature = 0'), "temperature must be positive"),
-    (lambda p: p.replace('path = "tbc.txt"', 'path = "missing.txt"'), "not found"),
-    (lambda p: p.replace("sentences = 2", "sentences = 5000"), "fewer than the 5000 asked"),
-    (lambda p: p.replace('"gibbs", "dmala"', '"gibbs", "nosuch"'), "unknown sampler"),
-    (lambda p: p.replace("chains = 6", "chains = 0"), "at least 1"),
-    (lambda p: p.replace("chains = 6", 'chains = "six"'), "must be int"),
-    (lambda p: p.replace("top = 3", 'top = 3\n[sampling.options.dmala]\nequal_sequences = "gwg"'),
-     "'equal_sequences' must name another row"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda p: p.replace("seed = 3", 'seed = 3\ncolour = "red"'), "unknown key 'colour'"),
+        (lambda p: p.replace("fraction = 0.25", "fraction = 1.5"), "between 0 and 1"),
+        (lambda p: p.replace("top = 3", 'top = 9\ndecode = "final"'), "cannot exceed num_samples"),
+        (lambda p: p.replace("max_words = 25", "max_words = 5"), "below min_words"),
+        (lambda p: p.replace("fraction = 0.25", "count = 14\nexclude_ends = true"), "cannot have 14 word(s) masked"),
+        (lambda p: p.replace("fraction = 0.25", "count = 15"), "some left unmasked"),
+        (lambda p: p.replace("min_words = 15", "min_words = 2"), "at least 3"),
+        (
+            lambda p: p.replace("top = 3", 'top = 3\n[sampling.options.dmala]\nstep_size = "x"'),
+            "step_size must be a finite number",
+        ),
+        (
+            lambda p: p.replace("top = 3", "top = 3\n[sampling.options.gwg]\nstep_size = 1.0"),
+            "which is not in [sampling] samplers",
+        ),
+        (lambda p: p.replace("top = 3", 'top = 3\ninit = "zeros"'), "init must be one of"),
+        (lambda p: p.replace("top = 3", "top = 3\ntemperature = 0"), "temperature must be positive"),
+        (lambda p: p.replace('path = "tbc.txt"', 'path = "missing.txt"'), "not found"),
+        (lambda p: p.replace("sentences = 2", "sentences = 5000"), "fewer than the 5000 asked"),
+        (lambda p: p.replace('"gibbs", "dmala"', '"gibbs", "nosuch"'), "unknown sampler"),
+        (lambda p: p.replace("chains = 6", "chains = 0"), "at least 1"),
+        (lambda p: p.replace("chains = 6", 'chains = "six"'), "must be int"),
+        (
+            lambda p: p.replace("top = 3", 'top = 3\n[sampling.options.dmala]\nequal_sequences = "gwg"'),
+            "'equal_sequences' must name another row",
+        ),
+    ],
+)
 def test_bad_protocols_fail_with_one_line_and_write_nothing(tmp_path, capsys, edit, message):
     path = _protocol(tmp_path)
     path.write_text(edit(path.read_text()), encoding="utf-8")
@@ -257,8 +287,9 @@ def test_empty_corpus_and_missing_protocol_fail_cleanly(tmp_path, capsys):
     (tmp_path / "tbc.txt").write_text("\n\n", encoding="utf-8")
     out = tmp_path / "out"
     assert "is empty" in _error_line(capsys, ["eval", str(path), "--model", "fake", "--out", str(out)])
-    assert "cannot read protocol" in _error_line(capsys, ["eval", str(tmp_path / "nope.toml"), "--model", "m",
-                                                          "--out", str(out)])
+    assert "cannot read protocol" in _error_line(
+        capsys, ["eval", str(tmp_path / "nope.toml"), "--model", "m", "--out", str(out)]
+    )
     assert not out.exists()
 
 
@@ -281,12 +312,26 @@ def test_cli_eval_end_to_end_with_the_dev_model(tmp_path, capsys):
     if not DEV_MODEL.exists():
         pytest.skip("dev model not available")
     path = _protocol(tmp_path, wiki=1, tbc=1)
-    path.write_text(path.read_text().replace("chains = 6", "chains = 3").replace("steps = 2", "steps = 1")
-                    .replace("top = 3", "top = 2").replace('"gibbs", "dmala"', '"gibbs", "dmala", "left-to-right@e"')
-                    + '[sampling.options."left-to-right@e"]\nequal_sequences = "gibbs"\n')
+    path.write_text(
+        path.read_text()
+        .replace("chains = 6", "chains = 3")
+        .replace("steps = 2", "steps = 1")
+        .replace("top = 3", "top = 2")
+        .replace('"gibbs", "dmala"', '"gibbs", "dmala", "left-to-right@e"')
+        + '[sampling.options."left-to-right@e"]\nequal_sequences = "gibbs"\n'
+    )
     out = tmp_path / "out"
-    argv = ["eval", str(path), "--model", str(DEV_MODEL), "--samplers", "gibbs,dmala", "--out", str(out),
-            "--no-progress"]
+    argv = [
+        "eval",
+        str(path),
+        "--model",
+        str(DEV_MODEL),
+        "--samplers",
+        "gibbs,dmala",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert main(argv) == 0
     report = json.loads((out / "report.json").read_text())
     assert list(report["samplers"]) == ["gibbs", "dmala"]
@@ -304,13 +349,16 @@ def test_cli_eval_end_to_end_with_the_dev_model(tmp_path, capsys):
     for unit in units:
         for filling in unit["fillings"]:
             words, original = filling["text"].split(), unit["original"].split()
-            assert [w for i, w in enumerate(words) if i not in unit["masked"]] == \
-                   [w for i, w in enumerate(original) if i not in unit["masked"]]
+            assert [w for i, w in enumerate(words) if i not in unit["masked"]] == [
+                w for i, w in enumerate(original) if i not in unit["masked"]
+            ]
 
 
 def test_bad_model_fails_with_one_line_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "out"
-    err = _error_line(capsys, ["eval", str(_protocol(tmp_path)), "--model", str(tmp_path / "nomodel"), "--out", str(out)])
+    err = _error_line(
+        capsys, ["eval", str(_protocol(tmp_path)), "--model", str(tmp_path / "nomodel"), "--out", str(out)]
+    )
     assert "does not exist; give the path of a local checkpoint" in err
     assert not out.exists()
 
@@ -318,8 +366,9 @@ def test_bad_model_fails_with_one_line_and_writes_nothing(tmp_path, capsys):
 def test_unwritable_out_is_one_line(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(InfillError, match="cannot use --out"):
-        evaluate(_protocol(tmp_path), tmp_path / "file" / "sub", model="fake", make_sample_fn=FakeSampler,
-                 progress=False)
+        evaluate(
+            _protocol(tmp_path), tmp_path / "file" / "sub", model="fake", make_sample_fn=FakeSampler, progress=False
+        )
 
 
 def test_a_row_added_to_the_protocol_keeps_the_finished_units(tmp_path):
@@ -328,7 +377,11 @@ def test_a_row_added_to_the_protocol_keeps_the_finished_units(tmp_path):
     protocol.write_text(protocol.read_text().replace('"gibbs", "dmala"', '"gibbs", "dmala", "argmax"'))
     added = FakeSampler()
     report = evaluate(protocol, out, model="fake", make_sample_fn=lambda: added, progress=False)
-    assert {sampler for _, sampler in added.calls} == {"argmax"} and list(report["samplers"]) == ["gibbs", "dmala", "argmax"]
+    assert {sampler for _, sampler in added.calls} == {"argmax"} and list(report["samplers"]) == [
+        "gibbs",
+        "dmala",
+        "argmax",
+    ]
     protocol.write_text(protocol.read_text().replace("fraction = 0.25", "fraction = 0.2"))  # other masks: refused
     with pytest.raises(InfillError, match="other settings"):
         evaluate(protocol, out, model="fake", make_sample_fn=FakeSampler, progress=False)
@@ -337,8 +390,9 @@ def test_a_row_added_to_the_protocol_keeps_the_finished_units(tmp_path):
 def test_the_report_holds_every_stored_row_and_sentence(tmp_path):
     protocol, out = _protocol(tmp_path), tmp_path / "out"
     evaluate(protocol, out, model="fake", samplers=["gibbs"], make_sample_fn=FakeSampler, progress=False)
-    report = evaluate(protocol, out, model="fake", samplers=["dmala"], limit=1, make_sample_fn=FakeSampler,
-                      progress=False)
+    report = evaluate(
+        protocol, out, model="fake", samplers=["dmala"], limit=1, make_sample_fn=FakeSampler, progress=False
+    )
     assert list(report["samplers"]) == ["gibbs", "dmala"]
     assert [report["samplers"][row]["sentences"] for row in ("gibbs", "dmala")] == [5, 2]
     assert report["signature"]["sentences"] == {"gibbs": {"wt103": 3, "tbc": 2}, "dmala": {"wt103": 1, "tbc": 1}}
@@ -353,8 +407,9 @@ def test_progress_is_a_bar_on_a_terminal_and_a_line_per_unit_elsewhere(tmp_path,
     protocol = _protocol(tmp_path)
     evaluate(protocol, tmp_path / "piped", model="fake", make_sample_fn=FakeSampler, progress=True)
     lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == 10 and all(line.startswith(f"infill eval: unit {n}/10 done (") for n, line in
-                                    enumerate(lines, 1))
+    assert len(lines) == 10 and all(
+        line.startswith(f"infill eval: unit {n}/10 done (") for n, line in enumerate(lines, 1)
+    )
 
     class Terminal(io.StringIO):
         def isatty(self):
@@ -368,9 +423,11 @@ def test_progress_is_a_bar_on_a_terminal_and_a_line_per_unit_elsewhere(tmp_path,
 
 def test_an_out_that_is_a_file_fails_at_once_without_torch(tmp_path):
     (tmp_path / "file").write_text("x")
-    code = ("import sys; from infill.cli import main; "
-            f"code = main(['eval', {str(_protocol(tmp_path))!r}, '--out', {str(tmp_path / 'file')!r}]); "
-            "print(code, 'torch' in sys.modules)")
+    code = (
+        "import sys; from infill.cli import main; "
+        f"code = main(['eval', {str(_protocol(tmp_path))!r}, '--out', {str(tmp_path / 'file')!r}]); "
+        "print(code, 'torch' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["2", "False"]
     assert done.stderr == f"infill: error: --out {tmp_path / 'file'} exists and is not a directory\n"
@@ -382,10 +439,15 @@ def test_eval_summarization_refuses_an_output_in_a_missing_directory(tmp_path, c
     assert not (tmp_path / "no").exists()
 
 
-@pytest.mark.parametrize("method, blanks, budget, given", [
-    ("left-to-right", 3, 100, 100), ("confident-first", 8, 1000, 1000), ("left-to-right", 3, 7, 1 + 5 * 5),
-    ("independent", 1, 1, 1 + 5 * 1),
-])
+@pytest.mark.parametrize(
+    "method, blanks, budget, given",
+    [
+        ("left-to-right", 3, 100, 100),
+        ("confident-first", 8, 1000, 1000),
+        ("left-to-right", 3, 7, 1 + 5 * 5),
+        ("independent", 1, 1, 1 + 5 * 1),
+    ],
+)
 def test_matched_gives_the_budget_or_the_least_that_buys_top_draws(method, blanks, budget, given):
     result, match = matched(lambda b: {"budget": b}, budget, method, blanks, top=5)
     assert result == {"budget": given} and match == {"budget": given}
@@ -393,14 +455,18 @@ def test_matched_gives_the_budget_or_the_least_that_buys_top_draws(method, blank
 
 def test_a_baseline_row_matches_the_encoder_sequences_of_its_reference(tmp_path):
     protocol, out = _protocol(tmp_path), tmp_path / "out"
-    protocol.write_text(protocol.read_text().replace(
-        '"gibbs", "dmala"', '"gibbs", "left-to-right@equal-sequences"').replace(
-        "top = 3", 'top = 3\n[sampling.options."left-to-right@equal-sequences"]\nequal_sequences = "gibbs"'))
+    protocol.write_text(
+        protocol.read_text()
+        .replace('"gibbs", "dmala"', '"gibbs", "left-to-right@equal-sequences"')
+        .replace("top = 3", 'top = 3\n[sampling.options."left-to-right@equal-sequences"]\nequal_sequences = "gibbs"')
+    )
     with pytest.raises(InfillError, match="run gibbs with it"):
         evaluate(protocol, out, model="fake", samplers=["left-to-right@equal-sequences"], make_sample_fn=FakeSampler)
     fake = FakeSampler()
     report = evaluate(protocol, out, model="fake", make_sample_fn=lambda: fake, progress=False)
-    units = {(u["sentence_id"], u["sampler"]): u for u in map(json.loads, (out / "units.jsonl").read_text().splitlines())}
+    units = {
+        (u["sentence_id"], u["sampler"]): u for u in map(json.loads, (out / "units.jsonl").read_text().splitlines())
+    }
     for (sentence, row), unit in units.items():
         if row == "gibbs":
             continue
@@ -409,7 +475,10 @@ def test_a_baseline_row_matches_the_encoder_sequences_of_its_reference(tmp_path)
         assert unit["encoder_sequences"] <= budget and unit["draws"] == (budget - 1) // (2 * len(unit["masked"]) - 1)
     assert [method for _, method in fake.calls[:5]] == ["gibbs"] * 5  # every budget is known before it is used
     (comparison,) = report["equal_compute"]
-    assert (comparison["row"], comparison["reference"], comparison["templates"]) == \
-           ("left-to-right@equal-sequences", "gibbs", 5)
+    assert (comparison["row"], comparison["reference"], comparison["templates"]) == (
+        "left-to-right@equal-sequences",
+        "gibbs",
+        5,
+    )
     assert comparison["reference_wins"] + comparison["row_wins"] == 5
     assert "gibbs against left-to-right@equal-sequences, at equal encoder sequences" in (out / "report.md").read_text()

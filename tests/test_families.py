@@ -1,5 +1,6 @@
 """Every masked-LM family on tiny random models with real vocabularies (tests/families.py): the PLL against a
 masked forward pass, the tokenizer's own sequence, whole-word fills, clean text, forbid, dmala and gibbs."""
+
 import warnings
 
 import pytest
@@ -43,15 +44,15 @@ def test_pll_and_blank_logits_equal_masked_forward_passes_on_the_fast_path(famil
         masked[:, slot] = energy.mask_token_id
         with torch.no_grad():
             logits = energy.model(input_ids=masked).logits[:, slot, energy.category_ids]
-        reference += torch.log_softmax(logits, -1).gather(1, x_idx[:, i:i + 1]).squeeze(1)
-    torch.testing.assert_close(evaluate(energy, one_hot(x_idx, energy.num_categories)), reference,
-                               rtol=1e-4, atol=1e-4)
+        reference += torch.log_softmax(logits, -1).gather(1, x_idx[:, i : i + 1]).squeeze(1)
+    torch.testing.assert_close(evaluate(energy, one_hot(x_idx, energy.num_categories)), reference, rtol=1e-4, atol=1e-4)
     masked = ids.clone()
     masked[:, t.blank_positions] = energy.mask_token_id  # every blank masked: what MLM starts draw from
     with torch.no_grad():
         expected = energy.model(input_ids=masked).logits[:, t.blank_positions][..., energy.category_ids]
-    torch.testing.assert_close(energy.blank_logits(x_idx, torch.ones_like(x_idx, dtype=torch.bool)), expected,
-                               rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(
+        energy.blank_logits(x_idx, torch.ones_like(x_idx, dtype=torch.bool)), expected, rtol=1e-4, atol=1e-4
+    )
 
 
 @each_family
@@ -88,7 +89,9 @@ def test_a_word_of_several_pieces_is_a_word_start_and_continuation_pieces(family
     categories = word_piece_ids(tok)
     assert set(ids) <= set(categories.tolist())
     starts, continuations = piece_kinds(tok, torch.tensor(ids))
-    assert starts.tolist() == [True] + [False] * (len(ids) - 1) and continuations.tolist() == [False] + [True] * (len(ids) - 1)
+    assert starts.tolist() == [True] + [False] * (len(ids) - 1) and continuations.tolist() == [False] + [True] * (
+        len(ids) - 1
+    )
     starts, continuations = piece_kinds(tok, categories)
     assert not (starts & continuations).any() and (starts | continuations).all()
     assert categories[starts].tolist() == sampleable_token_ids(tok).tolist()
@@ -100,8 +103,9 @@ def test_a_word_of_several_pieces_is_a_word_start_and_continuation_pieces(family
 @pytest.mark.parametrize("sampler", ["dmala", "gibbs"])
 def test_samples_are_whole_words_in_the_tokenizers_own_sequence(family, sampler):
     model, tok = build(family)
-    result = Infiller(model=model, tokenizer=tok).sample(TEMPLATE, sampler=sampler, num_samples=3, steps=2,
-                                                         seed=0, forbid=["the"])
+    result = Infiller(model=model, tokenizer=tok).sample(
+        TEMPLATE, sampler=sampler, num_samples=3, steps=2, seed=0, forbid=["the"]
+    )
     word_starts = token_words(tok)[1]
     for s in result.samples:
         assert s.token_ids == tok(s.text)["input_ids"]  # what was scored is what the tokenizer makes of the text
@@ -118,14 +122,17 @@ def _pieces(tok, words: str) -> list[int]:
 
 
 @each_family
-@pytest.mark.parametrize("text, words", [
-    ("The [MASK*1-3] sat on the mat.", ["big black dog"]),
-    ("I saw [MASK*0-2] cats.", [""]),
-    ("I saw [MASK*0-2] cats.", ["souvenir"]),
-    ("He left the [MASK*0-1].", [""]),
-    ("the [MASK*?]'s toy, 40,000 $ and night; [MASK] end", ["souvenir shop", "the"]),
-    ("[MASK*?] sat. [MASK] ran", ["old cats", "dog"]),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("The [MASK*1-3] sat on the mat.", ["big black dog"]),
+        ("I saw [MASK*0-2] cats.", [""]),
+        ("I saw [MASK*0-2] cats.", ["souvenir"]),
+        ("He left the [MASK*0-1].", [""]),
+        ("the [MASK*?]'s toy, 40,000 $ and night; [MASK] end", ["souvenir shop", "the"]),
+        ("[MASK*?] sat. [MASK] ran", ["old cats", "dog"]),
+    ],
+)
 def test_segments_with_fills_are_the_tokenizers_sequence_of_the_spliced_text(family, text, words):
     tok = tokenizer(FAMILIES[family][0])
     t = parse(text, tok, 64)
@@ -165,12 +172,15 @@ def test_deberta_legacy_head_and_unknown_architectures_fall_back_with_one_warnin
     unknown.load_state_dict(legacy.state_dict())
     t = parse(TEMPLATE, tok, 64)
     categories = sampleable_token_ids(tok)
-    x = one_hot(torch.randint(len(categories), (2, t.num_blanks), generator=torch.Generator().manual_seed(1)),
-                len(categories))
+    x = one_hot(
+        torch.randint(len(categories), (2, t.num_blanks), generator=torch.Generator().manual_seed(1)), len(categories)
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        energies = [MaskedLMEnergy(m, t.input_ids, t.blank_positions, categories, tok.mask_token_id)
-                    for m in (legacy, unknown, unknown)]
+        energies = [
+            MaskedLMEnergy(m, t.input_ids, t.blank_positions, categories, tok.mask_token_id)
+            for m in (legacy, unknown, unknown)
+        ]
     assert [str(w.message)[:6] for w in caught] == ["Custom"]
     assert energies[0]._head is not None and energies[1]._head is None
     torch.testing.assert_close(evaluate(energies[0], x), evaluate(energies[1], x), rtol=1e-4, atol=1e-4)

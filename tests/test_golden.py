@@ -30,6 +30,7 @@ that a case cannot name), and say why in the commit that carries the new recordi
 A refactor must pass this file unchanged: ``python -m pytest -q -n 0 tests/test_golden.py``. Both the
 recorder and pytest (``tests/conftest.py``) run torch on one thread.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,17 @@ SEEDS = (0, 1, 2)
 ABS_TOLERANCE = 1e-4
 
 # Settings every case names (a template with word blanks overrides the temperature: 0.5).
-TOKEN = {"num_samples": 4, "steps": 3, "temperature": 1.0, "blank_unit": "token", "allow_subwords": False,
-         "allow_punctuation": False, "forbid": [], "include": [], "anneal_from": None}
+TOKEN = {
+    "num_samples": 4,
+    "steps": 3,
+    "temperature": 1.0,
+    "blank_unit": "token",
+    "allow_subwords": False,
+    "allow_punctuation": False,
+    "forbid": [],
+    "include": [],
+    "anneal_from": None,
+}
 SPAN = {**TOKEN, "num_samples": 3, "temperature": 0.5}
 # Each sampler's hyperparameters, as its defaults were when recorded.
 GIBBS = {"sampler": "gibbs", "proposal": "model"}
@@ -56,99 +66,223 @@ DMALA = {"sampler": "dmala", "step_size": 0.1, "preconditioner": None, "adapt_st
 BLOCK_MH = {"sampler": "block-mh", "block_size": 2, "order": "left-to-right"}
 MLM_INDEPENDENCE = {"sampler": "mlm-independence", "independence": 0.5, "order": "confident-first"}
 # The default: auto chooses its run, chains, steps, decoding and budget by the blanks and the terms.
-AUTO = {**TOKEN, "sampler": "auto", "num_samples": None, "steps": None, "init": "left-to-right", "top": 5,
-        "decode": None, "budget": None}
+AUTO = {
+    **TOKEN,
+    "sampler": "auto",
+    "num_samples": None,
+    "steps": None,
+    "init": "left-to-right",
+    "top": 5,
+    "decode": None,
+    "budget": None,
+}
 
 # id -> (call, input, settings). call: "sample" (input a template), "sample_many" (a list of templates),
 # "rewrite" (a sentence; ``init`` is the source there, so rewrite cases name none).
 CASES: dict[str, tuple[str, object, dict]] = {
     # --- fixed token blanks
-    "fixed-gibbs-1blank": ("sample", "The studio reluctantly agreed and showed the [MASK] to a young audience .",
-                           {**TOKEN, **GIBBS, "init": "left-to-right", "top": 5, "decode": "visited"}),
-    "fixed-gibbs-mh-mask2": ("sample", "she 'd never had a [MASK*2] before .",
-                             {**TOKEN, **GIBBS_MH, "init": "independent", "top": 5, "decode": "visited"}),
-    "fixed-gibbs-mh-tempered": ("sample", "It governs the 71 public [MASK] schools , 32 public [MASK] schools .",
-                                {**TOKEN, **GIBBS_MH, "temperature": 0.7, "init": "random-order", "top": 4,
-                                 "decode": "visited"}),
-    "fixed-gwg-all-chains": ("sample", "Flint praised the [MASK] of the [MASK] poets .",
-                             {**TOKEN, **GWG, "init": "left-to-right", "top": None, "decode": "visited"}),
-    "fixed-dmala-3blanks": ("sample", "The ship was [MASK] at 16 [MASK] in [MASK] .",
-                            {**TOKEN, **DMALA, "init": "confident-first", "top": 5, "decode": "visited"}),
-    "fixed-block-mh-6blanks-final": ("sample", "[MASK] leaned out , peering at [MASK*2] [MASK*3] .",
-                             {**TOKEN, **BLOCK_MH, "num_samples": 3, "init": "left-to-right", "top": 3,
-                              "decode": "final"}),
-    "fixed-mlm-independence-4blanks": ("sample", "he felt [MASK*2] inside his [MASK*2] .",
-                                       {**TOKEN, **MLM_INDEPENDENCE, "init": "uniform", "top": 5,
-                                        "decode": "visited"}),
-    "onepass-confident-first": ("sample", "deep within the landing bay , the [MASK*2] had had enough .",
-                                {**TOKEN, "sampler": "confident-first", "init": "left-to-right", "top": 5,
-                                 "decode": "visited"}),
-    "onepass-left-to-right": ("sample", "Nero 's consolidation of [MASK] also included a slow [MASK] of authority "
-                              "from the Senate .",
-                              {**TOKEN, "sampler": "left-to-right", "init": "left-to-right", "top": None,
-                               "decode": "visited"}),
+    "fixed-gibbs-1blank": (
+        "sample",
+        "The studio reluctantly agreed and showed the [MASK] to a young audience .",
+        {**TOKEN, **GIBBS, "init": "left-to-right", "top": 5, "decode": "visited"},
+    ),
+    "fixed-gibbs-mh-mask2": (
+        "sample",
+        "she 'd never had a [MASK*2] before .",
+        {**TOKEN, **GIBBS_MH, "init": "independent", "top": 5, "decode": "visited"},
+    ),
+    "fixed-gibbs-mh-tempered": (
+        "sample",
+        "It governs the 71 public [MASK] schools , 32 public [MASK] schools .",
+        {**TOKEN, **GIBBS_MH, "temperature": 0.7, "init": "random-order", "top": 4, "decode": "visited"},
+    ),
+    "fixed-gwg-all-chains": (
+        "sample",
+        "Flint praised the [MASK] of the [MASK] poets .",
+        {**TOKEN, **GWG, "init": "left-to-right", "top": None, "decode": "visited"},
+    ),
+    "fixed-dmala-3blanks": (
+        "sample",
+        "The ship was [MASK] at 16 [MASK] in [MASK] .",
+        {**TOKEN, **DMALA, "init": "confident-first", "top": 5, "decode": "visited"},
+    ),
+    "fixed-block-mh-6blanks-final": (
+        "sample",
+        "[MASK] leaned out , peering at [MASK*2] [MASK*3] .",
+        {**TOKEN, **BLOCK_MH, "num_samples": 3, "init": "left-to-right", "top": 3, "decode": "final"},
+    ),
+    "fixed-mlm-independence-4blanks": (
+        "sample",
+        "he felt [MASK*2] inside his [MASK*2] .",
+        {**TOKEN, **MLM_INDEPENDENCE, "init": "uniform", "top": 5, "decode": "visited"},
+    ),
+    "onepass-confident-first": (
+        "sample",
+        "deep within the landing bay , the [MASK*2] had had enough .",
+        {**TOKEN, "sampler": "confident-first", "init": "left-to-right", "top": 5, "decode": "visited"},
+    ),
+    "onepass-left-to-right": (
+        "sample",
+        "Nero 's consolidation of [MASK] also included a slow [MASK] of authority from the Senate .",
+        {**TOKEN, "sampler": "left-to-right", "init": "left-to-right", "top": None, "decode": "visited"},
+    ),
     # --- word blanks (spans)
-    "span-rjmcmc-any": ("sample", "mom would be [MASK*?] to see him .",
-                        {**SPAN, "sampler": "auto", "span_method": "rjmcmc", "init": "left-to-right", "top": 5,
-                         "decode": "visited"}),
-    "span-rjmcmc-range-all-chains": ("sample", "The weakness of the [MASK*1-3] was obvious .",
-                                     {**SPAN, "sampler": "auto", "span_method": "rjmcmc", "init": "left-to-right",
-                                      "top": None, "decode": "visited"}),
-    "span-per-length": ("sample", "two thoughts came [MASK*1-2] , one by one .",
-                        {**SPAN, "sampler": "auto", "span_method": "per-length", "init": "left-to-right", "top": 5,
-                         "decode": "visited"}),
-    "span-word-unit": ("sample", "Mendes gave Janney a book of [MASK] by Munch .",
-                       {**SPAN, "sampler": "auto", "blank_unit": "word", "span_method": "rjmcmc", "init": "left-to-right",
-                        "top": 5, "decode": "visited"}),
-    "span-two-blanks-final": ("sample", "i want to [MASK*1-2] up that [MASK*?] .",
-                              {**SPAN, "sampler": "auto", "span_method": "rjmcmc", "init": "independent", "top": 3,
-                               "decode": "final"}),
+    "span-rjmcmc-any": (
+        "sample",
+        "mom would be [MASK*?] to see him .",
+        {**SPAN, "sampler": "auto", "span_method": "rjmcmc", "init": "left-to-right", "top": 5, "decode": "visited"},
+    ),
+    "span-rjmcmc-range-all-chains": (
+        "sample",
+        "The weakness of the [MASK*1-3] was obvious .",
+        {**SPAN, "sampler": "auto", "span_method": "rjmcmc", "init": "left-to-right", "top": None, "decode": "visited"},
+    ),
+    "span-per-length": (
+        "sample",
+        "two thoughts came [MASK*1-2] , one by one .",
+        {
+            **SPAN,
+            "sampler": "auto",
+            "span_method": "per-length",
+            "init": "left-to-right",
+            "top": 5,
+            "decode": "visited",
+        },
+    ),
+    "span-word-unit": (
+        "sample",
+        "Mendes gave Janney a book of [MASK] by Munch .",
+        {
+            **SPAN,
+            "sampler": "auto",
+            "blank_unit": "word",
+            "span_method": "rjmcmc",
+            "init": "left-to-right",
+            "top": 5,
+            "decode": "visited",
+        },
+    ),
+    "span-two-blanks-final": (
+        "sample",
+        "i want to [MASK*1-2] up that [MASK*?] .",
+        {**SPAN, "sampler": "auto", "span_method": "rjmcmc", "init": "independent", "top": 3, "decode": "final"},
+    ),
     # --- include
-    "include-fixed-gibbs-mh": ("sample", "she walked into the [MASK] and sat down next to the [MASK] .",
-                               {**TOKEN, **GIBBS_MH, "include": ["window"], "init": "left-to-right", "top": 5,
-                                "decode": "visited"}),
-    "include-fixed-gwg": ("sample", "The [MASK] [MASK] was valued at 16 million .",
-                          {**TOKEN, **GWG, "include": ["old"], "init": "left-to-right", "top": 5,
-                           "decode": "visited"}),
-    "include-span": ("sample", "harley laid me on the [MASK*1-3] .",
-                     {**SPAN, "sampler": "auto", "include": ["wooden"], "span_method": "rjmcmc", "init": "left-to-right",
-                      "top": 5, "decode": "visited"}),
+    "include-fixed-gibbs-mh": (
+        "sample",
+        "she walked into the [MASK] and sat down next to the [MASK] .",
+        {**TOKEN, **GIBBS_MH, "include": ["window"], "init": "left-to-right", "top": 5, "decode": "visited"},
+    ),
+    "include-fixed-gwg": (
+        "sample",
+        "The [MASK] [MASK] was valued at 16 million .",
+        {**TOKEN, **GWG, "include": ["old"], "init": "left-to-right", "top": 5, "decode": "visited"},
+    ),
+    "include-span": (
+        "sample",
+        "harley laid me on the [MASK*1-3] .",
+        {
+            **SPAN,
+            "sampler": "auto",
+            "include": ["wooden"],
+            "span_method": "rjmcmc",
+            "init": "left-to-right",
+            "top": 5,
+            "decode": "visited",
+        },
+    ),
     # --- rewrite
-    "rewrite-gibbs-mh": ("rewrite", "Their scenes show vulnerability .",
-                         {**TOKEN, **GIBBS_MH, "change": 0.5, "top": 5, "decode": "visited"}),
-    "rewrite-gibbs-final": ("rewrite", "i want to talk to them .",
-                            {**TOKEN, **GIBBS, "change": 0.5, "top": 3, "decode": "final"}),
+    "rewrite-gibbs-mh": (
+        "rewrite",
+        "Their scenes show vulnerability .",
+        {**TOKEN, **GIBBS_MH, "change": 0.5, "top": 5, "decode": "visited"},
+    ),
+    "rewrite-gibbs-final": (
+        "rewrite",
+        "i want to talk to them .",
+        {**TOKEN, **GIBBS, "change": 0.5, "top": 3, "decode": "final"},
+    ),
     # --- two templates of one shape in one call: each as a single call gives it
-    "batched-sample-many": ("sample_many", ["the others wanted to [MASK] him and [MASK] him free .",
-                                            "the cats wanted to [MASK] him and [MASK] him home ."],
-                            {**TOKEN, **GIBBS, "init": "left-to-right", "top": 5, "decode": "visited"}),
+    "batched-sample-many": (
+        "sample_many",
+        [
+            "the others wanted to [MASK] him and [MASK] him free .",
+            "the cats wanted to [MASK] him and [MASK] him home .",
+        ],
+        {**TOKEN, **GIBBS, "init": "left-to-right", "top": 5, "decode": "visited"},
+    ),
     # --- the default, auto
     "auto-1blank-exact": ("sample", "The studio reluctantly agreed and showed the [MASK] to a young audience .", AUTO),
-    "auto-2blanks": ("sample", "i pinched her and [MASK] laughed as she pressed [MASK] face into my collarbone .", AUTO),
-    "auto-4blanks": ("sample", "i got dressed [MASK] , trying [MASK] make the time [MASK] longer before id [MASK] to "
-                     "leave .", AUTO),
-    "auto-6blanks": ("sample", "[MASK] [MASK] [MASK] [MASK] hostilities , [MASK] squadron [MASK] disbanded in march "
-                     "1946 .", AUTO),
-    "auto-8blanks": ("sample", "[MASK] film [MASK] [MASK] [MASK] [MASK] [MASK] , [MASK] with the [MASK] caveat .", AUTO),
-    "auto-include-2blanks": ("sample", "she walked into the [MASK] and sat down next to the [MASK] .",
-                             {**AUTO, "include": ["window"]}),
-    "auto-include-6blanks": ("sample", "[MASK] [MASK] [MASK] [MASK] hostilities , [MASK] squadron [MASK] disbanded "
-                             "in march 1946 .", {**AUTO, "include": ["war"]}),
+    "auto-2blanks": (
+        "sample",
+        "i pinched her and [MASK] laughed as she pressed [MASK] face into my collarbone .",
+        AUTO,
+    ),
+    "auto-4blanks": (
+        "sample",
+        "i got dressed [MASK] , trying [MASK] make the time [MASK] longer before id [MASK] to leave .",
+        AUTO,
+    ),
+    "auto-6blanks": (
+        "sample",
+        "[MASK] [MASK] [MASK] [MASK] hostilities , [MASK] squadron [MASK] disbanded in march 1946 .",
+        AUTO,
+    ),
+    "auto-8blanks": (
+        "sample",
+        "[MASK] film [MASK] [MASK] [MASK] [MASK] [MASK] , [MASK] with the [MASK] caveat .",
+        AUTO,
+    ),
+    "auto-include-2blanks": (
+        "sample",
+        "she walked into the [MASK] and sat down next to the [MASK] .",
+        {**AUTO, "include": ["window"]},
+    ),
+    "auto-include-6blanks": (
+        "sample",
+        "[MASK] [MASK] [MASK] [MASK] hostilities , [MASK] squadron [MASK] disbanded in march 1946 .",
+        {**AUTO, "include": ["war"]},
+    ),
     "auto-budget-3blanks": ("sample", "The ship was [MASK] at 16 [MASK] in [MASK] .", {**AUTO, "budget": 160}),
-    "onepass-budget": ("sample", "[MASK] film [MASK] [MASK] [MASK] [MASK] [MASK] , [MASK] with the [MASK] "
-                            "caveat .", {**AUTO, "sampler": "confident-first", "budget": 300}),
-    "auto-batch-3": ("sample_many", ["the others wanted to [MASK] him and [MASK] him free .",
-                                     "[MASK] [MASK] [MASK] [MASK] hostilities , [MASK] squadron [MASK] disbanded in "
-                                     "march 1946 .", "I [MASK] it ."], AUTO),
-    "auto-3blanks-samples": ("sample", "The ship was [MASK] at 16 [MASK] in [MASK] .",
-                             {**AUTO, "top": None, "num_samples": 6}),
+    "onepass-budget": (
+        "sample",
+        "[MASK] film [MASK] [MASK] [MASK] [MASK] [MASK] , [MASK] with the [MASK] caveat .",
+        {**AUTO, "sampler": "confident-first", "budget": 300},
+    ),
+    "auto-batch-3": (
+        "sample_many",
+        [
+            "the others wanted to [MASK] him and [MASK] him free .",
+            "[MASK] [MASK] [MASK] [MASK] hostilities , [MASK] squadron [MASK] disbanded in march 1946 .",
+            "I [MASK] it .",
+        ],
+        AUTO,
+    ),
+    "auto-3blanks-samples": (
+        "sample",
+        "The ship was [MASK] at 16 [MASK] in [MASK] .",
+        {**AUTO, "top": None, "num_samples": 6},
+    ),
     # --- the repeat-masked target and the product search
-    "product-search-3blanks": ("sample", "the [MASK] of the [MASK] was [MASK] by the river .",
-                               {**TOKEN, "sampler": "product-search", "init": "left-to-right", "top": 5,
-                                "decode": "diverse", "diversity": 2.0, "budget": 300, "target": "repeat-masked"}),
-    "fixed-gibbs-mh-repeat-masked": ("sample", "the [MASK] of the [MASK] was [MASK] by the river .",
-                                     {**TOKEN, **GIBBS_MH, "init": "left-to-right", "top": 3, "decode": "visited",
-                                      "target": "repeat-masked"}),
+    "product-search-3blanks": (
+        "sample",
+        "the [MASK] of the [MASK] was [MASK] by the river .",
+        {
+            **TOKEN,
+            "sampler": "product-search",
+            "init": "left-to-right",
+            "top": 5,
+            "decode": "diverse",
+            "diversity": 2.0,
+            "budget": 300,
+            "target": "repeat-masked",
+        },
+    ),
+    "fixed-gibbs-mh-repeat-masked": (
+        "sample",
+        "the [MASK] of the [MASK] was [MASK] by the river .",
+        {**TOKEN, **GIBBS_MH, "init": "left-to-right", "top": 3, "decode": "visited", "target": "repeat-masked"},
+    ),
 }
 CASE_IDS = [f"{name}/seed{seed}" for name in CASES for seed in SEEDS]
 
@@ -164,12 +298,22 @@ def run_case(infiller, case_id: str) -> list[dict]:
         results = infiller.sample_many(given, **settings)
     else:
         results = [infiller.rewrite(given, **settings)]
-    return [{"template": r.template,
-             "encoder_sequences": r.diagnostics.encoder_sequences,
-             "samples": [{"text": s.text, "fills": list(s.fills), "energy": float(s.energy),
-                          "terms": None if s.terms is None else {k: float(v) for k, v in s.terms.items()}}
-                         for s in r.samples]}
-            for r in results]
+    return [
+        {
+            "template": r.template,
+            "encoder_sequences": r.diagnostics.encoder_sequences,
+            "samples": [
+                {
+                    "text": s.text,
+                    "fills": list(s.fills),
+                    "energy": float(s.energy),
+                    "terms": None if s.terms is None else {k: float(v) for k, v in s.terms.items()},
+                }
+                for s in r.samples
+            ],
+        }
+        for r in results
+    ]
 
 
 def describe(name: str) -> dict:
@@ -196,8 +340,9 @@ def differences(got: list[dict], want: list[dict]) -> list[str]:
                     out.append(f"{where} {key}: {gs[key]!r}, recorded {ws[key]!r}")
             if not math.isclose(gs["energy"], ws["energy"], rel_tol=0, abs_tol=ABS_TOLERANCE):
                 out.append(f"{where} energy: {gs['energy']!r}, recorded {ws['energy']!r}")
-            if (gs["terms"] is None) != (ws["terms"] is None) or \
-                    (gs["terms"] is not None and sorted(gs["terms"]) != sorted(ws["terms"])):
+            if (gs["terms"] is None) != (ws["terms"] is None) or (
+                gs["terms"] is not None and sorted(gs["terms"]) != sorted(ws["terms"])
+            ):
                 out.append(f"{where} terms: {gs['terms']!r}, recorded {ws['terms']!r}")
             elif gs["terms"] is not None:
                 for term, value in ws["terms"].items():
@@ -224,12 +369,20 @@ def record() -> None:
             cases[name]["seeds"][str(seed)] = run_case(infiller, f"{name}/seed{seed}")
         print(f"recorded {name}", file=sys.stderr)
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
-    GOLDEN.write_text(json.dumps({
-        "about": "Golden fillings of tests/test_golden.py, recorded before the refactor into subpackages; re-record "
-                 "(python tests/test_golden.py --record) only for an intended change of behaviour, saying why "
-                 "in the commit.",
-        "model": "../shared/models/infill-dev-minilm-mlm",
-        "cases": cases}, indent=1, ensure_ascii=False) + "\n")
+    GOLDEN.write_text(
+        json.dumps(
+            {
+                "about": "Golden fillings of tests/test_golden.py, recorded before the refactor into subpackages; re-record "
+                "(python tests/test_golden.py --record) only for an intended change of behaviour, saying why "
+                "in the commit.",
+                "model": "../shared/models/infill-dev-minilm-mlm",
+                "cases": cases,
+            },
+            indent=1,
+            ensure_ascii=False,
+        )
+        + "\n"
+    )
 
 
 # --- the tests (slow: they use the dev MLM)
@@ -259,8 +412,9 @@ def test_recording_covers_the_cases(golden):
 def test_golden(case_id, infiller, golden):
     name, seed = case_id.rsplit("/seed", 1)
     recorded = golden[name]
-    assert describe(name) == {k: recorded[k] for k in ("call", "input", "settings")}, \
+    assert describe(name) == {k: recorded[k] for k in ("call", "input", "settings")}, (
         f"{name}: its definition differs from the recorded one; re-record only for an intended change"
+    )
     problems = differences(run_case(infiller, case_id), recorded["seeds"][seed])
     assert not problems, f"{case_id} differs from tests/golden/fillings.json:\n  " + "\n  ".join(problems)
 

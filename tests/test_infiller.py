@@ -1,4 +1,5 @@
 """The Python API on a tiny random BERT saved as a checkpoint, and a couple of real runs on the dev MLM."""
+
 import math
 
 import pytest
@@ -82,7 +83,9 @@ def test_forbid_and_subwords(infiller):
     default = infiller.category_ids()
     assert vocab["the"] in default and vocab["##ing"] not in default
     assert vocab["the"] not in infiller.category_ids(forbid=["The"])
-    assert vocab["the"] not in infiller.category_ids(forbid=["the"]) and vocab["t"] in infiller.category_ids(forbid=["the"])
+    assert vocab["the"] not in infiller.category_ids(forbid=["the"]) and vocab["t"] in infiller.category_ids(
+        forbid=["the"]
+    )
     assert vocab["##ing"] in infiller.category_ids(allow_subwords=True)
     result = infiller.sample("[MASK] and [MASK].", num_samples=4, steps=2, seed=0, forbid=["the", "a"])
     assert not {"the", "a"} & {f for s in result.samples for f in s.fills}
@@ -92,8 +95,13 @@ def test_stacked_energy_matches_per_template(infiller):
     a, b = infiller.parse("the [MASK] sat on the [MASK] ."), infiller.parse("a [MASK] ran to my [MASK] !")
     assert (a.length, a.num_blanks) == (b.length, b.num_blanks)
     categories, mask = infiller.category_ids(), infiller.tokenizer.mask_token_id
-    stacked = MaskedLMEnergy(infiller.model, torch.stack([a.input_ids, b.input_ids]),
-                                    torch.stack([a.blank_positions, b.blank_positions]), categories, mask)
+    stacked = MaskedLMEnergy(
+        infiller.model,
+        torch.stack([a.input_ids, b.input_ids]),
+        torch.stack([a.blank_positions, b.blank_positions]),
+        categories,
+        mask,
+    )
     singles = [MaskedLMEnergy(infiller.model, t.input_ids, t.blank_positions, categories, mask) for t in (a, b)]
     x = torch.randint(len(categories), (6, 2), generator=torch.Generator().manual_seed(0))
     one_hot = torch.nn.functional.one_hot(x, len(categories)).float()
@@ -106,50 +114,62 @@ def test_stacked_energy_matches_per_template(infiller):
 
 def test_a_batch_gives_each_template_what_a_single_call_gives(infiller):
     templates = ["the [MASK] sat on the [MASK] .", "I [MASK] it.", "a [MASK] ran to my [MASK] !", "I [MASK] it."]
-    for settings in ({"sampler": "gibbs", "num_samples": 3, "steps": 2}, {"top": 3}, {"top": 3, "include": ["cat"]},
-                     {"sampler": "confident-first", "top": 2, "budget": 40}):
+    for settings in (
+        {"sampler": "gibbs", "num_samples": 3, "steps": 2},
+        {"top": 3},
+        {"top": 3, "include": ["cat"]},
+        {"sampler": "confident-first", "top": 2, "budget": 40},
+    ):
         batch = infiller.sample_many(templates, seed=0, **settings)
         assert [r.template for r in batch] == templates
         for template, result in zip(templates, batch):
             alone = infiller.sample(template, seed=0, **settings)
-            assert result.texts == alone.texts and [s.energy for s in result.samples] == [s.energy for s in alone.samples]
+            assert result.texts == alone.texts and [s.energy for s in result.samples] == [
+                s.energy for s in alone.samples
+            ]
             assert result.diagnostics.encoder_sequences == alone.diagnostics.encoder_sequences
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"steps": 0}, "steps must be a positive integer"),
-    ({"num_samples": -1}, "num_samples must be a positive integer"),
-    ({"num_samples": 2.5}, "num_samples must be a positive integer"),
-    ({"top": 0}, "top must be a positive integer"),
-    ({"num_samples": 3, "top": 4, "decode": "final"}, r"top \(4\) cannot exceed num_samples \(3\)"),
-    ({"sampler": "nope"}, "unknown sampler 'nope'"),
-    ({"sampler": "dmala", "bogus": 1}, "unknown key 'bogus'"),
-    ({"sampler": "gibbs", "preconditioner": [1.0]}, "'gibbs' has no option 'preconditioner'"),
-    ({"temperature": 1e-39}, "temperature must be at least 1e-30"),
-    ({"sampler": "dmala", "step_size": -1.0}, "step_size must be positive"),
-    ({"sampler": "dmala", "step_size": math.inf}, "step_size must be a finite number"),
-    ({"sampler": "dmala", "step_size": "abc"}, "step_size must be a finite number, got 'abc'"),
-    ({"sampler": "dmala", "adapt_steps": 1.5}, "adapt_steps must be 0 or more"),
-    ({"sampler": "argmax", "step_size": 0.1}, "'argmax' has no option 'step_size'"),
-    ({"forbid": ["ice cream"]}, "cannot forbid"),
-    ({"forbid": "day"}, "forbid must be a list of words"),
-    ({"init": "zeros"}, "init must be one of uniform, independent, left-to-right"),
-    ({"decode": "best"}, "decode must be one of"),
-    ({"temperature": 0}, "temperature must be positive"),
-    ({"temperature": math.nan}, "temperature must be a finite number"),
-    ({"seed": -1}, "seed must be an integer >= 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"steps": 0}, "steps must be a positive integer"),
+        ({"num_samples": -1}, "num_samples must be a positive integer"),
+        ({"num_samples": 2.5}, "num_samples must be a positive integer"),
+        ({"top": 0}, "top must be a positive integer"),
+        ({"num_samples": 3, "top": 4, "decode": "final"}, r"top \(4\) cannot exceed num_samples \(3\)"),
+        ({"sampler": "nope"}, "unknown sampler 'nope'"),
+        ({"sampler": "dmala", "bogus": 1}, "unknown key 'bogus'"),
+        ({"sampler": "gibbs", "preconditioner": [1.0]}, "'gibbs' has no option 'preconditioner'"),
+        ({"temperature": 1e-39}, "temperature must be at least 1e-30"),
+        ({"sampler": "dmala", "step_size": -1.0}, "step_size must be positive"),
+        ({"sampler": "dmala", "step_size": math.inf}, "step_size must be a finite number"),
+        ({"sampler": "dmala", "step_size": "abc"}, "step_size must be a finite number, got 'abc'"),
+        ({"sampler": "dmala", "adapt_steps": 1.5}, "adapt_steps must be 0 or more"),
+        ({"sampler": "argmax", "step_size": 0.1}, "'argmax' has no option 'step_size'"),
+        ({"forbid": ["ice cream"]}, "cannot forbid"),
+        ({"forbid": "day"}, "forbid must be a list of words"),
+        ({"init": "zeros"}, "init must be one of uniform, independent, left-to-right"),
+        ({"decode": "best"}, "decode must be one of"),
+        ({"temperature": 0}, "temperature must be positive"),
+        ({"temperature": math.nan}, "temperature must be a finite number"),
+        ({"seed": -1}, "seed must be an integer >= 0"),
+    ],
+)
 def test_bad_run_options(infiller, kwargs, message):
     with pytest.raises(InfillError, match=message):
         infiller.sample(TEMPLATE, **{"steps": 1, "num_samples": 2, **kwargs})
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda i: i.sample(None), "a template must be a string, got NoneType"),
-    (lambda i: i.sample(b"a [MASK] day ."), "a template must be a string, got bytes"),
-    (lambda i: i.sample_many("a [MASK] day ."), "templates must be a list of strings, got str"),
-    (lambda i: i.sample_many([3]), "a template must be a string, got int"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda i: i.sample(None), "a template must be a string, got NoneType"),
+        (lambda i: i.sample(b"a [MASK] day ."), "a template must be a string, got bytes"),
+        (lambda i: i.sample_many("a [MASK] day ."), "templates must be a list of strings, got str"),
+        (lambda i: i.sample_many([3]), "a template must be a string, got int"),
+    ],
+)
 def test_wrong_types_raise_infill_errors(infiller, call, message):
     with pytest.raises(InfillError, match=message):
         call(infiller)
@@ -188,19 +208,27 @@ def test_dev_model_fills_a_plausible_word(dev_model_path):
 
 def _energy(infiller, template):
     t = infiller.parse(template)
-    return MaskedLMEnergy(infiller.model, t.input_ids, t.blank_positions, infiller.category_ids(),
-                          infiller.tokenizer.mask_token_id)
+    return MaskedLMEnergy(
+        infiller.model, t.input_ids, t.blank_positions, infiller.category_ids(), infiller.tokenizer.mask_token_id
+    )
 
 
 @pytest.mark.parametrize("method", ["independent", "left-to-right", "argmax"])
 def test_baselines_are_methods_with_pll_energies(infiller, method):
     result = infiller.sample(TEMPLATE, sampler=method, num_samples=5, seed=2)
     energy, t = _energy(infiller, TEMPLATE), infiller.parse(TEMPLATE)
-    x = torch.searchsorted(infiller.category_ids(), torch.tensor([s.token_ids for s in result.samples])[:, t.blank_positions])
+    x = torch.searchsorted(
+        infiller.category_ids(), torch.tensor([s.token_ids for s in result.samples])[:, t.blank_positions]
+    )
     expected = energy(torch.nn.functional.one_hot(x, energy.num_categories).float())
     assert torch.allclose(torch.tensor([s.energy for s in result.samples]), expected, atol=1e-4)
     d = result.diagnostics
-    assert (d.sampler, d.steps, d.acceptance_rate, d.forwards) == (method, 0, None, 3 if method == "left-to-right" else 1)
+    assert (d.sampler, d.steps, d.acceptance_rate, d.forwards) == (
+        method,
+        0,
+        None,
+        3 if method == "left-to-right" else 1,
+    )
     assert result.texts == infiller.sample(TEMPLATE, sampler=method, num_samples=5, seed=2).texts
     if method == "argmax":
         assert len(set(result.texts)) == 1
@@ -213,8 +241,9 @@ def test_mlm_draws_follow_the_masked_conditionals(infiller):
     generator = torch.Generator().manual_seed(0)
     masked = torch.ones(2, 3, dtype=torch.bool)
     zeros = torch.zeros(2, 3, dtype=torch.long)
-    assert torch.equal(mlm_draws.draw(energy, "independent", 2, generator, 1e-6),
-                       energy.blank_logits(zeros, masked).argmax(-1))
+    assert torch.equal(
+        mlm_draws.draw(energy, "independent", 2, generator, 1e-6), energy.blank_logits(zeros, masked).argmax(-1)
+    )
     greedy = mlm_draws.draw(energy, "left-to-right", 2, generator, 1e-6)
     for j in range(3):
         masked[:, j] = False
@@ -227,8 +256,9 @@ def test_mlm_draws_follow_the_masked_conditionals(infiller):
 
 
 def test_init_and_temperature_reach_the_sampler(infiller):
-    cold = infiller.sample(TEMPLATE, sampler="gibbs-mh", num_samples=6, steps=2, seed=0, init="independent",
-                           temperature=0.5)
+    cold = infiller.sample(
+        TEMPLATE, sampler="gibbs-mh", num_samples=6, steps=2, seed=0, init="independent", temperature=0.5
+    )
     assert (cold.diagnostics.init, cold.diagnostics.temperature, cold.diagnostics.forwards) == ("independent", 0.5, 1)
     energy = _energy(infiller, TEMPLATE)
     x = cold.trace.final_state.x
@@ -254,14 +284,16 @@ def test_top_decodes_from_every_visited_state(infiller):
     trace = result.trace
     assert result.samples[0].energy == pytest.approx(trace.energies.max().item(), abs=1e-4)
     assert result.diagnostics.candidates == len({tuple(r) for r in trace.samples.flatten(0, 1).tolist()})
-    final = infiller.sample(TEMPLATE, sampler="gibbs-mh", num_samples=4, steps=6, seed=0, top=3, init="uniform",
-                            decode="final")
+    final = infiller.sample(
+        TEMPLATE, sampler="gibbs-mh", num_samples=4, steps=6, seed=0, top=3, init="uniform", decode="final"
+    )
     assert final.samples[0].energy == pytest.approx(trace.final_state.energy.max().item(), abs=1e-4)
 
 
 def test_encoder_sequences_count_every_masked_copy(infiller):
     """d = 3 blank tokens, n = 4 chains: the all-masked pass is one sequence per template, a draw pass n, a PLL
     n * d, a gradient twice that; of those, what the cache of conditionals held is counted as hits instead."""
+
     def asked(result):
         return result.diagnostics.encoder_sequences + result.diagnostics.cache_hits
 
@@ -275,21 +307,22 @@ def test_encoder_sequences_count_every_masked_copy(infiller):
     distinct = gibbs.diagnostics.candidates
     assert asked(gibbs) == 3 * 4 + distinct * 3  # one forward per step, then re-scoring
     assert gibbs.diagnostics.cache_hits >= distinct - 4  # a visited state's last Gibbs conditional is a PLL term
-    pair = infiller.sample_many(["the [MASK] sat on the [MASK] .", "a [MASK] ran to my [MASK] !"],
-                                sampler="independent", num_samples=4, seed=0)
+    pair = infiller.sample_many(
+        ["the [MASK] sat on the [MASK] .", "a [MASK] ran to my [MASK] !"], sampler="independent", num_samples=4, seed=0
+    )
     assert [asked(r) for r in pair] == [1 + 4 * 2] * 2  # each template's own run
 
 
 def test_marginals_are_fill_frequencies_over_visited_states(infiller):
     result = infiller.sample(TEMPLATE, sampler="gibbs-mh", num_samples=5, steps=6, seed=0, init="uniform", top=3)
     trace, t = result.trace, infiller.parse(TEMPLATE)
-    visited = trace.samples[trace.burn_in:].flatten(0, 1)
+    visited = trace.samples[trace.burn_in :].flatten(0, 1)
     assert len(result.marginals) == 2  # one per written blank, [MASK*2] included
     first = result.marginals[0]
     counts = torch.unique(visited[:, 0], return_counts=True)[1].sort(descending=True).values
     assert [m["frequency"] for m in first] == pytest.approx((counts[:10] / len(visited)).tolist(), abs=1e-4)
     assert all(len(m["fill"].split()) == 2 for m in result.marginals[1])
-    assert not torch.isnan(trace.energies[trace.burn_in:]).any()  # re-scored states filled into the trace
+    assert not torch.isnan(trace.energies[trace.burn_in :]).any()  # re-scored states filled into the trace
     data = result.to_dict()
     assert set(data) == {"template", "samples", "diagnostics", "marginals"} and len(data["samples"]) == 3
     assert t.num_blanks == 3
@@ -304,8 +337,9 @@ def test_stream_yields_in_input_order_as_batches_finish(infiller):
     assert [i for i, _ in streamed] == [0, 1, 2]
     assert [r.texts for _, r in streamed] == [r.texts for r in infiller.run(templates, config)]
     steps = []
-    infiller.sample("I [MASK] it.", "gibbs", num_samples=2, steps=3, seed=0,
-                    on_step=lambda done, total: steps.append((done, total)))
+    infiller.sample(
+        "I [MASK] it.", "gibbs", num_samples=2, steps=3, seed=0, on_step=lambda done, total: steps.append((done, total))
+    )
     assert steps == [(1, 3), (2, 3), (3, 3)]
 
     def cancel(done, total):
@@ -321,8 +355,9 @@ def test_annealing_runs_stages_and_keeps_only_the_last(infiller):
     schedule = RunConfig.create(method="gibbs-mh", steps=12, temperature=0.5, anneal_from=4.0).annealing_schedule()
     assert [steps for _, steps in schedule] == [1, 1, 1, 1, 8]
     assert [round(t, 3) for t, _ in schedule] == [4.0, 2.378, 1.414, 0.841, 0.5]
-    result = infiller.sample(TEMPLATE, sampler="gibbs-mh", num_samples=3, steps=12, seed=0, temperature=0.5,
-                             anneal_from=4.0, top=2)
+    result = infiller.sample(
+        TEMPLATE, sampler="gibbs-mh", num_samples=3, steps=12, seed=0, temperature=0.5, anneal_from=4.0, top=2
+    )
     d = result.diagnostics
     assert (d.steps, d.burn_in, result.trace.samples.shape[0]) == (12, 4, 8)
     with pytest.raises(InfillError, match="must be above the temperature"):
@@ -330,8 +365,14 @@ def test_annealing_runs_stages_and_keeps_only_the_last(infiller):
 
 
 def test_tuned_step_size_is_each_templates_own(infiller):
-    results = infiller.sample_many(["the [MASK] sat on the [MASK] .", "a [MASK] ran to my [MASK] !"], sampler="dmala",
-                                   num_samples=3, steps=6, seed=0, init="uniform")
+    results = infiller.sample_many(
+        ["the [MASK] sat on the [MASK] .", "a [MASK] ran to my [MASK] !"],
+        sampler="dmala",
+        num_samples=3,
+        steps=6,
+        seed=0,
+        init="uniform",
+    )
     for result in results:
         tuned, tuning = result.diagnostics.tuned, result.trace.tuning
         assert tuned is not None and tuned["value"] == tuning.value and tuned["burn_in"] == result.diagnostics.burn_in
@@ -352,10 +393,15 @@ def test_include_is_met_and_reported_with_every_term(infiller):
     for s in result.samples:
         assert "door" in " ".join(s.fills).split() and s.terms["include"] == 0.0
         assert s.energy == s.terms["pll"]  # the reported energy stays the PLL
-    x = torch.searchsorted(infiller.category_ids(),
-                           torch.tensor([s.token_ids for s in result.samples])[:, infiller.parse(TEMPLATE).blank_positions])
-    assert torch.allclose(torch.tensor([s.energy for s in result.samples]),
-                          energy(torch.nn.functional.one_hot(x, energy.num_categories).float()), atol=1e-4)
+    x = torch.searchsorted(
+        infiller.category_ids(),
+        torch.tensor([s.token_ids for s in result.samples])[:, infiller.parse(TEMPLATE).blank_positions],
+    )
+    assert torch.allclose(
+        torch.tensor([s.energy for s in result.samples]),
+        energy(torch.nn.functional.one_hot(x, energy.num_categories).float()),
+        atol=1e-4,
+    )
     plain = infiller.sample(TEMPLATE, sampler="gibbs-mh", num_samples=6, steps=8, seed=0, top=3)
     assert not any("door" in " ".join(s.fills).split() for s in plain.samples) and plain.samples[0].terms is None
     with pytest.raises(InfillError, match="cannot include 4 words in 3 blanks"):
@@ -377,8 +423,9 @@ def test_rewrite_starts_from_the_sentence_and_changes_some_words(infiller):
     assert infiller.rewrite(source, change=0.5, num_samples=8, steps=6, seed=0, top=5).texts == result.texts
     cased = infiller.rewrite("The cat sat on the mat .", change=0.5, num_samples=8, steps=6, seed=0, top=5)
     for s in cased.samples:  # kept words as the user wrote them, a changed first word capitalised
-        assert s.text[0].isupper() and all(f == w for f, w in zip(s.fills, "The cat sat on the mat".split())
-                                           if f.lower() == w.lower())
+        assert s.text[0].isupper() and all(
+            f == w for f, w in zip(s.fills, "The cat sat on the mat".split()) if f.lower() == w.lower()
+        )
     with pytest.raises(InfillError, match="change must be a fraction"):
         infiller.rewrite(source, change=1.5)
     with pytest.raises(InfillError, match="rewrite needs an MCMC sampler"):
@@ -390,8 +437,7 @@ def test_rewrite_starts_from_the_sentence_and_changes_some_words(infiller):
 def test_word_blanks_choose_their_length_and_keep_the_template_text(infiller):
     template = "The cat [MASK*0-2] on the mat, said [MASK]."
     for method in ("rjmcmc", "per-length"):
-        result = infiller.sample(template, num_samples=4, steps=3, seed=0, top=3, blank_unit="word",
-                                 span_method=method)
+        result = infiller.sample(template, num_samples=4, steps=3, seed=0, top=3, blank_unit="word", span_method=method)
         assert result.diagnostics.sampler == method and result.diagnostics.energy != "pll"
         assert result.diagnostics.temperature == SPAN_TEMPERATURE == 0.5  # word blanks' default
         assert result.diagnostics.encoder_sequences > 0 and len(result.marginals) == 2
@@ -406,8 +452,10 @@ def test_word_blanks_choose_their_length_and_keep_the_template_text(infiller):
     with pytest.raises(InfillError, match="has word blanks, which the span sampler fills"):
         infiller.sample("The cat [MASK*?] here.", sampler="left-to-right")
     included = infiller.sample("The cat [MASK*?] here.", num_samples=4, steps=3, seed=0, top=3, include=["door"])
-    assert included.samples and all("door" in s.fills[0].split() and s.terms["include"] == 0.0
-                                    and s.energy == s.terms["span"] for s in included.samples)
+    assert included.samples and all(
+        "door" in s.fills[0].split() and s.terms["include"] == 0.0 and s.energy == s.terms["span"]
+        for s in included.samples
+    )
     assert "include" in included.diagnostics.energy
     with pytest.raises(InfillError, match="cannot include 3 words in blanks of at most 2 words"):
         infiller.sample("The cat [MASK*0-2] here.", include=["door", "mat", "sun"])
@@ -421,8 +469,9 @@ def test_dev_model_word_blank_takes_a_word_of_several_pieces(dev_model_path):
     # every distinct visited fill, at temperature 1 (at the span default 0.5 the chains keep to one-piece words)
     result = infiller.sample("we bought a [MASK] in paris .", seed=0, blank_unit="word", temperature=1.0, top=100)
     assert any(t.startswith("##") for s in result.samples for t in s.tokens)  # visited fill; e.g. so ##uven ##ir
-    assert all(s.text == f"we bought a {s.fills[0]} in paris ." and len(s.fills[0].split()) == 1
-               for s in result.samples)
+    assert all(
+        s.text == f"we bought a {s.fills[0]} in paris ." and len(s.fills[0].split()) == 1 for s in result.samples
+    )
 
 
 @pytest.mark.slow
@@ -440,8 +489,10 @@ def test_dev_model_includes_a_word_of_several_pieces(dev_model_path):
 
 def test_annealed_block_mh_proposes_from_the_masked_lm(infiller, monkeypatch):
     """Under ``anneal_from`` block-mh proposes from the model's ``blank_logits``, as it does at temperature 1."""
+
     def conditional_logits(self, x_idx, i):
         raise AssertionError("block-mh proposed from conditional_logits")
+
     monkeypatch.setattr(MaskedLMEnergy, "conditional_logits", conditional_logits)
     result = infiller.sample(TEMPLATE, sampler="block-mh", num_samples=3, steps=6, seed=0, anneal_from=3.0)
     assert len(result.samples) == 3

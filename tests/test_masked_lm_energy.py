@@ -1,4 +1,5 @@
 """The PLL energy against a slow one-copy-at-a-time reference, and DMALA on the dev MLM."""
+
 import pytest
 import torch
 from conftest import tiny_bert
@@ -36,8 +37,9 @@ def slow_pll(model, x):
 
 
 def test_pll_value_and_gradient_match_slow_reference(energy):
-    x = one_hot(torch.randint(len(CATEGORIES), (5, len(BLANKS)), generator=torch.Generator().manual_seed(0)),
-                len(CATEGORIES))
+    x = one_hot(
+        torch.randint(len(CATEGORIES), (5, len(BLANKS)), generator=torch.Generator().manual_seed(0)), len(CATEGORIES)
+    )
     value, grad = value_and_grad(energy, x)
     x_ref = x.clone().requires_grad_(True)
     reference = slow_pll(energy.model, x_ref)
@@ -78,7 +80,9 @@ def test_sampleable_ids_exclude_special_unused_and_pieces(bert_tokenizer):
     tokens = bert_tokenizer.convert_ids_to_tokens(ids.tolist())
     assert not any(t.startswith("##") or t.startswith("[") for t in tokens)
     assert {"the", "door"} <= set(tokens) and "." not in tokens  # words only, by default
-    with_punctuation = bert_tokenizer.convert_ids_to_tokens(sampleable_token_ids(bert_tokenizer, allow_punctuation=True))
+    with_punctuation = bert_tokenizer.convert_ids_to_tokens(
+        sampleable_token_ids(bert_tokenizer, allow_punctuation=True)
+    )
     assert {"the", ".", ","} <= set(with_punctuation)
     with_pieces = bert_tokenizer.convert_ids_to_tokens(sampleable_token_ids(bert_tokenizer, allow_subwords=True))
     assert "##ing" in with_pieces and "[unused5]" not in with_pieces
@@ -113,10 +117,17 @@ def test_dmala_fills_real_words_with_dev_mlm(dev_model_path, bert_tokenizer):
 
 
 def test_chunked_value_and_grad_equals_one_pass(energy):
-    x = one_hot(torch.randint(len(CATEGORIES), (5, len(BLANKS)), generator=torch.Generator().manual_seed(1)),
-                len(CATEGORIES))
-    chunked = MaskedLMEnergy(energy.model, torch.stack([INPUT_IDS] * 5), torch.stack([BLANKS] * 5), CATEGORIES,
-                             MASK, chunk_size=2 * len(BLANKS))
+    x = one_hot(
+        torch.randint(len(CATEGORIES), (5, len(BLANKS)), generator=torch.Generator().manual_seed(1)), len(CATEGORIES)
+    )
+    chunked = MaskedLMEnergy(
+        energy.model,
+        torch.stack([INPUT_IDS] * 5),
+        torch.stack([BLANKS] * 5),
+        CATEGORIES,
+        MASK,
+        chunk_size=2 * len(BLANKS),
+    )
     for ours, theirs in zip(value_and_grad(chunked, x), value_and_grad(energy, x)):
         torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(evaluate(chunked, x), evaluate(energy, x), rtol=1e-5, atol=1e-6)

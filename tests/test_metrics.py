@@ -1,4 +1,5 @@
 """The evaluators against direct nltk / rouge-score computations on real corpus lines."""
+
 from __future__ import annotations
 
 import warnings
@@ -82,7 +83,7 @@ def test_self_bleu_equals_nltk_with_all_other_sentences_as_references(wiki, tbc)
 
 def test_self_bleu_of_near_copies_is_high_and_never_uses_the_sentence_itself(wiki):
     base = wiki[123].split()
-    variants = [" ".join(base[:k] + ["zzz"] + base[k + 1:]) for k in range(2, 7)]
+    variants = [" ".join(base[:k] + ["zzz"] + base[k + 1 :]) for k in range(2, 7)]
     toks = [v.split() for v in variants]
     expected = _nltk([[s for j, s in enumerate(toks) if j != i] for i in range(len(toks))], toks)
     assert metrics.self_bleu(variants) == pytest.approx(expected, abs=1e-12)
@@ -107,7 +108,8 @@ def test_unique_ngrams_against_a_reference_and_against_itself(wiki, tbc, n):
     expected_self = sum(1 for c in counts.values() if c == 1) / total
     assert metrics.unique_ngrams(generated, n, reference) == pytest.approx(expected_ref, abs=1e-15)
     assert metrics.unique_ngrams(generated, n, metrics.ReferenceCorpus(reference)) == pytest.approx(
-        expected_ref, abs=1e-15)
+        expected_ref, abs=1e-15
+    )
     assert metrics.unique_ngrams(generated, n) == pytest.approx(expected_self, abs=1e-15)
     assert 0 < expected_ref < 1 and 0 < expected_self <= 1
 

@@ -1,5 +1,6 @@
 """The masked-LM proposal kernels (``block-mh``, ``mlm-independence``) reproduce an exactly enumerable PLL at
 their defaults; without the reverse proposal term they fail the same bound (test_samplers_exact.py's)."""
+
 import pytest
 import torch
 from conftest import tiny_bert
@@ -19,8 +20,13 @@ CHAINS, STEPS = 1000, 200  # the second half kept: 100,000 draws
 def tiny_pll():
     """PLL of a tiny random BERT on 3 blanks restricted to 4 tokens: 64 enumerable states."""
     model = tiny_bert(vocab_size=32, seed=2, init=0.15)
-    energy = MaskedLMEnergy(model, torch.tensor([2, 10, 4, 11, 4, 12, 4, 3]), torch.tensor([2, 4, 6]),
-                            torch.arange(20, 20 + K), mask_token_id=4)
+    energy = MaskedLMEnergy(
+        model,
+        torch.tensor([2, 10, 4, 11, 4, 12, 4, 3]),
+        torch.tensor([2, 4, 6]),
+        torch.arange(20, 20 + K),
+        mask_token_id=4,
+    )
     return energy, exact_distribution(energy, D, K)
 
 
@@ -29,7 +35,7 @@ def run_tv(sampler, energy, p):
     generator = torch.Generator().manual_seed(0)
     x0 = torch.randint(K, (CHAINS, D), generator=generator)
     trace = sample(sampler, energy, x0, STEPS, generator)
-    kept = trace.samples[STEPS // 2:]
+    kept = trace.samples[STEPS // 2 :]
     return total_variation(p, empirical_distribution(kept, K)), exact_floor(p, kept.shape[0] * CHAINS), trace
 
 
@@ -58,8 +64,9 @@ def test_exact_at_defaults(tiny_pll, name):
     tv, floor, trace = run_tv(make_sampler(name), energy, p)
     assert tv <= bound(floor), f"{name}: TV {tv:.4f} (floor {floor:.4f})"
     assert trace.mean_hops > 0.3
-    torch.testing.assert_close(trace.final_state.energy, energy(torch.nn.functional.one_hot(trace.final_state.x, K)
-                                                                .float()))
+    torch.testing.assert_close(
+        trace.final_state.energy, energy(torch.nn.functional.one_hot(trace.final_state.x, K).float())
+    )
 
 
 @pytest.mark.parametrize("control", [NoReverseBlock, NoReverseIndependence])
@@ -104,8 +111,12 @@ def test_independence_move_costs_one_shared_pass_and_3d_minus_2_sequences_per_ch
 def test_kernels_refuse_bad_options():
     from infill.errors import InfillError
 
-    for name, options in [("block-mh", {"block_size": 0}), ("block-mh", {"order": "confident-first"}),
-                          ("mlm-independence", {"independence": 1.5}), ("mlm-independence", {"order": "x"})]:
+    for name, options in [
+        ("block-mh", {"block_size": 0}),
+        ("block-mh", {"order": "confident-first"}),
+        ("mlm-independence", {"independence": 1.5}),
+        ("mlm-independence", {"order": "x"}),
+    ]:
         with pytest.raises(InfillError):
             make_sampler(name, **options)
 
@@ -126,13 +137,14 @@ def test_an_annealed_block_mh_proposes_from_the_masked_lm_and_keeps_its_target(t
     stages = []
     original = energy.blank_logits
     monkeypatch.setattr(energy, "blank_logits", lambda *a: stages.append(1) or original(*a))
-    monkeypatch.setattr(energy, "conditional_logits", lambda *a: pytest.fail("proposed from the conditionals"),
-                        raising=False)
+    monkeypatch.setattr(
+        energy, "conditional_logits", lambda *a: pytest.fail("proposed from the conditionals"), raising=False
+    )
     generator = torch.Generator().manual_seed(0)
     x0 = torch.randint(K, (CHAINS, D), generator=generator)
     trace = run_annealed(make_sampler("block-mh"), energy, x0, [(2.0, 5), (0.7, STEPS)], generator)
     assert stages
-    kept = trace.samples[STEPS // 2:]
+    kept = trace.samples[STEPS // 2 :]
     tv, floor = total_variation(p, empirical_distribution(kept, K)), exact_floor(p, kept.shape[0] * CHAINS)
     assert tv <= bound(floor), f"TV {tv:.4f} (floor {floor:.4f})"
 

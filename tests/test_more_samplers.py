@@ -1,4 +1,5 @@
 """DLMC, DLMCf, NCG, AVG, PAVG and PAS: transitions, PAVG vs AVG, adaptation, masked LM, bad options."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,12 @@ from infill.samplers.dlmc import euler_log_proposal, interpolated_log_proposal
 from infill.samplers.langevin import ncg_log_proposal
 
 NEW = ["dlmc", "dlmcf", "ncg", "avg", "pavg", "pas"]
-CONFIGS = [("dlmc", {"balancing": "ratio"}), ("dlmcf", {"balancing": "ratio"}), ("pas", {"balancing": "ratio"}),
-           ("pavg", {"preconditioner": "covariance"})]
+CONFIGS = [
+    ("dlmc", {"balancing": "ratio"}),
+    ("dlmcf", {"balancing": "ratio"}),
+    ("pas", {"balancing": "ratio"}),
+    ("pavg", {"preconditioner": "covariance"}),
+]
 BURN_IN, KEEP, CHAINS = 100, 100, 1000
 
 
@@ -113,8 +118,14 @@ def test_adaptation_reaches_the_target_acceptance_of_moves_then_freezes(name):
     generator = torch.Generator().manual_seed(6)
     x0 = torch.randint(3, (200, 30), generator=generator)
     sampler, values, rates = make_sampler(name, adapt_steps=100), [], []
-    trace = sample(recording(sampler, values), energy, x0, 160, generator,
-                   callback=lambda t, state, info: rates.append(moving_acceptance(info)))
+    trace = sample(
+        recording(sampler, values),
+        energy,
+        x0,
+        160,
+        generator,
+        callback=lambda t, state, info: rates.append(moving_acceptance(info)),
+    )
     rate = sum(rates[100:]) / 60  # every step has moving proposals here
     assert abs(rate - 0.574) <= 0.05, (name, rate, values[-1])
     assert len(set(values[100:])) == 1 and len(set(values[:100])) > 50  # tuned during the warmup, then fixed
@@ -140,8 +151,9 @@ def test_without_adaptation_nothing_is_burnt_in():
 def lm_energy():
     model = tiny_bert(vocab_size=100, seed=0, init=0.5)
     input_ids = torch.tensor([1, 10, 4, 11, 4, 12, 2])
-    return MaskedLMEnergy(model, input_ids, torch.tensor([2, 4]), torch.tensor([20, 21, 22, 23, 24, 25]),
-                          mask_token_id=4)
+    return MaskedLMEnergy(
+        model, input_ids, torch.tensor([2, 4]), torch.tensor([20, 21, 22, 23, 24, 25]), mask_token_id=4
+    )
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
@@ -153,13 +165,22 @@ def test_runs_on_the_masked_lm_energy_at_defaults(lm_energy, name):
         torch.testing.assert_close(trace.final_state.energy, evaluate(lm_energy, one_hot(trace.final_state.x, 6)))
 
 
-@pytest.mark.parametrize("name,options", [
-    ("dlmc", {"step_size": 0}), ("dlmcf", {"balancing": "cube"}), ("ncg", {"step_size": -1.0}),
-    ("avg", {"step_size": 0}), ("pavg", {"preconditioner": "hessian"}), ("pavg", {"burn_in": 3}),
-    ("pavg", {"burn_in": 20, "adapt_steps": 30}),
-    ("pas", {"path_length": 0.5}), ("pas", {"balancing": "max"}), ("dmala", {"adapt_steps": -1}),
-    ("dlmc", {"target_accept": 1.0}),
-])
+@pytest.mark.parametrize(
+    "name,options",
+    [
+        ("dlmc", {"step_size": 0}),
+        ("dlmcf", {"balancing": "cube"}),
+        ("ncg", {"step_size": -1.0}),
+        ("avg", {"step_size": 0}),
+        ("pavg", {"preconditioner": "hessian"}),
+        ("pavg", {"burn_in": 3}),
+        ("pavg", {"burn_in": 20, "adapt_steps": 30}),
+        ("pas", {"path_length": 0.5}),
+        ("pas", {"balancing": "max"}),
+        ("dmala", {"adapt_steps": -1}),
+        ("dlmc", {"target_accept": 1.0}),
+    ],
+)
 def test_bad_hyperparameters_are_rejected(name, options):
     with pytest.raises(InfillError):
         make_sampler(name, **options)

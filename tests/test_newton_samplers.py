@@ -1,4 +1,5 @@
 """Newton-series samplers (una, mana) and the locally balanced sampler (lb) on enumerable targets."""
+
 import pytest
 import torch
 from conftest import recording
@@ -11,7 +12,6 @@ from infill.samplers.balancing import balancing_function
 from infill.samplers.neighbours import neighbour_values
 
 CHAINS, STEPS, BURN_IN = 1000, 300, 100  # 1000 x 200 draws kept: TV noise floors 0.0050 (ising), 0.0057 (potts)
-
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,9 @@ def test_neighbour_values_match_direct_evaluation(potts):
     assert torch.allclose(value, energy(torch.nn.functional.one_hot(x, 4).float()))
 
 
-@pytest.mark.parametrize("name,hp", [("mana", {}), ("mana", {"step_size": 2.0}), ("lb", {}), ("lb", {"balancing": "ratio"})])
+@pytest.mark.parametrize(
+    "name,hp", [("mana", {}), ("mana", {"step_size": 2.0}), ("lb", {}), ("lb", {"balancing": "ratio"})]
+)
 def test_exact_on_binary_ising(ising, name, hp):
     energy, target = ising
     tv, trace = run_tv(energy, target, name, **hp)
@@ -99,8 +101,9 @@ def test_step_size_decay_schedule_and_exactness(ising):
     energy, target = ising
     sampler = make_sampler("mana", step_size=2.0, decay=0.9, min_step_size=0.5, adapt_steps=0)
     sizes = []
-    trace = sample(recording(sampler, sizes), energy, torch.zeros(4, 6, dtype=torch.long), 20,
-                   torch.Generator().manual_seed(0))
+    trace = sample(
+        recording(sampler, sizes), energy, torch.zeros(4, 6, dtype=torch.long), 20, torch.Generator().manual_seed(0)
+    )
     assert trace.tuning.steps == 20 and trace.tuning.value == sizes[-1] and trace.burn_in == 0
     assert sizes[0] == 2.0 and abs(sizes[1] - 1.8) < 1e-9 and sizes[-1] == 0.5
     tv, _ = run_tv(energy, target, "mana", step_size=2.0, decay=0.99, min_step_size=0.5, adapt_steps=0)
@@ -125,10 +128,17 @@ def test_cached_energy_matches_state(potts):
     assert torch.allclose(trace.final_state.energy, direct, atol=1e-4)
 
 
-@pytest.mark.parametrize("name,hp", [("mana", {"step_size": 0}), ("una", {"step_size": -1}),
-                                     ("mana", {"decay": 1.5}), ("una", {"min_step_size": 5.0}),
-                                     ("una", {"decay": 0.9}),  # decays to 0 without a floor
-                                     ("lb", {"balancing": "cube"})])
+@pytest.mark.parametrize(
+    "name,hp",
+    [
+        ("mana", {"step_size": 0}),
+        ("una", {"step_size": -1}),
+        ("mana", {"decay": 1.5}),
+        ("una", {"min_step_size": 5.0}),
+        ("una", {"decay": 0.9}),  # decays to 0 without a floor
+        ("lb", {"balancing": "cube"}),
+    ],
+)
 def test_bad_hyperparameters(name, hp):
     with pytest.raises(InfillError):
         make_sampler(name, **hp)

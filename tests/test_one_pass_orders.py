@@ -1,5 +1,6 @@
 """The masked LM's one-pass draws in every order: their distributions, their shared first pass and its count,
 and draws of the older methods unchanged for a seed."""
+
 import itertools
 
 import pytest
@@ -71,7 +72,9 @@ def reference_draw(energy, method, n, generator, temperature=1.0):
     masked = torch.ones(n, D, dtype=torch.bool)
     if method in ("independent", "argmax"):
         logits = energy.blank_logits(x, masked)
-        return logits.argmax(-1) if method == "argmax" else mlm_draws.sample_categorical(logits / temperature, generator)
+        return (
+            logits.argmax(-1) if method == "argmax" else mlm_draws.sample_categorical(logits / temperature, generator)
+        )
     for j in range(D):
         logits = energy.blank_logits(x, masked, read=torch.full((n, 1), j))[:, 0]
         x[:, j] = mlm_draws.sample_categorical(logits / temperature, generator)
@@ -100,7 +103,10 @@ def test_the_first_pass_runs_once_per_template_and_the_count_says_so(method, tem
     mlm_draws.draw(energy, method, 40, torch.Generator().manual_seed(0))
     assert asked(energy) == mlm_draws.encoder_sequences(method, D, 40, templates)
     assert mlm_draws.encoder_sequences(method, D, 40, templates) == {
-        "uniform": 0, "independent": templates, "argmax": templates}.get(method, templates + 40 * (D - 1))
+        "uniform": 0,
+        "independent": templates,
+        "argmax": templates,
+    }.get(method, templates + 40 * (D - 1))
 
 
 def test_stacked_templates_get_their_own_first_pass():
@@ -111,7 +117,7 @@ def test_stacked_templates_get_their_own_first_pass():
     draws = mlm_draws.draw(stacked, "argmax", 4, None)
     for g, ids in enumerate([IDS, other]):
         alone = MaskedLMEnergy(model, ids, BLANKS, torch.arange(20, 24), 4)
-        assert torch.equal(draws[2 * g:2 * g + 2], mlm_draws.draw(alone, "argmax", 2, None))
+        assert torch.equal(draws[2 * g : 2 * g + 2], mlm_draws.draw(alone, "argmax", 2, None))
 
 
 def test_random_order_draws_a_permutation_per_draw(energy, monkeypatch):

@@ -2,6 +2,7 @@
 depend on its pass mates, its place among them or how many there are; the energy takes the packed logits as its
 first pass, charged and counted as its own, and only for that sequence; the category head kept with the model is
 rebuilt when the decoder's weights or the tokens change."""
+
 import random
 
 import pytest
@@ -14,9 +15,17 @@ from infill.lm import packed
 from infill.lm.models import category_head
 from infill.text.vocabulary import sampleable_token_ids
 
-TEMPLATES = ["I [MASK] it.", "the [MASK] sat on the mat .", "the [MASK] sat on the rug .", "a [MASK] [MASK] .",
-             "the [MASK] of the [MASK] was [MASK] by the [MASK] in [MASK] .", "[MASK] said so .", "[MASK] , [MASK] !",
-             "she walked into the [MASK] and sat down next to the [MASK] .", "we [MASK] [MASK] [MASK] [MASK] today ."]
+TEMPLATES = [
+    "I [MASK] it.",
+    "the [MASK] sat on the mat .",
+    "the [MASK] sat on the rug .",
+    "a [MASK] [MASK] .",
+    "the [MASK] of the [MASK] was [MASK] by the [MASK] in [MASK] .",
+    "[MASK] said so .",
+    "[MASK] , [MASK] !",
+    "she walked into the [MASK] and sat down next to the [MASK] .",
+    "we [MASK] [MASK] [MASK] [MASK] today .",
+]
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +90,9 @@ def test_the_kept_category_head_follows_the_decoder_and_the_tokens(setting):
     model = tiny_bert(seed=1)
     hidden = torch.randn(5, model.config.hidden_size)
     before = category_head(model, categories)(hidden)
-    assert category_head(model, categories) is not None and torch.equal(category_head(model, categories)(hidden),
-                                                                         before)
+    assert category_head(model, categories) is not None and torch.equal(
+        category_head(model, categories)(hidden), before
+    )
     assert torch.allclose(category_head(model, categories[:10])(hidden), before[:, :10], atol=1e-6)  # rebuilt
     with torch.no_grad():
         model.get_output_embeddings().weight.mul_(2)  # an in-place update bumps the version the key holds

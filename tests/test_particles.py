@@ -2,6 +2,7 @@
 each run's weighted particles reproduces an exactly enumerable PLL (test_samplers_exact.py's bound), for every
 weight, order and with moves; the particles without their weights fail the same bound. Through the API the
 method keeps the default's promises: the budget a cap, same seed same fillings, a batch equal to single calls."""
+
 import pytest
 import torch
 from conftest import reading_only_masked_blanks, tiny_bert
@@ -26,8 +27,13 @@ def tiny_pll():
     """PLL of a tiny random BERT on 3 blanks restricted to 4 tokens: 64 enumerable states (as
     test_mlm_block_exact.py's)."""
     model = tiny_bert(vocab_size=32, seed=2, init=0.15)
-    energy = MaskedLMEnergy(model, torch.tensor([2, 10, 4, 11, 4, 12, 4, 3]), torch.tensor([2, 4, 6]),
-                            torch.arange(20, 20 + K), mask_token_id=4)
+    energy = MaskedLMEnergy(
+        model,
+        torch.tensor([2, 10, 4, 11, 4, 12, 4, 3]),
+        torch.tensor([2, 4, 6]),
+        torch.arange(20, 20 + K),
+        mask_token_id=4,
+    )
     return energy, exact_distribution(energy, D, K)
 
 
@@ -37,8 +43,11 @@ def one_per_run(samples: torch.Tensor, generator: torch.Generator) -> torch.Tens
     return samples[torch.arange(samples.shape[0]), pick]
 
 
-@pytest.mark.parametrize("settings", [SMC(), SMC(tilt=2.0), SMC(weight="partial"), SMC(order="random-order"),
-                                      SMC(tilt=2.0, moves=2)], ids=["default", "tilt2", "partial", "random", "moves"])
+@pytest.mark.parametrize(
+    "settings",
+    [SMC(), SMC(tilt=2.0), SMC(weight="partial"), SMC(order="random-order"), SMC(tilt=2.0, moves=2)],
+    ids=["default", "tilt2", "partial", "random", "moves"],
+)
 def test_weighted_particles_reproduce_the_pll(tiny_pll, settings):
     energy, p = tiny_pll
     generator = torch.Generator().manual_seed(0)
@@ -52,14 +61,16 @@ def test_weighted_particles_reproduce_the_pll(tiny_pll, settings):
 
 def test_systematic_resampling_follows_the_weights():
     weights = torch.tensor([[0.5, 0.25, 0.125, 0.125]])
-    counts = torch.bincount(systematic(weights.log().expand(8, 4).repeat(100, 1), torch.Generator().manual_seed(0))
-                            .flatten(), minlength=4)
+    counts = torch.bincount(
+        systematic(weights.log().expand(8, 4).repeat(100, 1), torch.Generator().manual_seed(0)).flatten(), minlength=4
+    )
     assert torch.allclose(counts / counts.sum(), weights[0], atol=0.01)
     assert torch.allclose(effective_size(weights.log()), torch.tensor([1 / (weights**2).sum()]))
 
 
-@pytest.mark.parametrize("settings", [{"tilt": -1.0}, {"order": "left-to-right"}, {"weight": "prefix"},
-                                      {"ess": 1.5}, {"move": "nope"}])
+@pytest.mark.parametrize(
+    "settings", [{"tilt": -1.0}, {"order": "left-to-right"}, {"weight": "prefix"}, {"ess": 1.5}, {"move": "nope"}]
+)
 def test_bad_settings_are_refused(settings):
     with pytest.raises(InfillError) as info:
         SMC(**settings)
@@ -111,8 +122,10 @@ def test_a_named_diversity_reaches_every_candidate(dev_model_path, monkeypatch):
     settings = dict(top=3, budget=200, seed=0, tilt=2.0)
 
     def fills(**extra):
-        return [tuple(s.fills) for s in dev.sample("he had not , after all , [MASK] me the [MASK] .", "smc",
-                                                     **settings, **extra).samples]
+        return [
+            tuple(s.fills)
+            for s in dev.sample("he had not , after all , [MASK] me the [MASK] .", "smc", **settings, **extra).samples
+        ]
 
     def nearest(kept):  # the fewest blanks in which two kept fillings differ
         return min(sum(a != b for a, b in zip(x, y)) for i, x in enumerate(kept) for y in kept[:i])
@@ -135,6 +148,7 @@ def test_block_mh_moves_at_a_temperature_propose_from_the_masked_lm(tiny_pll, mo
 
     def conditional_logits(x_idx, i):
         raise AssertionError("the moves proposed from conditional_logits")
+
     monkeypatch.setattr(energy, "conditional_logits", conditional_logits)
     out = smc(energy, SMC(moves=2, move="block-mh"), 2, 4, torch.Generator().manual_seed(0), temperature=0.5)
     assert out.visited.shape == (2 * 2 * 4, D)

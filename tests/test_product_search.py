@@ -1,4 +1,5 @@
 """The product search: exact scores, the budget as a hard cap, the exhaustive best where the sets cover all."""
+
 import pytest
 import torch
 from conftest import tiny_bert
@@ -16,8 +17,15 @@ def energy_of(blanks, budget, mask_repeats=False, seed=1):
     input_ids = torch.tensor([2, 10, 4, 11, 4, 12, 4, 13, 3])[: 2 * blanks + 3].clone()
     input_ids[-1] = 3
     positions = torch.arange(2, 2 * blanks + 1, 2)
-    return MaskedLMEnergy(tiny_bert(vocab_size=32, seed=seed, init=0.25), input_ids, positions, CATEGORIES,
-                          mask_token_id=4, meter=Meter(budget), mask_repeats=mask_repeats)
+    return MaskedLMEnergy(
+        tiny_bert(vocab_size=32, seed=seed, init=0.25),
+        input_ids,
+        positions,
+        CATEGORIES,
+        mask_token_id=4,
+        meter=Meter(budget),
+        mask_repeats=mask_repeats,
+    )
 
 
 def test_cost_counts_one_read_per_blank_and_context():
@@ -50,7 +58,7 @@ def test_with_room_for_every_filling_it_finds_the_best(mask_repeats):
     x, values = search(energy)
     states = all_states(3, 6)
     exhaustive = energy_of(3, None, mask_repeats).of_indices(states)
-    assert len(x) == 6 ** 3
+    assert len(x) == 6**3
     assert values.max().item() == pytest.approx(exhaustive.max().item(), abs=1e-4)
     assert x[values.argmax()].tolist() == states[exhaustive.argmax()].tolist()
 

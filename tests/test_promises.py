@@ -2,6 +2,7 @@
 include words present whatever the number of blanks, the budget a hard cap (choosing the fillings included),
 a too-small or too-large budget refused in one line, a batch equal to single calls, no option ignored
 silently, one blank answered exactly from one pass."""
+
 import json
 import re
 
@@ -54,11 +55,21 @@ def test_a_one_pass_method_with_include_or_terms_is_refused(infiller, method):
         infiller.sample(TWO, method, terms=[(1.0, lambda x: x.sum((1, 2)))])
 
 
-@pytest.mark.parametrize("settings", [
-    {}, {"sampler": "gibbs"}, {"sampler": "gibbs-mh"}, {"sampler": "dmala", "init": "uniform"},
-    {"sampler": "block-mh"}, {"sampler": "confident-first"}, {"sampler": "left-to-right"}, {"include": ["cat"]},
-    {"sampler": "smc"}, {"sampler": "smc", "tilt": 2.0, "moves": 1},
-])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {"sampler": "gibbs"},
+        {"sampler": "gibbs-mh"},
+        {"sampler": "dmala", "init": "uniform"},
+        {"sampler": "block-mh"},
+        {"sampler": "confident-first"},
+        {"sampler": "left-to-right"},
+        {"include": ["cat"]},
+        {"sampler": "smc"},
+        {"sampler": "smc", "tilt": 2.0, "moves": 1},
+    ],
+)
 @pytest.mark.parametrize("template", [TWO, SIX, EIGHT])
 @pytest.mark.parametrize("budget", [60, 150, 400])
 def test_the_budget_is_a_hard_cap(infiller, settings, template, budget):
@@ -86,8 +97,17 @@ def test_the_cap_holds_without_a_cache(tiny_model_dir):
         assert result.diagnostics.encoder_sequences <= 300
 
 
-@pytest.mark.parametrize("settings", [{}, {"top": 3}, {"top": 3, "decode": "final"}, {"top": 3, "include": ["cat"]},
-                                      {"num_samples": 4, "include": ["cat"]}, {"top": 3, "sampler": "gwg"}])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {"top": 3},
+        {"top": 3, "decode": "final"},
+        {"top": 3, "include": ["cat"]},
+        {"num_samples": 4, "include": ["cat"]},
+        {"top": 3, "sampler": "gwg"},
+    ],
+)
 def test_the_cap_holds_with_chains_in_bfloat16(tiny_model_dir, settings):
     """Chains in a lower precision re-score their finalists in float32, on the same meter: the budget covers
     that too, or the run is refused in one line naming the least that works."""
@@ -127,8 +147,9 @@ def test_draws_past_one_chunk_stay_bounded_and_reproducible(infiller, monkeypatc
     monkeypatch.setattr(mlm_draws, "CHUNK", 16)
     shapes = []
     real = MaskedLMEnergy.blank_logits
-    monkeypatch.setattr(MaskedLMEnergy, "blank_logits",
-                        lambda self, x, *a, **k: shapes.append(len(x)) or real(self, x, *a, **k))
+    monkeypatch.setattr(
+        MaskedLMEnergy, "blank_logits", lambda self, x, *a, **k: shapes.append(len(x)) or real(self, x, *a, **k)
+    )
     first = infiller.sample(SIX, "left-to-right", num_samples=40, seed=3)
     assert max(shapes) <= 16 and len(first.samples) == 40
     assert first.texts == infiller.sample(SIX, "left-to-right", num_samples=40, seed=3).texts
@@ -144,18 +165,28 @@ def test_one_blank_is_answered_exactly_from_one_pass(infiller):
     result = infiller.sample(template, top=5, seed=0)
     assert result.diagnostics.sampler == "argmax" and result.diagnostics.encoder_sequences == 1
     t = infiller.parse(template)
-    energy = MaskedLMEnergy(infiller.model, t.input_ids, t.blank_positions, infiller.category_ids(),
-                            infiller.tokenizer.mask_token_id)
+    energy = MaskedLMEnergy(
+        infiller.model, t.input_ids, t.blank_positions, infiller.category_ids(), infiller.tokenizer.mask_token_id
+    )
     every = energy.of_indices(torch.arange(energy.num_categories)[:, None])  # the PLL of every filling
     assert [s.energy for s in result.samples] == pytest.approx(every.topk(5).values.tolist(), abs=1e-5)
     samples = infiller.sample(template, num_samples=7, seed=0)  # without top: exact draws
     assert samples.diagnostics.sampler == "independent" and len(samples.samples) == 7
 
 
-@pytest.mark.parametrize("settings", [{"top": 3}, {"top": 3, "include": ["cat"]}, {"top": 2, "budget": 150},
-                                      {"sampler": "dmala", "num_samples": 3, "steps": 3, "init": "uniform"},
-                                      {"sampler": "argmax", "top": 2}, {"sampler": "independent", "num_samples": 3},
-                                      {"sampler": "confident-first", "top": 3}, {"num_samples": 3}])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"top": 3},
+        {"top": 3, "include": ["cat"]},
+        {"top": 2, "budget": 150},
+        {"sampler": "dmala", "num_samples": 3, "steps": 3, "init": "uniform"},
+        {"sampler": "argmax", "top": 2},
+        {"sampler": "independent", "num_samples": 3},
+        {"sampler": "confident-first", "top": 3},
+        {"num_samples": 3},
+    ],
+)
 def test_a_batch_gives_each_template_its_single_call(infiller, settings):
     # lengths and blank counts mixed, so auto's methods too; templates of one length share their first pass
     templates = [TWO, SIX, "I [MASK] it.", EIGHT, TWO, "The [MASK] ran up the [MASK].", "A [MASK] hit it."]
@@ -182,10 +213,14 @@ def test_a_file_gives_each_line_its_single_call(tiny_model_dir, tmp_path, capsys
     assert strip(together) == strip(alone)
 
 
-@pytest.mark.parametrize("settings, message", [
-    ({"sampler": "dmala"}, "drop --sampler"), ({"sampler": "gibbs"}, "drop --sampler"),
-    ({"decode": "diverse", "top": 3}, "--decode diverse"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"sampler": "dmala"}, "drop --sampler"),
+        ({"sampler": "gibbs"}, "drop --sampler"),
+        ({"decode": "diverse", "top": 3}, "--decode diverse"),
+    ],
+)
 def test_options_that_word_blanks_cannot_honour_are_refused(infiller, settings, message):
     with pytest.raises(InfillError, match=message):
         infiller.sample("I [MASK*?] it.", **settings)

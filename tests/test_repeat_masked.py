@@ -1,4 +1,5 @@
 """The repeat-masked PLL: its terms, its cache keys, and exact samplers on it."""
+
 import pytest
 import torch
 from conftest import tiny_bert
@@ -13,8 +14,7 @@ BLANKS, CATEGORIES = torch.tensor([3, 5]), torch.arange(20, 26)
 
 
 def energy_of(model, mask_repeats=True, cache=None):
-    return MaskedLMEnergy(model, INPUT_IDS, BLANKS, CATEGORIES, mask_token_id=4, cache=cache,
-                          mask_repeats=mask_repeats)
+    return MaskedLMEnergy(model, INPUT_IDS, BLANKS, CATEGORIES, mask_token_id=4, cache=cache, mask_repeats=mask_repeats)
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +46,9 @@ def test_terms_mask_every_blank_holding_the_token(model):
     expected = naive(model, states, True)
     torch.testing.assert_close(energy.of_indices(states), expected, atol=1e-4, rtol=0)
     with torch.enable_grad():  # the gradient path masks the same copies
-        torch.testing.assert_close(energy_of(model)(torch.nn.functional.one_hot(states, 6).float()).detach(),
-                                   expected, atol=1e-4, rtol=0)
+        torch.testing.assert_close(
+            energy_of(model)(torch.nn.functional.one_hot(states, 6).float()).detach(), expected, atol=1e-4, rtol=0
+        )
     repeats = states[:, 0] == states[:, 1]
     plain = naive(model, states, False)
     torch.testing.assert_close(expected[~repeats], plain[~repeats], atol=1e-4, rtol=0)

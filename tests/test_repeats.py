@@ -1,4 +1,5 @@
 """Repeated content words: which fillings repeat one, and the diverse pick keeping them out while others are left."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,14 +17,21 @@ def _repeats(tokenizer, text: str, words: list[str]):
 
 
 def test_a_content_word_at_two_blanks_or_copied_from_the_template_repeats(bert_tokenizer):
-    found = _repeats(bert_tokenizer, "the [MASK] of the [MASK] was [MASK] by the river .",
-                     ["war", "state", "the", "river", "Senate".lower(), "fought"])
+    found = _repeats(
+        bert_tokenizer,
+        "the [MASK] of the [MASK] was [MASK] by the river .",
+        ["war", "state", "the", "river", "Senate".lower(), "fought"],
+    )
     war, state, the, river, senate, fought = range(6)
-    rows = torch.tensor([[war, state, fought],  # three content words, none twice
-                         [war, war, fought],  # a content word at two blanks
-                         [the, the, fought],  # a stop word twice: no repetition
-                         [war, state, river],  # a copy of the template's "river"
-                         [senate, state, the]])
+    rows = torch.tensor(
+        [
+            [war, state, fought],  # three content words, none twice
+            [war, war, fought],  # a content word at two blanks
+            [the, the, fought],  # a stop word twice: no repetition
+            [war, state, river],  # a copy of the template's "river"
+            [senate, state, the],
+        ]
+    )
     assert found.of(rows).tolist() == [False, True, False, True, False]
 
 
@@ -57,6 +65,7 @@ def test_the_default_keeps_no_filling_that_repeats_where_others_are_found(dev_mo
 
     def rows(result):
         return torch.tensor([[index[s.token_ids[p]] for p in blanks] for s in result.samples])
+
     assert len(result.samples) == 5 and not found.of(rows(result)).any()
     plain = infiller.sample(template, top=5, seed=0, decode="visited")  # no diverse pick: repeats come back
     assert found.of(rows(plain)).any()

@@ -1,4 +1,5 @@
 """The sampler contract: registry, shapes, determinism, one evaluation per MH step."""
+
 import pytest
 import torch
 
@@ -45,12 +46,15 @@ def test_one_hot_start_is_accepted():
     assert trace.samples.shape == (2, 2, 3)
 
 
-@pytest.mark.parametrize("call,message", [
-    (lambda: make_sampler("nope"), "unknown sampler"),
-    (lambda: make_sampler("dmala", temperature=2), "no option 'temperature'"),
-    (lambda: make_sampler("dula", step_size=0), "step_size must be positive"),
-    (lambda: sample(make_sampler("gwg"), lambda x: ENERGY(x), torch.zeros(2, 3, dtype=torch.long), 3), "one-hot"),
-])
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        (lambda: make_sampler("nope"), "unknown sampler"),
+        (lambda: make_sampler("dmala", temperature=2), "no option 'temperature'"),
+        (lambda: make_sampler("dula", step_size=0), "step_size must be positive"),
+        (lambda: sample(make_sampler("gwg"), lambda x: ENERGY(x), torch.zeros(2, 3, dtype=torch.long), 3), "one-hot"),
+    ],
+)
 def test_bad_arguments_say_what_is_wrong(call, message):
     with pytest.raises(InfillError, match=message):
         call()

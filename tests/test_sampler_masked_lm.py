@@ -1,4 +1,5 @@
 """Every sampler at its default hyperparameters on the dev MLM's PLL energy (large gradients, real text)."""
+
 import pytest
 import torch
 

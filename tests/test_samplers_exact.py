@@ -6,6 +6,7 @@ autocorrelated, so the attainable TV is somewhat above it: a sampler passes with
 (measured: at most 2.1 times) and within TV 0.02, and every biased control must fail the same bound (measured:
 13 times and more).
 """
+
 from dataclasses import dataclass
 
 import pytest
@@ -38,8 +39,12 @@ def bound(floor: float) -> float:
 def exact_floor(p, draws, repeats=5):
     """Mean TV between ``p`` and the empirical distribution of ``draws`` exact independent draws from it."""
     generator = torch.Generator().manual_seed(0)
-    tvs = [total_variation(p, torch.bincount(torch.multinomial(p, draws, True, generator=generator),
-                                             minlength=len(p)).double() / draws) for _ in range(repeats)]
+    tvs = [
+        total_variation(
+            p, torch.bincount(torch.multinomial(p, draws, True, generator=generator), minlength=len(p)).double() / draws
+        )
+        for _ in range(repeats)
+    ]
     return sum(tvs) / repeats
 
 
@@ -57,7 +62,7 @@ def run_tv(sampler, energy, target, d, chains=CHAINS, steps=STEPS, seed=0):
     generator = torch.Generator().manual_seed(seed)
     x0 = torch.randint(energy.num_categories, (chains, d), generator=generator)
     trace = sample(sampler, energy, x0, steps, generator=generator)
-    kept = trace.samples[max(trace.burn_in, steps // 2):]
+    kept = trace.samples[max(trace.burn_in, steps // 2) :]
     floor = exact_floor(target, kept.shape[0] * chains)
     return total_variation(target, empirical_distribution(kept, energy.num_categories)), floor, trace
 
@@ -67,7 +72,7 @@ def test_exact_at_default_hyperparameters(target, name):
     energy, p, d = target
     tv, floor, trace = run_tv(make_sampler(name), energy, p, d)
     assert tv <= bound(floor), f"{name}: TV {tv:.4f} (floor {floor:.4f})"
-    assert trace.hops[trace.burn_in:].float().mean() > 0.3  # the chains move
+    assert trace.hops[trace.burn_in :].float().mean() > 0.3  # the chains move
 
 
 @pytest.mark.parametrize("name", sorted(UNADJUSTED))
@@ -75,7 +80,7 @@ def test_unadjusted_samplers_have_a_small_bias_at_defaults(target, name):
     energy, p, d = target
     tv, floor, trace = run_tv(make_sampler(name), energy, p, d)
     assert tv <= 0.12, f"{name}: TV {tv:.4f} (floor {floor:.4f})"  # the would-be acceptance 0.9 bounds the bias
-    assert trace.accepted.all() and trace.hops[trace.burn_in:].float().mean() > 0.2
+    assert trace.accepted.all() and trace.hops[trace.burn_in :].float().mean() > 0.2
 
 
 @dataclass
@@ -114,7 +119,7 @@ def test_preconditioned_dmala_is_exact(target):
     energy, p, d = target
     g = tuple(float(v) for v in torch.linspace(0.25, 4.0, d))
     tv, floor, trace = run_tv(make_sampler("dmala", preconditioner=g), energy, p, d)
-    assert tv <= bound(floor) and trace.hops[trace.burn_in:].float().mean() > 0.3, f"TV {tv:.4f} (floor {floor:.4f})"
+    assert tv <= bound(floor) and trace.hops[trace.burn_in :].float().mean() > 0.3, f"TV {tv:.4f} (floor {floor:.4f})"
     control, floor, _ = run_tv(Adapted(NoReverseDMALA(preconditioner=g)), energy, p, d)
     assert control > bound(floor), f"control TV {control:.4f} (floor {floor:.4f})"
 
@@ -182,8 +187,9 @@ def test_preconditioner_values_are_checked(bad):
 def test_dula_bias_shrinks_with_step_size():
     energy = PottsEnergy.random(4, 5, scale=1.0, seed=0)
     p = exact_distribution(energy, 4, 5)  # 625 states; floor at 1000 x 200 draws: 0.0167
-    tvs = [run_tv(make_sampler("dula", step_size=a, adapt_steps=0), energy, p, 4, steps=400)[0]
-           for a in (1.0, 0.6, 0.35)]
+    tvs = [
+        run_tv(make_sampler("dula", step_size=a, adapt_steps=0), energy, p, 4, steps=400)[0] for a in (1.0, 0.6, 0.35)
+    ]
     assert tvs[0] > tvs[1] > tvs[2], tvs
     assert tvs[0] > 0.1  # the unadjusted chain is visibly biased: the TV checks above can fail
 

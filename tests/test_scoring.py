@@ -1,4 +1,5 @@
 """Sentence scoring (PLL and PLL-word-l2r) against a slow one-copy-at-a-time reference."""
+
 from __future__ import annotations
 
 import pytest
@@ -54,8 +55,9 @@ def _batch(lengths, seed=0):
 def test_batched_scores_equal_the_one_copy_reference(model, word_l2r, max_copies):
     lengths = [7, 4, 10]
     ids, attention, scored, starts = _batch(lengths)
-    got, copies = token_scores(model, ids, attention, scored, word_l2r=word_l2r, word_starts=starts,
-                               max_copies=max_copies, mask_token_id=MASK)
+    got, copies = token_scores(
+        model, ids, attention, scored, word_l2r=word_l2r, word_starts=starts, max_copies=max_copies, mask_token_id=MASK
+    )
     assert copies == int(scored.sum())
     for b, n in enumerate(lengths):
         want = reference(model, ids[b, :n], scored[b, :n], starts[b, :n] if word_l2r else None)
@@ -127,21 +129,25 @@ def test_a_copy_shared_by_sentences_goes_through_once(model, bert_tokenizer):
     texts = ["the cat sat .", "the dog sat .", "the cat sat ."]
     batch = bert_tokenizer(texts, padding=True, return_special_tokens_mask=True, return_tensors="pt")
     scored = batch["special_tokens_mask"] == 0
-    logp, copies = token_scores(model, batch["input_ids"], batch["attention_mask"], scored,
-                                mask_token_id=bert_tokenizer.mask_token_id)
+    logp, copies = token_scores(
+        model, batch["input_ids"], batch["attention_mask"], scored, mask_token_id=bert_tokenizer.mask_token_id
+    )
     assert copies == 4 + 3  # "the cat sat ." (4 copies), "the dog sat ." shares the copy that masks its noun
     for text, row in zip(texts, logp):
         alone = score(model, bert_tokenizer, [text])[0]
         assert row[1:5].tolist() == pytest.approx([v for _, v in alone.tokens], abs=1e-5)
 
 
-@pytest.mark.parametrize("template, options, message", [
-    ("the cat sat .", ["a"], "exactly one"),
-    ("the [MASK] sat on [MASK] .", ["a"], "exactly one"),
-    ("the [MASK sat .", ["a"], "exactly one"),
-    ("the [MASK] sat .", [], "at least one"),
-    ("the [MASK] sat .", ["a", " "], "non-empty"),
-])
+@pytest.mark.parametrize(
+    "template, options, message",
+    [
+        ("the cat sat .", ["a"], "exactly one"),
+        ("the [MASK] sat on [MASK] .", ["a"], "exactly one"),
+        ("the [MASK sat .", ["a"], "exactly one"),
+        ("the [MASK] sat .", [], "at least one"),
+        ("the [MASK] sat .", ["a", " "], "non-empty"),
+    ],
+)
 def test_rank_bad_input(template, options, message):
     with pytest.raises(InfillError, match=message):
         splice(template, options)
@@ -173,16 +179,28 @@ def test_cli_score_and_rank_print_the_library_scores(tiny_model_dir, tmp_path, c
     assert [line["text"] for line in lines] == ["the cat sat .", "an unbelievable tune"]
     assert [line["score"] for line in lines] == pytest.approx([w.total for w in want], abs=1e-4)
     assert [t["token"] for t in lines[1]["tokens"]] == [t for t, _ in want[1].tokens]
-    assert main(["rank", "the [MASK] sat .", "--options", "cat,ice cream", "--options", "dog",
-                 "--model", str(tiny_model_dir)]) == 0
+    assert (
+        main(
+            [
+                "rank",
+                "the [MASK] sat .",
+                "--options",
+                "cat,ice cream",
+                "--options",
+                "dog",
+                "--model",
+                str(tiny_model_dir),
+            ]
+        )
+        == 0
+    )
     rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
     want = rank(model, tokenizer, "the [MASK] sat .", ["cat", "ice cream", "dog"])
     assert [(r[1], r[2]) for r in rows] == [(w.option, w.text) for w in want]
     assert [float(r[0]) for r in rows] == pytest.approx([w.score.total for w in want], abs=1e-3)
 
 
-def test_cli_score_takes_sentences_as_arguments_or_stdin_as_sample_takes_templates(tiny_model_dir, monkeypatch,
-                                                                                   capsys):
+def test_cli_score_takes_sentences_as_arguments_or_stdin_as_sample_takes_templates(tiny_model_dir, monkeypatch, capsys):
     import io
 
     from infill.cli import main
@@ -196,17 +214,20 @@ def test_cli_score_takes_sentences_as_arguments_or_stdin_as_sample_takes_templat
     assert capsys.readouterr().out == given
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["rank", "the cat sat ."], "--options"),
-    (["rank", "the cat sat .", "--options", "a"], "exactly one [MASK]"),
-    (["rank", "the [MASK] sat .", "--options", "a,,b"], "non-empty"),
-    (["score", "-f", "/no/such/file"], "cannot read /no/such/file"),
-    (["score"], "give a SENTENCE (e.g. 'the cat sat on the mat .'), - for stdin, or --file FILE"),
-    (["score", "a cat .", "-f", "s.txt"], "give a SENTENCE or --file, not both"),
-    (["score", "a cat .", " "], "sentence 2 is empty"),
-    (["score", "--mode", "l2r"], "invalid choice"),
-    (["score", "--chunk-size", "0"], "--chunk-size must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["rank", "the cat sat ."], "--options"),
+        (["rank", "the cat sat .", "--options", "a"], "exactly one [MASK]"),
+        (["rank", "the [MASK] sat .", "--options", "a,,b"], "non-empty"),
+        (["score", "-f", "/no/such/file"], "cannot read /no/such/file"),
+        (["score"], "give a SENTENCE (e.g. 'the cat sat on the mat .'), - for stdin, or --file FILE"),
+        (["score", "a cat .", "-f", "s.txt"], "give a SENTENCE or --file, not both"),
+        (["score", "a cat .", " "], "sentence 2 is empty"),
+        (["score", "--mode", "l2r"], "invalid choice"),
+        (["score", "--chunk-size", "0"], "--chunk-size must be a positive integer"),
+    ],
+)
 def test_cli_bad_input_is_one_line_before_the_model_loads(argv, message, capsys, monkeypatch):
     from infill.cli import main
     from infill.lm import models
@@ -230,7 +251,6 @@ def test_cli_too_long_sentence_names_its_line(tiny_model_dir, tmp_path, capsys):
     assert f"{path}:3 is 82 tokens, longer than the model's maximum of 64" in capsys.readouterr().err
 
 
-
 def test_repeat_masked_scores_mask_every_copy_of_the_token(model, bert_tokenizer):
     """``the`` twice: each is scored with both masked; the other tokens as the plain PLL scores them."""
     text = "the cat sat on the mat."
@@ -247,5 +267,6 @@ def test_repeat_masked_scores_mask_every_copy_of_the_token(model, bert_tokenizer
     assert [v for _, v in got.tokens] == pytest.approx(want, abs=1e-5)
     the = [i for i, (token, _) in enumerate(got.tokens) if token == "the"]
     assert len(the) == 2 and all(abs(got.tokens[i][1] - plain.tokens[i][1]) > 1e-4 for i in the)
-    assert [v for i, (_, v) in enumerate(got.tokens) if i not in the] == \
-        pytest.approx([v for i, (_, v) in enumerate(plain.tokens) if i not in the], abs=1e-5)
+    assert [v for i, (_, v) in enumerate(got.tokens) if i not in the] == pytest.approx(
+        [v for i, (_, v) in enumerate(plain.tokens) if i not in the], abs=1e-5
+    )

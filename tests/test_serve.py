@@ -1,5 +1,6 @@
 """``infill serve``: the JSON API over a tiny random BERT on 127.0.0.1 (every endpoint answers what the
 Python API gives, and bad input with a 400 of one line), and the run queue on its own."""
+
 from __future__ import annotations
 
 import json
@@ -89,8 +90,9 @@ def test_sample_returns_what_the_api_gives(url, infiller):
 
 
 def test_jsonl_keys_and_a_baseline(url):
-    status, got = request(url + "/api/sample", {"template": "a [MASK] .", "sampler": "left-to-right",
-                                                "num-samples": 2, "seed": 1})
+    status, got = request(
+        url + "/api/sample", {"template": "a [MASK] .", "sampler": "left-to-right", "num-samples": 2, "seed": 1}
+    )
     assert status == 200 and got["diagnostics"]["sampler"] == "left-to-right"
     assert got["diagnostics"]["num_samples"] == 2 and len(got["samples"]) == 2
 
@@ -124,12 +126,15 @@ def test_score_and_rank_return_what_the_api_gives(url, infiller):
     assert got["ranked"][0]["text"] == want[0].text and got["ranked"][0]["mode"] == "pll"
 
 
-@pytest.mark.parametrize("options", [
-    {"template": "the [MASK*?] sat .", "include": ["cat"]},
-    {"template": "the [MASK*0-2] sat on [MASK] .", "span_method": "per-length"},
-    {"template": "the [MASK] sat on the [MASK*2] .", "blank_unit": "word", "forbid": ["dog"]},
-    {"template": "the [MASK] sat on the [MASK] .", "include": ["cat"], "sampler": "gibbs-mh"},
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"template": "the [MASK*?] sat .", "include": ["cat"]},
+        {"template": "the [MASK*0-2] sat on [MASK] .", "span_method": "per-length"},
+        {"template": "the [MASK] sat on the [MASK*2] .", "blank_unit": "word", "forbid": ["dog"]},
+        {"template": "the [MASK] sat on the [MASK] .", "include": ["cat"], "sampler": "gibbs-mh"},
+    ],
+)
 def test_sample_takes_include_spans_and_blank_unit_as_the_api_does(url, infiller, options):
     status, got = request(url + "/api/sample", {**options, **FAST})
     assert status == 200, got
@@ -149,8 +154,9 @@ def wait_for(url: str, job_id: str) -> dict:
 
 
 def test_jobs_of_every_task_and_the_lengths_of_span_fills(url):
-    _, created = request(url + "/api/jobs", {"task": "sample", "template": "the [MASK*?] sat .", "num_samples": 4,
-                                             "steps": 3, "seed": 1})
+    _, created = request(
+        url + "/api/jobs", {"task": "sample", "template": "the [MASK*?] sat .", "num_samples": 4, "steps": 3, "seed": 1}
+    )
     result = wait_for(url, created["id"])["result"]
     (lengths,) = result["lengths"]
     assert [entry["words"] for entry in lengths] == [1, 2, 3, 4]  # every length [MASK*?] allows
@@ -158,8 +164,9 @@ def test_jobs_of_every_task_and_the_lengths_of_span_fills(url):
     assert [entry["share"] for entry in lengths] == [words.count(n) / len(words) for n in (1, 2, 3, 4)]
     _, created = request(url + "/api/jobs", {"template": "the [MASK] sat on [MASK*1-2] .", **FAST})
     assert wait_for(url, created["id"])["result"]["lengths"][0] is None  # a blank of fixed length
-    _, created = request(url + "/api/jobs", {"task": "rewrite", "text": "the cat sat on the mat .", "change": 0.5,
-                                             **FAST})
+    _, created = request(
+        url + "/api/jobs", {"task": "rewrite", "text": "the cat sat on the mat .", "change": 0.5, **FAST}
+    )
     result = wait_for(url, created["id"])["result"]
     assert len(result["trace"]["energies"]) == 3 and "lengths" not in result and result["samples"]
     _, created = request(url + "/api/jobs", {"task": "rank", "template": "a [MASK] .", "options": ["cat", "dog"]})
@@ -168,34 +175,37 @@ def test_jobs_of_every_task_and_the_lengths_of_span_fills(url):
     assert len(wait_for(url, created["id"])["result"]["scores"]) == 1
 
 
-@pytest.mark.parametrize("path, body, message", [
-    ("rewrite", {"change": 0.3}, 'needs a "text" string'),
-    ("rewrite", {"text": "a cat .", "change": 1.5}, "change must be a fraction strictly between 0 and 1"),
-    ("rewrite", {"text": "a cat .", "change": "much"}, "change must be a fraction"),
-    ("rewrite", {"text": "  ", "change": 0.3}, "give a sentence to rewrite"),
-    ("rewrite", {"text": "a cat .", "sampler": "left-to-right"}, "rewrite needs an MCMC sampler"),
-    ("rewrite", {"text": "a cat .", "steps": 0}, "steps must be a positive integer"),
-    ("rewrite", {"text": "a [MASK] cat ."}, "has a [MASK]"),  # found in the worker, by Infiller.rewrite
-    ("score", {"texts": "a cat ."}, "texts must be a list of strings"),
-    ("score", {"texts": []}, "give at least one of the texts"),
-    ("score", {"texts": ["a cat .", " "]}, "sentence 2 is empty"),
-    ("score", {"texts": ["a cat ."], "mode": "bleu"}, "scoring mode must be one of pll, word-l2r"),
-    ("score", {"text": ["a cat ."]}, "texts must be a list of strings"),
-    ("score", {"texts": ["a cat ."], "top": 3}, "unknown key 'top'"),
-    ("score", {"texts": ["a cat " * 100]}, "longer than the model's maximum"),  # found in the worker
-    ("rank", {"options": ["a"]}, 'needs a "template" string'),
-    ("rank", {"template": "a [MASK] [MASK] .", "options": ["a"]}, "exactly one [MASK] blank, got 2"),
-    ("rank", {"template": "a [MASK] .", "options": "cat,dog"}, "options must be a list of strings"),
-    ("rank", {"template": "a [MASK] .", "options": ["cat", ""]}, "an option must be a non-empty string"),
-    ("sample", {"template": "no blank here"}, "template has no [MASK] blank"),
-    ("sample", {"template": "a [MASK*5-2] ."}, "needs M <= N"),
-    ("sample", {"template": "a [MASK] .", "include": "cat"}, "include must be a list of words"),
-    ("sample", {"template": "a [MASK] .", "blank_unit": "line"}, "blank unit must be 'token' or 'word'"),
-    ("sample", {"template": "a [MASK*?] .", "sampler": "left-to-right"}, "has word blanks"),  # in the worker
-    ("sample", {"template": "a [MASK] .", "forbid": [","]}, "cannot forbid ','"),  # in the worker
-    ("jobs", {"task": "summarize", "template": "a [MASK] ."}, "task must be one of sample, rewrite, score, rank"),
-    ("jobs", {"task": "rewrite", "text": "a cat .", "change": 2}, "change must be a fraction"),
-])
+@pytest.mark.parametrize(
+    "path, body, message",
+    [
+        ("rewrite", {"change": 0.3}, 'needs a "text" string'),
+        ("rewrite", {"text": "a cat .", "change": 1.5}, "change must be a fraction strictly between 0 and 1"),
+        ("rewrite", {"text": "a cat .", "change": "much"}, "change must be a fraction"),
+        ("rewrite", {"text": "  ", "change": 0.3}, "give a sentence to rewrite"),
+        ("rewrite", {"text": "a cat .", "sampler": "left-to-right"}, "rewrite needs an MCMC sampler"),
+        ("rewrite", {"text": "a cat .", "steps": 0}, "steps must be a positive integer"),
+        ("rewrite", {"text": "a [MASK] cat ."}, "has a [MASK]"),  # found in the worker, by Infiller.rewrite
+        ("score", {"texts": "a cat ."}, "texts must be a list of strings"),
+        ("score", {"texts": []}, "give at least one of the texts"),
+        ("score", {"texts": ["a cat .", " "]}, "sentence 2 is empty"),
+        ("score", {"texts": ["a cat ."], "mode": "bleu"}, "scoring mode must be one of pll, word-l2r"),
+        ("score", {"text": ["a cat ."]}, "texts must be a list of strings"),
+        ("score", {"texts": ["a cat ."], "top": 3}, "unknown key 'top'"),
+        ("score", {"texts": ["a cat " * 100]}, "longer than the model's maximum"),  # found in the worker
+        ("rank", {"options": ["a"]}, 'needs a "template" string'),
+        ("rank", {"template": "a [MASK] [MASK] .", "options": ["a"]}, "exactly one [MASK] blank, got 2"),
+        ("rank", {"template": "a [MASK] .", "options": "cat,dog"}, "options must be a list of strings"),
+        ("rank", {"template": "a [MASK] .", "options": ["cat", ""]}, "an option must be a non-empty string"),
+        ("sample", {"template": "no blank here"}, "template has no [MASK] blank"),
+        ("sample", {"template": "a [MASK*5-2] ."}, "needs M <= N"),
+        ("sample", {"template": "a [MASK] .", "include": "cat"}, "include must be a list of words"),
+        ("sample", {"template": "a [MASK] .", "blank_unit": "line"}, "blank unit must be 'token' or 'word'"),
+        ("sample", {"template": "a [MASK*?] .", "sampler": "left-to-right"}, "has word blanks"),  # in the worker
+        ("sample", {"template": "a [MASK] .", "forbid": [","]}, "cannot forbid ','"),  # in the worker
+        ("jobs", {"task": "summarize", "template": "a [MASK] ."}, "task must be one of sample, rewrite, score, rank"),
+        ("jobs", {"task": "rewrite", "text": "a cat .", "change": 2}, "change must be a fraction"),
+    ],
+)
 def test_bad_input_to_every_endpoint_is_400_with_one_line(url, path, body, message):
     status, got = request(f"{url}/api/{path}", body)
     assert status == 400 and message in got["error"] and "\n" not in got["error"], got
@@ -206,16 +216,19 @@ def test_the_page_names_the_model_without_a_machine_path(tiny_model_dir):
     assert shown_name(str(tiny_model_dir) + "/") == tiny_model_dir.name
 
 
-@pytest.mark.parametrize("body, message", [
-    ({"template": "no blank here"}, "template has no [MASK] blank"),
-    ({"template": "a [MASK] .", "steps": 0}, "steps must be a positive integer, got 0"),
-    ({"template": "a [MASK] .", "sampler": "nope"}, "unknown sampler 'nope'"),
-    ({"template": "a [MASK] .", "step_size": "big"}, "step_size"),
-    ({"template": "a [MASK] .", "options": 5}, "bad run options"),
-    ({"steps": 3}, "needs a \"template\" string"),
-    ({"template": "a [MASK] .", "num_samples": 100000}, "at most 256 samples per request"),
-    ([1, 2], "must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({"template": "no blank here"}, "template has no [MASK] blank"),
+        ({"template": "a [MASK] .", "steps": 0}, "steps must be a positive integer, got 0"),
+        ({"template": "a [MASK] .", "sampler": "nope"}, "unknown sampler 'nope'"),
+        ({"template": "a [MASK] .", "step_size": "big"}, "step_size"),
+        ({"template": "a [MASK] .", "options": 5}, "bad run options"),
+        ({"steps": 3}, 'needs a "template" string'),
+        ({"template": "a [MASK] .", "num_samples": 100000}, "at most 256 samples per request"),
+        ([1, 2], "must be a JSON object"),
+    ],
+)
 def test_bad_input_is_400_with_one_line(url, body, message):
     status, got = request(url + "/api/sample", body)
     assert status == 400 and message in got["error"] and "\n" not in got["error"]
@@ -230,8 +243,10 @@ def test_bad_json_and_large_bodies(url):
 
 
 def test_jobs_report_progress_and_a_trace(url):
-    status, created = request(url + "/api/jobs", {"template": "the [MASK] sat [MASK] .", "sampler": "gibbs",
-                                                  "num_samples": 3, "steps": 4, "top": 2, "seed": 2})
+    status, created = request(
+        url + "/api/jobs",
+        {"template": "the [MASK] sat [MASK] .", "sampler": "gibbs", "num_samples": 3, "steps": 4, "top": 2, "seed": 2},
+    )
     assert status == 202
     deadline = time.monotonic() + 30
     while "result" not in (job := request(f"{url}/api/jobs/{created['id']}")[1]):
@@ -245,8 +260,9 @@ def test_jobs_report_progress_and_a_trace(url):
 
 
 def test_cancel_a_running_job(url):
-    _, created = request(url + "/api/jobs", {"template": "the [MASK] sat .", "sampler": "gibbs", "steps": 100000,
-                                                  "num_samples": 2})
+    _, created = request(
+        url + "/api/jobs", {"template": "the [MASK] sat .", "sampler": "gibbs", "steps": 100000, "num_samples": 2}
+    )
     job_url = f"{url}/api/jobs/{created['id']}"
     while request(job_url)[1]["progress"][0] < 1:
         time.sleep(0.02)
@@ -259,8 +275,9 @@ def test_cancel_a_running_job(url):
 def test_time_limit_full_queue_and_internal_errors(infiller, monkeypatch, caplog):
     app = create_app(infiller, queue_size=1, time_limit=0.5)
     with running(app) as base:
-        status, got = request(base + "/api/sample", {"template": "a [MASK] .", "sampler": "gibbs", "steps": 100000,
-                                                        "num_samples": 2})
+        status, got = request(
+            base + "/api/sample", {"template": "a [MASK] .", "sampler": "gibbs", "steps": 100000, "num_samples": 2}
+        )
         assert status == 503 and "time limit of 0.5 s" in got["error"]
         gate = threading.Event()
         app.state.queue.time_limit = 30
@@ -286,16 +303,17 @@ def test_time_limit_full_queue_and_internal_errors(infiller, monkeypatch, caplog
 
 
 def test_a_run_past_the_time_limit_is_a_503_and_one_log_line(infiller, caplog, capfd):
-    with caplog.at_level(logging.WARNING, logger="infill.serve"), \
-            running(create_app(infiller, time_limit=0.5)) as base:
-        status, got = request(base + "/api/sample", {"template": "a [MASK] .", "sampler": "gibbs", "steps": 100000,
-                                                        "num_samples": 2})
+    with caplog.at_level(logging.WARNING, logger="infill.serve"), running(create_app(infiller, time_limit=0.5)) as base:
+        status, got = request(
+            base + "/api/sample", {"template": "a [MASK] .", "sampler": "gibbs", "steps": 100000, "num_samples": 2}
+        )
     assert status == 503 and "time limit of 0.5 s" in got["error"] and "infill serve --time-limit" in got["error"]
     assert len(got["error"].splitlines()) == 1
     logged = caplog.text + capfd.readouterr().err
     assert "Traceback" not in logged and "Exception in ASGI application" not in logged
     assert [r.getMessage() for r in caplog.records if "time limit" in r.getMessage()] == [
-        next(r.getMessage() for r in caplog.records if "past the time limit of 0.5 s" in r.getMessage())]
+        next(r.getMessage() for r in caplog.records if "past the time limit of 0.5 s" in r.getMessage())
+    ]
 
 
 def test_page_and_info(url):
@@ -323,6 +341,7 @@ def test_queue_runs_one_at_a_time_in_order():
             seen.append(n)
             busy.remove(n)
             return n
+
         return go
 
     jobs = [queue.submit(run(n)) for n in range(6)]
@@ -354,12 +373,15 @@ def test_queue_full_cancel_while_waiting_and_deadline():
     queue.close()
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["serve", "--port", "70000"], "--port must be between 1 and 65535"),
-    (["serve", "--host", "no.such.host.invalid"], "unknown host"),
-    (["serve", "--queue-size", "0"], "--queue-size must be a positive integer"),
-    (["serve", "--time-limit", "0"], "--time-limit must be positive"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["serve", "--port", "70000"], "--port must be between 1 and 65535"),
+        (["serve", "--host", "no.such.host.invalid"], "unknown host"),
+        (["serve", "--queue-size", "0"], "--queue-size must be a positive integer"),
+        (["serve", "--time-limit", "0"], "--time-limit must be positive"),
+    ],
+)
 def test_serve_cli_bad_input_before_the_model_loads(argv, message, capsys, monkeypatch):
     from infill.lm import models
 

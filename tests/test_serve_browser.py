@@ -2,6 +2,7 @@
 every mode as a user would use it. Fill: fillings, marginals, traces and the baseline beside them; span
 blanks with an include word and the lengths chosen; progress, cancel and errors. Rewrite: variants with
 the changed words marked. Score & rank: a bar per sentence and per option."""
+
 from __future__ import annotations
 
 import os
@@ -12,8 +13,9 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("starlette", reason="infill serve needs the [serve] extra (starlette, uvicorn)")
-sync_api = pytest.importorskip("playwright.sync_api",
-                               reason="the browser test needs playwright (pip install playwright)")
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the browser test needs playwright (pip install playwright)"
+)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None:
     pytest.skip("no chromium installed (apt-get install chromium); .ci/run installs it", allow_module_level=True)
@@ -23,8 +25,16 @@ from test_serve import running  # noqa: E402
 from infill import Infiller  # noqa: E402
 from infill.serve import create_app  # noqa: E402
 
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 SCREENSHOTS = "INFILL_SCREENSHOTS"  # set to a folder (docs) to save the page of each mode; tests write no tracked file
 pytestmark = pytest.mark.slow
 

@@ -1,5 +1,6 @@
 """Word blanks through the one sampler contract: the span sampler run by ``run_annealed`` (annealing, the
 trace's candidates), its energy charged to a budget's meter, and the pipeline's budget, annealing and refusals."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,8 +34,14 @@ def test_annealed_stages_end_at_the_last_temperature_with_valid_fills(setup):
     model, tokenizer, template, categories = setup
     run = span_run(model, tokenizer, template, categories, 4, torch.Generator().manual_seed(0), temperature=2.0)
     steps = []
-    trace = run_annealed(run.sampler, run.target, run.x0, [(2.0, 3), (1.0, 2), (0.5, 4)],
-                         torch.Generator().manual_seed(0), callback=lambda t, state, info: steps.append(t))
+    trace = run_annealed(
+        run.sampler,
+        run.target,
+        run.x0,
+        [(2.0, 3), (1.0, 2), (0.5, 4)],
+        torch.Generator().manual_seed(0),
+        callback=lambda t, state, info: steps.append(t),
+    )
     assert steps == list(range(9)) and trace.samples.shape[0] == 4 and trace.temperature == 0.5
     fills = run.sampler.fills(trace.samples.flatten(0, 1))
     assert run.sampler.space.fill_valid(fills, torch.zeros(len(fills.lengths), dtype=torch.long)).all()
@@ -44,8 +51,9 @@ def test_annealed_stages_end_at_the_last_temperature_with_valid_fills(setup):
 
 def test_candidates_and_best_follow_decode(setup):
     model, tokenizer, template, categories = setup
-    run, trace = sample_spans(model, tokenizer, template, categories, 3, 4, torch.Generator().manual_seed(1),
-                              temperature=0.5)
+    run, trace = sample_spans(
+        model, tokenizer, template, categories, 3, 4, torch.Generator().manual_seed(1), temperature=0.5
+    )
     final, values = trace.candidates("final", 2)
     assert torch.equal(final[0], trace.samples[-1]) and torch.equal(values[0], trace.energies[-1] * 0.5)
     rows, energies, chains = best(trace, None)
@@ -86,8 +94,9 @@ def test_annealed_word_blanks_give_valid_fills(infiller):
     assert all(s.text == f"I {s.fills[0]} it." for s in result.samples)
 
 
-@pytest.mark.parametrize("settings, named", [({"sampler": "gwg"}, "--sampler gwg"),
-                                             ({"decode": "diverse", "top": 3}, "--decode diverse")])
+@pytest.mark.parametrize(
+    "settings, named", [({"sampler": "gwg"}, "--sampler gwg"), ({"decode": "diverse", "top": 3}, "--decode diverse")]
+)
 def test_token_options_are_refused_once_in_one_line(infiller, settings, named):
     with pytest.raises(InfillError) as error:
         infiller.sample(TEMPLATE, seed=0, **settings)

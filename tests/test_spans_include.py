@@ -1,5 +1,6 @@
 """Include words in span fills: the kernel on the sum energy against its exact target, a control that
 ignores the include term, and chain starts that hold every word."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,7 +30,7 @@ def visited_tv(target_energy, chain_energy, chains: int = 2000, steps: int = 200
     sampler = SpanSampler(space)
     x0 = enumerated.select(torch.randint(len(enumerated.lengths), (chains,), generator=generator)).pack()
     trace = sample(sampler, chain_energy, x0, steps, generator)
-    kept = base.index(sampler.fills(trace.samples[steps // 2:].flatten(0, 1)))
+    kept = base.index(sampler.fills(trace.samples[steps // 2 :].flatten(0, 1)))
     target = torch.softmax(target_energy(enumerated), 0)
     position = {int(i): n for n, i in enumerate(base.index(enumerated))}
     counts = torch.bincount(torch.tensor([position[int(i)] for i in kept]), minlength=len(target))

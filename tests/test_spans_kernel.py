@@ -1,5 +1,6 @@
 """The span sampler, run by the samplers' driver (:meth:`Sampler.run`), against exactly enumerable
 variable-length targets, and its biased and stale controls."""
+
 from __future__ import annotations
 
 import itertools
@@ -39,8 +40,12 @@ class TableEnergy:
         t = fills.tokens + 1  # EMPTY -> 0
         inside = (t > 0).double()
         pairs = (self.pair[t[..., :-1], t[..., 1:]] * inside[..., 1:]).sum((1, 2))
-        return ((self.unary[t] * inside).sum((1, 2)) + pairs + self.per_length[fills.lengths].sum(1)
-                + self.table[self.index(fills)])
+        return (
+            (self.unary[t] * inside).sum((1, 2))
+            + pairs
+            + self.per_length[fills.lengths].sum(1)
+            + self.table[self.index(fills)]
+        )
 
     def proposal_logits(self, fills, blank, slot):
         rows = fills.rows(blank)
@@ -61,15 +66,22 @@ def make_space(case: str, b: int) -> SpanSpace:
         allowed, starts, pieces, low, high = [[1, 1, 1, 1]], [[1, 1, 0, 0]], [2], [0], [2]
     else:
         allowed, starts, pieces, low, high = [[1, 1, 1], [1, 1, 0]], [[1, 1, 1]] * 2, [1, 1], [0, 0], [2, 1]
-    return SpanSpace(torch.tensor(allowed).bool(), torch.tensor(starts).bool(), torch.tensor(pieces),
-                     torch.tensor(low).expand(b, -1), torch.tensor(high).expand(b, -1))
+    return SpanSpace(
+        torch.tensor(allowed).bool(),
+        torch.tensor(starts).bool(),
+        torch.tensor(pieces),
+        torch.tensor(low).expand(b, -1),
+        torch.tensor(high).expand(b, -1),
+    )
 
 
 def all_fills(space: SpanSpace) -> Fills:
     """Every valid fill of a space (one chain's bounds), enumerated."""
     k, width = space.allowed.shape[1], space.width
-    per_blank = [[list(seq) for n in range(width + 1) for seq in itertools.product(range(k), repeat=n)]
-                 for _ in range(space.allowed.shape[0])]
+    per_blank = [
+        [list(seq) for n in range(width + 1) for seq in itertools.product(range(k), repeat=n)]
+        for _ in range(space.allowed.shape[0])
+    ]
     combos = list(itertools.product(*per_blank))
     tokens = torch.tensor([[seq + [EMPTY] * (width - len(seq)) for seq in combo] for combo in combos])
     lengths = torch.tensor([[len(seq) for seq in combo] for combo in combos])
@@ -90,8 +102,9 @@ class SymmetricInsert(SpanSampler):
     """Biased: inserts and deletes ignore the probability of the category drawn (as if it were uniform)."""
 
     def log_proposals(self, move, n, log_p_x, log_p_y, log_q_new, log_q_old):
-        return super().log_proposals(move, n, log_p_x, log_p_y, torch.where(move == 2, log_q_new, 0.0),
-                                     torch.where(move == 2, log_q_old, 0.0))
+        return super().log_proposals(
+            move, n, log_p_x, log_p_y, torch.where(move == 2, log_q_new, 0.0), torch.where(move == 2, log_q_old, 0.0)
+        )
 
 
 class StaleEnergy(SpanSampler):
@@ -124,7 +137,7 @@ def run_chains(kind: type, case: str, temperature: float = 1.0, chains: int = 20
     changed = (lengths[1:] != lengths[:-1]).any(-1).sum().item()
     target = torch.softmax(energy(enumerated) / temperature, 0)
     position = {int(i): n for n, i in enumerate(energy.index(enumerated))}
-    samples = energy.index(sampler.fills(trace.samples[steps // 2:].flatten(0, 1))).tolist()
+    samples = energy.index(sampler.fills(trace.samples[steps // 2 :].flatten(0, 1))).tolist()
     assert all(i in position for i in samples)  # every visited fill is valid
     counts = torch.bincount(torch.tensor([position[i] for i in samples]), minlength=len(target)).double()
     return total_variation(counts / counts.sum(), target), changed / (chains * steps), target, len(samples)
@@ -137,8 +150,9 @@ def test_span_sampler_is_exact(case, temperature):  # 0.5: the default of word b
     assert length_changes > 0.05  # the chains move between lengths (18-28% of steps at T = 1, 6% at 0.5)
 
 
-@pytest.mark.parametrize("kind", [NoReverseInsert, SymmetricInsert, StaleEnergy],
-                         ids=["no-reverse", "symmetric", "stale"])
+@pytest.mark.parametrize(
+    "kind", [NoReverseInsert, SymmetricInsert, StaleEnergy], ids=["no-reverse", "symmetric", "stale"]
+)
 def test_biased_and_stale_controls_fail_the_bound(kind):
     tv, *_ = run_chains(kind, "words")
     assert tv > 0.02

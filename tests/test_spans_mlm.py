@@ -1,4 +1,5 @@
 """The masked-LM span energy and the span entry point, on a tiny random BERT and on the dev MLM."""
+
 from __future__ import annotations
 
 import pytest
@@ -27,7 +28,7 @@ def setup(bert_tokenizer):
 def fills_of(*blanks: list[int], width: int = 8) -> Fills:
     tokens = torch.full((1, len(blanks), width), -1)
     for j, seq in enumerate(blanks):
-        tokens[0, j, :len(seq)] = torch.tensor(seq, dtype=torch.long)
+        tokens[0, j, : len(seq)] = torch.tensor(seq, dtype=torch.long)
     return Fills(tokens, torch.tensor([[len(seq) for seq in blanks]]))
 
 
@@ -42,9 +43,15 @@ def test_energy_is_the_sentence_score_plus_the_word_bonus(setup, scoring):
     assert tokenizer.decode(ids[1:-1]) == "the souvenir dog sat on red."
     special = torch.tensor([i in tokenizer.all_special_ids for i in ids.tolist()])
     starts = torch.tensor([i in token_words(tokenizer)[1] for i in ids.tolist()]) | special
-    scores, copies = token_scores(model, ids[None], torch.ones(1, len(ids), dtype=torch.long), ~special[None],
-                                  word_l2r=scoring == "word-l2r", word_starts=starts[None],
-                                  mask_token_id=tokenizer.mask_token_id)
+    scores, copies = token_scores(
+        model,
+        ids[None],
+        torch.ones(1, len(ids), dtype=torch.long),
+        ~special[None],
+        word_l2r=scoring == "word-l2r",
+        word_starts=starts[None],
+        mask_token_id=tokenizer.mask_token_id,
+    )
     assert energy(fills).item() == pytest.approx(scores.sum().item() + 0.7 * 3, abs=1e-4)
     assert energy.encoder_sequences == copies == len(ids) - 2
     assert energy.name == f"{scoring} +0.7/word"
@@ -78,8 +85,9 @@ def test_proposal_logits_are_the_models_at_the_mask(setup):
 
 def test_sample_spans_keeps_fills_valid_and_counts_the_encoder(setup):
     model, tokenizer, template, categories = setup
-    run, trace = sample_spans(model, tokenizer, template, categories, chains=6, steps=8,
-                              generator=torch.Generator().manual_seed(0))
+    run, trace = sample_spans(
+        model, tokenizer, template, categories, chains=6, steps=8, generator=torch.Generator().manual_seed(0)
+    )
     assert isinstance(trace, Trace) and trace.energies.shape == trace.accepted.shape == (8, 6)
     space = span_space(template, tokenizer, categories, 6)
     for t in range(8):
@@ -113,18 +121,38 @@ def test_chain_starts(setup, init):
 
 def test_per_length_pins_every_combination(setup):
     model, tokenizer, template, categories = setup
-    run, trace = sample_spans(model, tokenizer, template, categories, chains=2, steps=3, method="per-length",
-                              generator=torch.Generator().manual_seed(0))
+    run, trace = sample_spans(
+        model,
+        tokenizer,
+        template,
+        categories,
+        chains=2,
+        steps=3,
+        method="per-length",
+        generator=torch.Generator().manual_seed(0),
+    )
     pieces = run.sampler.fills(trace.samples.flatten(0, 1)).pieces(categories)
-    words = torch.tensor([[len([i for i in p if not tokenizer.convert_ids_to_tokens(i).startswith("##")])
-                           for p in chain] for chain in pieces]).view(3, 6, 2)
+    words = torch.tensor(
+        [
+            [len([i for i in p if not tokenizer.convert_ids_to_tokens(i).startswith("##")]) for p in chain]
+            for chain in pieces
+        ]
+    ).view(3, 6, 2)
     assert words[:, :, 1].eq(1).all()  # [MASK] is one word
     assert words[:, :, 0].tolist() == [[0, 0, 1, 1, 2, 2]] * 3  # [MASK*0-2]: 2 chains at each length
 
 
-@pytest.mark.parametrize("options, message", [({"method": "beam"}, "span method"), ({"init": "greedy"}, "start from"),
-                                              ({"steps": 0}, "positive"), ({"max_pieces": 0}, "max_pieces"),
-                                              ({"scoring": "bleu"}, "span scoring"), ({"window": -1}, "window")])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"method": "beam"}, "span method"),
+        ({"init": "greedy"}, "start from"),
+        ({"steps": 0}, "positive"),
+        ({"max_pieces": 0}, "max_pieces"),
+        ({"scoring": "bleu"}, "span scoring"),
+        ({"window": -1}, "window"),
+    ],
+)
 def test_sample_spans_refuses_bad_options(setup, options, message):
     model, tokenizer, template, categories = setup
     arguments = {"chains": 2, "steps": 2, **options}
@@ -139,8 +167,9 @@ def test_word_blank_takes_a_word_of_several_pieces(dev_model_path, bert_tokenize
     model = AutoModelForMaskedLM.from_pretrained(dev_model_path)
     template = parse("we bought a [MASK] in paris .", bert_tokenizer, 512, blank_unit="word")
     categories = word_piece_ids(bert_tokenizer)
-    run, trace = sample_spans(model, bert_tokenizer, template, categories, chains=16, steps=20,
-                              generator=torch.Generator().manual_seed(0))
+    run, trace = sample_spans(
+        model, bert_tokenizer, template, categories, chains=16, steps=20, generator=torch.Generator().manual_seed(0)
+    )
     visited = run.sampler.fills(trace.samples.flatten(0, 1)).pieces(categories)
     several = {fill_pieces(template, bert_tokenizer, p)[1][0] for p in visited if len(p[0]) > 1}
     assert several and all(len(word.split()) == 1 for word in several), several
@@ -160,19 +189,32 @@ def test_sample_spans_is_exact_on_a_tiny_masked_lm():
     categories = torch.tensor(tokenizer.convert_tokens_to_ids(["cat", "dog", "##s"]))
     template = parse("the [MASK*0-1] sat .", tokenizer, 64)
     chains, steps = 200, 100
-    run, trace = sample_spans(model, tokenizer, template, categories, chains, steps, max_pieces=2, max_copies=10**5,
-                              word_bonus=2.0, generator=torch.Generator().manual_seed(0))
+    run, trace = sample_spans(
+        model,
+        tokenizer,
+        template,
+        categories,
+        chains,
+        steps,
+        max_pieces=2,
+        max_copies=10**5,
+        word_bonus=2.0,
+        generator=torch.Generator().manual_seed(0),
+    )
     space = span_space(template, tokenizer, categories, 1, max_pieces=2)
     grid = torch.cartesian_prod(*[torch.arange(-1, 3)] * 2)  # every sequence of up to 2 categories (-1: empty)
     grid = grid[((grid[:, 1:] < 0) | (grid[:, :-1] >= 0)).all(1)]  # contiguous
     every = Fills(grid[:, None, :], (grid >= 0).sum(1, keepdim=True))
-    every = every.select(space.select(torch.zeros(len(grid), dtype=torch.long)).fill_valid(every, torch.zeros(
-        len(grid), dtype=torch.long)))
+    every = every.select(
+        space.select(torch.zeros(len(grid), dtype=torch.long)).fill_valid(
+            every, torch.zeros(len(grid), dtype=torch.long)
+        )
+    )
     assert len(every.lengths) == 5
     energy = span_energy(model, tokenizer, template, categories, space, word_bonus=2.0)
     target = torch.softmax(energy(every).double(), 0)
     index = {repr(f): n for n, f in enumerate(every.to_lists())}
-    kept = run.sampler.fills(trace.samples[steps // 2:].flatten(0, 1)).to_lists()
+    kept = run.sampler.fills(trace.samples[steps // 2 :].flatten(0, 1)).to_lists()
     counts = torch.bincount(torch.tensor([index[repr(f)] for f in kept]), minlength=5).double()
     tv = total_variation(counts / counts.sum(), target)
     assert tv <= 0.02, f"TV {tv:.4f}, noise floor of independent draws {tv_noise_floor(target, len(kept)):.4f}"

@@ -1,4 +1,5 @@
 """Extractive summarization: the Lin & Bilmes objective, baselines, decoding, data and the CLI."""
+
 import itertools
 import json
 import math
@@ -41,7 +42,6 @@ DOC = [
 ]
 TEXT = " ".join(DOC)
 PAPER = ObjectiveConfig(a=5.0, lam=6.0)  # Lin & Bilmes (2011)
-
 
 
 def slow_f(obj, subset):
@@ -113,7 +113,9 @@ def test_lead_takes_the_longest_prefix():
 
 def test_votes():
     obj = SummaryObjective(DOC, Budget(2, "sentences"))
-    samples = torch.tensor([[1, 1, 0, 0, 0, 0, 0, 0]] * 3 + [[0, 0, 1, 0, 0, 0, 0, 1]] * 2 + [[1, 0, 1, 0, 0, 0, 0, 0]] * 2)
+    samples = torch.tensor(
+        [[1, 1, 0, 0, 0, 0, 0, 0]] * 3 + [[0, 0, 1, 0, 0, 0, 0, 1]] * 2 + [[1, 0, 1, 0, 0, 0, 0, 0]] * 2
+    )
     assert sample_vote(obj, samples).tolist() == [1, 1, 0, 0, 0, 0, 0, 0]
     # frequencies: sentence 0 and 2 in 5 of 7, 1 in 3, 7 in 2: top two within the budget
     assert dimension_vote(obj, samples).tolist() == [1, 0, 1, 0, 0, 0, 0, 0]
@@ -140,7 +142,12 @@ def test_effective_sample_size():
 
 def test_sentences_and_text_checks():
     assert split_sentences("First one here. Second one, e.g. this one! Third?\n\nA heading\n\nLast.") == [
-        "First one here.", "Second one, e.g. this one!", "Third?", "A heading", "Last."]
+        "First one here.",
+        "Second one, e.g. this one!",
+        "Third?",
+        "A heading",
+        "Last.",
+    ]
     assert split_sentences(" \n\n ") == []
     with pytest.raises(InfillError, match="binary"):
         decode_text(b"\x7fELF\x00\x01")
@@ -150,8 +157,10 @@ def test_sentences_and_text_checks():
 
 
 def test_aclsum_loading_and_detokenization():
-    assert detokenize("setup for NER ( named entities ) , within 1 - 5 F 1 .") == \
-        "setup for NER (named entities), within 1 - 5 F 1."
+    assert (
+        detokenize("setup for NER ( named entities ) , within 1 - 5 F 1 .")
+        == "setup for NER (named entities), within 1 - 5 F 1."
+    )
     docs = load_aclsum("val", limit=2)
     assert len(docs) == 2 and all(len(d.sentences) > 5 and d.reference for d in docs)
     assert " ." not in docs[0].reference and " ," not in docs[0].sentences[0]
@@ -173,6 +182,7 @@ def test_objective_bad_input():
 def cli(args, capsys, stdin=None, monkeypatch=None):
     if stdin is not None:
         import io
+
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
     try:
         code = main(args)
@@ -198,19 +208,22 @@ def test_cli_summarize(tmp_path, capsys):
     assert code == 0 and result["objective"] >= result["start_objective"] and result["words"] <= 30
 
 
-@pytest.mark.parametrize("content,args,message", [
-    (b"", [], "no sentences"),
-    (b"   \n\n  ", [], "no sentences"),
-    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00", [], "binary"),
-    (b"\xff\xfe\xfa bad bytes", [], "UTF-8"),
-    (TEXT.encode(), ["--words", "3"], "no sentence fits in 3 words"),
-    (TEXT.encode(), ["--sentences", "0"], "positive integer"),
-    (TEXT.encode(), ["--sampler", "nope"], "unknown method"),
-    (b". \n\n \xe2\x80\xa2 \n\n It is.", [], "no sentence with a content word"),
-    (TEXT.encode(), ["--step-size", "inf"], "positive number"),
-    (TEXT.encode(), ["--anneal", "2"], "(0, 1]"),
-    (TEXT.encode(), ["--similarity", "bert"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "content,args,message",
+    [
+        (b"", [], "no sentences"),
+        (b"   \n\n  ", [], "no sentences"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00", [], "binary"),
+        (b"\xff\xfe\xfa bad bytes", [], "UTF-8"),
+        (TEXT.encode(), ["--words", "3"], "no sentence fits in 3 words"),
+        (TEXT.encode(), ["--sentences", "0"], "positive integer"),
+        (TEXT.encode(), ["--sampler", "nope"], "unknown method"),
+        (b". \n\n \xe2\x80\xa2 \n\n It is.", [], "no sentence with a content word"),
+        (TEXT.encode(), ["--step-size", "inf"], "positive number"),
+        (TEXT.encode(), ["--anneal", "2"], "(0, 1]"),
+        (TEXT.encode(), ["--similarity", "bert"], "invalid choice"),
+    ],
+)
 def test_cli_bad_input_is_one_line(tmp_path, capsys, content, args, message):
     path = tmp_path / "input"
     path.write_bytes(content)
@@ -241,9 +254,25 @@ def test_cli_subprocess_no_traceback(tmp_path):
 
 def test_cli_eval_summarization_small(tmp_path, capsys):
     out = tmp_path / "report.v2"  # a dotted name keeps its dot
-    code, stdout, err = cli(["eval-summarization", "--split", "train", "--limit", "1", "--steps", "20",
-                             "--chains", "2", "--methods", "lead,greedy,lexrank,mana,lb", "--output", str(out),
-                             "--quiet"], capsys)
+    code, stdout, err = cli(
+        [
+            "eval-summarization",
+            "--split",
+            "train",
+            "--limit",
+            "1",
+            "--steps",
+            "20",
+            "--chains",
+            "2",
+            "--methods",
+            "lead,greedy,lexrank,mana,lb",
+            "--output",
+            str(out),
+            "--quiet",
+        ],
+        capsys,
+    )
     assert code == 0 and "wrote" in err
     report = json.loads((tmp_path / "report.v2.json").read_text())
     assert list(report["summary"]) == ["lead", "greedy", "lexrank", "mana", "lb"]
@@ -271,8 +300,24 @@ def test_eval_summarization_never_overwrites_by_default(tmp_path, capsys, monkey
 def test_cli_empty_start_falls_back_to_greedy_when_the_chains_select_nothing(tmp_path, capsys):
     path = tmp_path / "doc.txt"
     path.write_text(TEXT)
-    code, out, _ = cli(["summarize", str(path), "--method", "mana", "--sentences", "1", "--steps", "1",
-                        "--start", "empty", "--step-size", "0.01", "--json"], capsys)
+    code, out, _ = cli(
+        [
+            "summarize",
+            str(path),
+            "--method",
+            "mana",
+            "--sentences",
+            "1",
+            "--steps",
+            "1",
+            "--start",
+            "empty",
+            "--step-size",
+            "0.01",
+            "--json",
+        ],
+        capsys,
+    )
     result = json.loads(out)
     assert code == 0 and result["method"] == "greedy (fallback)" and len(result["indices"]) == 1
 
@@ -281,8 +326,12 @@ def test_clean_sentences_and_json_lists_the_dropped(tmp_path, capsys):
     cleaned = clean_sentences(["EQUATION", ".", "The cat sat.", "•", "The cat sat.", "1.", "It is."])
     assert cleaned.kept == ["EQUATION", "The cat sat."] and cleaned.indices == [0, 2]
     assert [(i, reason) for i, _, reason in cleaned.dropped] == [
-        (1, "no content word"), (3, "no content word"), (4, "duplicate"), (5, "no content word"),
-        (6, "no content word")]
+        (1, "no content word"),
+        (3, "no content word"),
+        (4, "duplicate"),
+        (5, "no content word"),
+        (6, "no content word"),
+    ]
     path = tmp_path / "doc.txt"
     path.write_text(DOC[0] + " •\n\n" + " ".join(DOC[1:]) + " " + DOC[2])
     code, out, _ = cli(["summarize", str(path), "--words", "40", "--json", "--steps", "20"], capsys)
@@ -356,7 +405,13 @@ def test_eval_summarization_unwritable_output_fails_before_the_run(tmp_path, cap
 def test_run_signature_line():
     from infill.pipeline.signature import RunSignature
 
-    sig = RunSignature({"data": "aclsum:val", "budget": "150 words"}, "mana", {"steps": 200, "start": "greedy"}, 0,
-                       None, {"torch": "2.13.0"})
+    sig = RunSignature(
+        {"data": "aclsum:val", "budget": "150 words"},
+        "mana",
+        {"steps": 200, "start": "greedy"},
+        0,
+        None,
+        {"torch": "2.13.0"},
+    )
     assert str(sig) == "data:aclsum:val|budget:150 words|method:mana|steps:200|start:greedy|seed:0|torch:2.13.0"
     assert sig.as_dict()["hyperparameters"] == {"steps": 200, "start": "greedy"}

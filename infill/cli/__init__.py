@@ -3,6 +3,7 @@
 Only the chosen subcommand's module is imported (``infill --help`` lists the table below), so that help
 and argument errors answer at once, without importing torch.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,9 @@ COMMANDS = {
     "samplers": Command("samplers", "list samplers with their hyperparameters and defaults", None),
     "eval": Command("evaluate", "evaluate samplers on a corpus protocol (DLP Table 3 columns)", "eval"),
     "summarize": Command("summarize", "extractive summary of a text file by MCMC", "summarize"),
-    "eval-summarization": Command("eval_summarization", "summarization benchmark (ACLSum): F(S), ROUGE, ESS, "
-                                  "runtime", "summarize"),
+    "eval-summarization": Command(
+        "eval_summarization", "summarization benchmark (ACLSum): F(S), ROUGE, ESS, runtime", "summarize"
+    ),
     "score": Command("score", "pseudo-log-likelihood (PLL) of sentences", None),
     "rank": Command("score", "rank given fills of a [MASK] blank by the PLL of the sentence each makes", None),
     "serve": Command("serve", "a local web page and JSON API for sampling fillings", "serve"),

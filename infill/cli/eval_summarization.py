@@ -6,6 +6,7 @@ started from greedy), report F(S), ROUGE-1/2/L (rouge-score, Porter stemming), a
 Writes ``OUTPUT.md`` and ``OUTPUT.json`` atomically. The default output is a new file under ``runs/``;
 an existing report is replaced only when named with ``--output``, and the message says so.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -29,23 +30,36 @@ DEFAULT_METHODS = "lead,greedy,lexrank,textrank,luhn,lsa,lb,una,mana"
 
 
 def add_parser(subparsers, name: str) -> None:
-    parser = subparsers.add_parser(name, help="summarization benchmark (ACLSum): F(S), ROUGE, peers, runtime",
-                                   description=plain(__doc__.split("\n\n")[0]))
+    parser = subparsers.add_parser(
+        name,
+        help="summarization benchmark (ACLSum): F(S), ROUGE, peers, runtime",
+        description=plain(__doc__.split("\n\n")[0]),
+    )
     parser.add_argument("--dataset", choices=["aclsum"], default="aclsum", help="the corpus (default aclsum)")
-    parser.add_argument("--split", choices=["train", "val", "test"], default="val",
-                        help="the corpus split (default val)")
+    parser.add_argument(
+        "--split", choices=["train", "val", "test"], default="val", help="the corpus split (default val)"
+    )
     parser.add_argument("--limit", type=positive_int, default=None, help="first N documents only")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--words", type=positive_int, default=None, help=f"word budget (default {DEFAULT_WORDS})")
     budget.add_argument("--sentences", type=positive_int, default=None, help="sentence budget")
-    parser.add_argument("--methods", default=DEFAULT_METHODS,
-                        help=f"comma-separated: lead, greedy, sumy peers and sampler names (default {DEFAULT_METHODS})")
+    parser.add_argument(
+        "--methods",
+        default=DEFAULT_METHODS,
+        help=f"comma-separated: lead, greedy, sumy peers and sampler names (default {DEFAULT_METHODS})",
+    )
     add_objective_arguments(parser)
-    parser.add_argument("--output", default=None,
-                        help="report path without extension (default: a new runs/summarization-DATASET-SPLIT-TIME)")
-    parser.add_argument("--quiet", action="store_true",
-                        help="no progress on stderr (by default a bar on a terminal, else a line per document done "
-                             "with an estimate of the time left)")
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="report path without extension (default: a new runs/summarization-DATASET-SPLIT-TIME)",
+    )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (by default a bar on a terminal, else a line per document done "
+        "with an estimate of the time left)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -91,27 +105,37 @@ def run(args) -> int:
         raise InfillError(f"no documents in the aclsum {args.split} split")
 
     with progress(len(documents), "infill eval-summarization", "document", disable=args.quiet) as bar:
+
         def done(_, row):
             bar.set_postfix_str(f"{row['id']}, {row['sentences']} sentences")
             bar.update()
 
         report = evaluate(documents, budget, config, methods, settings, args.seed, done, f"aclsum:{args.split}")
-    command = "infill " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith(("infill", "__main__.py")) \
-        else None
+    command = (
+        "infill " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith(("infill", "__main__.py")) else None
+    )
     report = {"split": args.split, "date": datetime.date.today().isoformat(), "command": command, **report}
-    preamble = [f"Command: `{command or 'see the JSON settings'}` (run {report['date']}).", "",
-                f"{len(documents)} documents of the {args.split} split (introduction + conclusion; reference = "
-                f"abstract), budget {budget.describe()}. Samplers start from greedy and decode the best F seen "
-                f"(main table); peers are sumy's, on the same sentences, taken in rank order while they fit. "
-                f"F < greedy / F > greedy: documents whose summary's F is below / strictly above greedy's. "
-                f"s/doc: seconds per document, one torch thread."]
+    preamble = [
+        f"Command: `{command or 'see the JSON settings'}` (run {report['date']}).",
+        "",
+        f"{len(documents)} documents of the {args.split} split (introduction + conclusion; reference = "
+        f"abstract), budget {budget.describe()}. Samplers start from greedy and decode the best F seen "
+        f"(main table); peers are sumy's, on the same sentences, taken in rank order while they fit. "
+        f"F < greedy / F > greedy: documents whose summary's F is below / strictly above greedy's. "
+        f"s/doc: seconds per document, one torch thread.",
+    ]
     if DEFAULT_METHOD in report["summary"]:
-        wall, cpu = ([r[f"objective_{k}"] + r["methods"][DEFAULT_METHOD][k] for r in report["documents"]]
-                     for k in ("seconds", "cpu_seconds"))
-        preamble += ["", f"The {DEFAULT_METHOD} row is `infill summarize`'s default method. With the objective built "
-                         f"(sentence cleaning, similarities), it took {sum(wall) / len(wall):.2f} s per document on "
-                         f"average and {max(wall):.2f} s at most ({sum(cpu) / len(cpu):.2f} and {max(cpu):.2f} CPU "
-                         f"seconds: wall time depends on the machine's load)."]
+        wall, cpu = (
+            [r[f"objective_{k}"] + r["methods"][DEFAULT_METHOD][k] for r in report["documents"]]
+            for k in ("seconds", "cpu_seconds")
+        )
+        preamble += [
+            "",
+            f"The {DEFAULT_METHOD} row is `infill summarize`'s default method. With the objective built "
+            f"(sentence cleaning, similarities), it took {sum(wall) / len(wall):.2f} s per document on "
+            f"average and {max(wall):.2f} s at most ({sum(cpu) / len(cpu):.2f} and {max(cpu):.2f} CPU "
+            f"seconds: wall time depends on the machine's load).",
+        ]
     text = markdown(report, f"Extractive summarization on ACLSum ({args.split})", preamble)
     try:
         write_atomic(json_path, json.dumps(report, indent=1) + "\n")

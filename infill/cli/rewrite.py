@@ -9,6 +9,7 @@ against the sentence (13a tokens, exponential smoothing, effective order), the s
 rewriting papers; the template's line adds its ``source_bleu_signature``. Both are null without the
 ``eval`` extra (sacrebleu).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,23 +23,31 @@ from .sample import add_run_arguments, cli_options, print_result
 
 HELP = {  # the run settings whose sample help (auto's) is not what rewrite runs
     "method": f"an MCMC sampler (see `infill samplers`; not auto, nor a method without chains) (default: "
-              f"{REWRITE_SAMPLER})",
+    f"{REWRITE_SAMPLER})",
     "num_samples": f"chains (default: {SAMPLES})",
     "steps": f"MCMC steps per chain (default: {STEPS})",
     "decode": "where --top takes variants from: visited (every state after burn-in), final (the chains' final "
-              "states) or diverse (every state the run scored, kept for quality and diversity) (default: visited)",
+    "states) or diverse (every state the run scored, kept for quality and diversity) (default: visited)",
 }
 
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(name, help="diverse variants of a sentence, a fraction of its words changed",
-                                   description=plain(__doc__.split("\n\n")[1]))
+    parser = subparsers.add_parser(
+        name,
+        help="diverse variants of a sentence, a fraction of its words changed",
+        description=plain(__doc__.split("\n\n")[1]),
+    )
     parser.add_argument("sentence", help="the sentence to rewrite")
-    parser.add_argument("--change", type=float, default=0.5,
-                        help="expected fraction of the words to change, strictly between 0 and 1 (default: 0.5)")
+    parser.add_argument(
+        "--change",
+        type=float,
+        default=0.5,
+        help="expected fraction of the words to change, strictly between 0 and 1 (default: 0.5)",
+    )
     add_run_arguments(parser, skip=("top", "include", "blank_unit", "budget", "init", "span_method"), helps=HELP)
-    parser.add_argument("--top", type=int, default=5, metavar="K",
-                        help="keep the K distinct variants of highest energy (default: 5)")
+    parser.add_argument(
+        "--top", type=int, default=5, metavar="K", help="keep the K distinct variants of highest energy (default: 5)"
+    )
     parser.set_defaults(run=run)
     return parser
 
@@ -59,8 +68,7 @@ def run(args) -> int:
     from ..pipeline.infiller import Infiller
 
     infiller = Infiller(args.model, device=args.device, dtype=args.dtype, chunk_size=args.chunk_size)
-    result = infiller.rewrite(args.sentence, args.change,
-                              progress=not args.quiet and sys.stderr.isatty(), **options)
+    result = infiller.rewrite(args.sentence, args.change, progress=not args.quiet and sys.stderr.isatty(), **options)
     if args.json:
         print_json(result, args.sentence)
     else:
@@ -74,8 +82,16 @@ def print_json(result, source: str) -> None:
 
     scores, signature = source_bleu(result.texts, source)
     for sample, score in zip(result.samples, scores):
-        print(json.dumps({"template": result.template, **sample.to_dict(), "source_bleu": score},
-                         ensure_ascii=False))
-    print(json.dumps({"template": result.template, "diagnostics": result.diagnostics.to_dict(),
-                      "marginals": result.marginals, "source_bleu_signature": signature}, ensure_ascii=False),
-          flush=True)
+        print(json.dumps({"template": result.template, **sample.to_dict(), "source_bleu": score}, ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "template": result.template,
+                "diagnostics": result.diagnostics.to_dict(),
+                "marginals": result.marginals,
+                "source_bleu_signature": signature,
+            },
+            ensure_ascii=False,
+        ),
+        flush=True,
+    )

@@ -6,6 +6,7 @@ skipped; a line starting with ``{`` is a JSON object with ``"template"`` and opt
 ``allow_subwords``, ``forbid`` and sampler hyperparameters such as ``step_size``) overriding the command
 line's. Every line is checked (:class:`infill.pipeline.config.RunConfig`) before the model loads.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,27 +40,36 @@ def parse_value(text: str) -> object:
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
-        name, help="fill the [MASK] blanks of templates with diverse samples",
+        name,
+        help="fill the [MASK] blanks of templates with diverse samples",
         description="Fill the blanks of a template by MCMC on a masked LM (or by drawing from the masked LM "
-                    "itself). [MASK] is one token (one word with --blank-unit word), [MASK*3] three, "
-                    "[MASK*1-3] one to three words, [MASK*?] one to four. Prints one filled sentence per line.")
+        "itself). [MASK] is one token (one word with --blank-unit word), [MASK*3] three, "
+        "[MASK*1-3] one to three words, [MASK*?] one to four. Prints one filled sentence per line.",
+    )
     parser.add_argument("template", nargs="?", help="the template, or - to read templates from stdin")
     parser.add_argument("--file", "-f", help="read templates from FILE (one per line, or JSONL with options)")
-    parser.add_argument("--out", metavar="OUT.jsonl",
-                        help="with --file or -: write a JSON record per template line to OUT, a chunk at a time, in "
-                             "input order; run again to go on after the last complete one (lines without a seed: "
-                             "seed 0)")
+    parser.add_argument(
+        "--out",
+        metavar="OUT.jsonl",
+        help="with --file or -: write a JSON record per template line to OUT, a chunk at a time, in "
+        "input order; run again to go on after the last complete one (lines without a seed: "
+        "seed 0)",
+    )
     add_run_arguments(parser)
     parser.set_defaults(run=run)
     return parser
 
 
-def add_run_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = (),
-                      helps: Optional[dict] = None) -> None:
+def add_run_arguments(
+    parser: argparse.ArgumentParser, skip: tuple[str, ...] = (), helps: Optional[dict] = None
+) -> None:
     """``--json``, a flag per run setting (RunConfig's fields but ``skip``; ``helps``: a setting's own help, its
     default included), the model's and the sampler's flags: what ``sample`` and ``rewrite`` share."""
-    parser.add_argument("--json", action="store_true",
-                        help="print JSONL: one object per sample, then one {'diagnostics', 'marginals'} per template")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSONL: one object per sample, then one {'diagnostics', 'marginals'} per template",
+    )
     for setting in settings():  # the run settings: one list, RunConfig's fields
         if setting.name in skip:
             continue
@@ -71,18 +81,37 @@ def add_run_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = (
             parser.add_argument(*flags, dest=setting.name, action="append", metavar=meta["metavar"], help=meta["help"])
         else:
             default = f" (default: {setting.default})" if setting.default is not None else ""
-            parser.add_argument(*flags, dest=setting.name, type=meta.get("type", str), metavar=meta.get("metavar"),
-                                help=(helps or {}).get(setting.name, meta["help"] + default))
+            parser.add_argument(
+                *flags,
+                dest=setting.name,
+                type=meta.get("type", str),
+                metavar=meta.get("metavar"),
+                help=(helps or {}).get(setting.name, meta["help"] + default),
+            )
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
     parser.add_argument("--device", default="cpu", help="torch device (cpu)")
     parser.add_argument("--dtype", help="float32 (default), bfloat16, float16 or auto")
-    parser.add_argument("--chunk-size", type=int, metavar="N",
-                        help="at most N masked copies per forward/backward pass (less memory; default: all at once)")
-    parser.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
-                        help="a sampler hyperparameter, for any sampler (repeatable; see `infill samplers`)")
-    parser.add_argument("--quiet", "-q", action="store_true",
-                        help="no progress on stderr (by default a bar on a terminal, else a line per template done "
-                             "when there are several)")
+    parser.add_argument(
+        "--chunk-size",
+        type=int,
+        metavar="N",
+        help="at most N masked copies per forward/backward pass (less memory; default: all at once)",
+    )
+    parser.add_argument(
+        "--option",
+        "-o",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a sampler hyperparameter, for any sampler (repeatable; see `infill samplers`)",
+    )
+    parser.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="no progress on stderr (by default a bar on a terminal, else a line per template done "
+        "when there are several)",
+    )
     hyper = parser.add_argument_group("sampler hyperparameters (others: -o KEY=VALUE; see `infill samplers`)")
     for option in HYPERPARAMETER_FLAGS:
         hyper.add_argument("--" + option.replace("_", "-"), dest=f"hp_{option}", metavar="X")
@@ -90,8 +119,11 @@ def add_run_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = (
 
 def cli_options(args) -> dict:
     """Run options and sampler hyperparameters given on the command line."""
-    options = {s.metadata.get("key", s.name): getattr(args, s.name) for s in settings()
-               if getattr(args, s.name, None) is not None}
+    options = {
+        s.metadata.get("key", s.name): getattr(args, s.name)
+        for s in settings()
+        if getattr(args, s.name, None) is not None
+    }
     if args.forbid is not None:
         options["forbid"] = [w for item in args.forbid for w in _words(item)]
         if not options["forbid"]:
@@ -171,7 +203,7 @@ def iter_jobs(lines: Iterable[str], source: str, defaults: dict, keep_bad: bool 
         try:
             record = json.loads(line)
             if not isinstance(record, dict) or not isinstance(record.get("template"), str):
-                raise InfillError("a JSON line needs a \"template\" string")
+                raise InfillError('a JSON line needs a "template" string')
         except (json.JSONDecodeError, InfillError) as exc:
             error = f"invalid JSON: {exc.msg}" if isinstance(exc, json.JSONDecodeError) else str(exc)
             if not keep_bad:
@@ -276,8 +308,13 @@ def run_to_out(args) -> int:
         out = _resume(args.out, world, jobs)
         try:
             fill = partial(fill_records, load_model(device), tokenizer=tokenizer, limit=limit, check=stdin)
-            with Lines(total, "infill sample", "template", initial=out.done if out else 0,
-                       disable=args.quiet or not world.is_main) as progress:
+            with Lines(
+                total,
+                "infill sample",
+                "template",
+                initial=out.done if out else 0,
+                disable=args.quiet or not world.is_main,
+            ) as progress:
                 for records in corpus.shards(jobs, fill, world):
                     out.write(records)
                     progress.update(len(records))
@@ -316,10 +353,17 @@ def fill_records(infiller, jobs: list[Job], tokenizer, limit: int, check: bool) 
 
     bad = _bad(jobs, tokenizer, limit) if check else {}
     good = [job for index, job in enumerate(jobs) if index not in bad]
-    records = iter([corpus.record(job.line, result) for run, batch in groups(good, tokenizer, limit)
-                    for job, result in zip(run, infiller.run(batch))])
-    return [corpus.error_record(job.line, job.template, bad[index]) if index in bad else next(records)
-            for index, job in enumerate(jobs)]
+    records = iter(
+        [
+            corpus.record(job.line, result)
+            for run, batch in groups(good, tokenizer, limit)
+            for job, result in zip(run, infiller.run(batch))
+        ]
+    )
+    return [
+        corpus.error_record(job.line, job.template, bad[index]) if index in bad else next(records)
+        for index, job in enumerate(jobs)
+    ]
 
 
 def _bad(jobs: list[Job], tokenizer, limit: int) -> dict[int, str]:
@@ -356,8 +400,10 @@ def _resume(path: str, world, jobs: Iterator[Job]):
         ours = None if last is None else (last.line, last.template)
         if out is not None and ours != (out.last["line"], out.last.get("template")):
             out.close()
-            error = (f"--out {path} holds the fillings of another input (its record {done} is of line "
-                     f"{out.last['line']}: {out.last['template']!r}); give another --out")
+            error = (
+                f"--out {path} holds the fillings of another input (its record {done} is of line "
+                f"{out.last['line']}: {out.last['template']!r}); give another --out"
+            )
         error = world.broadcast(error)
     if error:
         raise InfillError(error)
@@ -377,6 +423,7 @@ def _load(args):
 
     def load_model(device: str) -> Infiller:
         return Infiller(args.model, device=device, dtype=args.dtype, tokenizer=tokenizer, chunk_size=args.chunk_size)
+
     return load_model, tokenizer, limit
 
 
@@ -386,5 +433,10 @@ def print_result(result, as_json: bool) -> None:
         return
     for sample in result.samples:
         print(json.dumps({"template": result.template, **sample.to_dict()}, ensure_ascii=False))
-    print(json.dumps({"template": result.template, "diagnostics": result.diagnostics.to_dict(),
-                      "marginals": result.marginals}, ensure_ascii=False), flush=True)
+    print(
+        json.dumps(
+            {"template": result.template, "diagnostics": result.diagnostics.to_dict(), "marginals": result.marginals},
+            ensure_ascii=False,
+        ),
+        flush=True,
+    )

@@ -1,4 +1,5 @@
 """``infill samplers``: the registered samplers with their hyperparameters and defaults."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,8 +9,9 @@ from . import plain
 
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(name, description="List the registered samplers, their hyperparameters and "
-                                                     "defaults.")
+    parser = subparsers.add_parser(
+        name, description="List the registered samplers, their hyperparameters and defaults."
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object per sampler")
     parser.set_defaults(run=run)
     return parser

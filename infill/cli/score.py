@@ -2,6 +2,7 @@
 rank`` (given fills of a blank, ranked by the PLL of the sentence each makes); see :mod:`infill.lm.scoring`.
 Input is checked before the model loads.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,31 +18,50 @@ BATCH = 64  # sentences tokenized and printed together
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     if name == "rank":
         parser = subparsers.add_parser(
-            name, help="rank given fills of a [MASK] blank by the PLL of the sentence each makes",
+            name,
+            help="rank given fills of a [MASK] blank by the PLL of the sentence each makes",
             description="Put each option (a word, several words or word pieces) in the template's one [MASK] "
-                        "blank and print the options best first with the PLL of the whole sentence (nats).")
+            "blank and print the options best first with the PLL of the whole sentence (nats).",
+        )
         parser.add_argument("template", help="a template with one [MASK] blank, e.g. 'the [MASK] sat .'")
-        parser.add_argument("--options", action="append", required=True, metavar="A,B,...",
-                            help="the fills to rank, comma-separated (repeatable)")
+        parser.add_argument(
+            "--options",
+            action="append",
+            required=True,
+            metavar="A,B,...",
+            help="the fills to rank, comma-separated (repeatable)",
+        )
     else:
         parser = subparsers.add_parser(
-            name, help="pseudo-log-likelihood (PLL) of sentences",
+            name,
+            help="pseudo-log-likelihood (PLL) of sentences",
             description="Print the PLL (Salazar et al. 2020) of each sentence, one per line: the sum over tokens "
-                        "of log p(token | the rest), in nats. Sentences are the arguments, or the lines of stdin "
-                        "(-) or of --file (empty lines skipped).")
+            "of log p(token | the rest), in nats. Sentences are the arguments, or the lines of stdin "
+            "(-) or of --file (empty lines skipped).",
+        )
         parser.add_argument("sentences", nargs="*", metavar="SENTENCE", help="a sentence, or - to read them from stdin")
         parser.add_argument("--file", "-f", help="read sentences from FILE, one a line")
-    parser.add_argument("--mode", choices=("pll", "word-l2r", "repeat-masked"), default="pll",
-                        help="pll: each token masked alone; word-l2r (Kauf & Ivanova 2023): with the rest of "
-                             "its word masked too; repeat-masked: with every other copy of the token masked too")
-    parser.add_argument("--word-l2r", dest="mode", action="store_const", const="word-l2r",
-                        help="same as --mode word-l2r")
+    parser.add_argument(
+        "--mode",
+        choices=("pll", "word-l2r", "repeat-masked"),
+        default="pll",
+        help="pll: each token masked alone; word-l2r (Kauf & Ivanova 2023): with the rest of "
+        "its word masked too; repeat-masked: with every other copy of the token masked too",
+    )
+    parser.add_argument(
+        "--word-l2r", dest="mode", action="store_const", const="word-l2r", help="same as --mode word-l2r"
+    )
     parser.add_argument("--json", action="store_true", help="print JSONL with the per-token scores")
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
     parser.add_argument("--device", default="cpu", help="torch device (cpu)")
     parser.add_argument("--dtype", help="float32 (default), bfloat16, float16 or auto")
-    parser.add_argument("--chunk-size", type=int, default=512, metavar="N",
-                        help="at most N masked copies per forward pass (default 512)")
+    parser.add_argument(
+        "--chunk-size",
+        type=int,
+        default=512,
+        metavar="N",
+        help="at most N masked copies per forward pass (default 512)",
+    )
     parser.set_defaults(run=run)
     return parser
 
@@ -83,19 +103,33 @@ def run(args) -> int:
     if args.command == "rank":
         for r in scoring.rank(model, tokenizer, args.template, options, args.mode, args.chunk_size):
             if args.json:
-                print(json.dumps({"option": r.option, "text": r.text, "score": r.score.total, "mode": args.mode,
-                                  "tokens": _tokens(r.score)}, ensure_ascii=False))
+                print(
+                    json.dumps(
+                        {
+                            "option": r.option,
+                            "text": r.text,
+                            "score": r.score.total,
+                            "mode": args.mode,
+                            "tokens": _tokens(r.score),
+                        },
+                        ensure_ascii=False,
+                    )
+                )
             else:
                 print(f"{r.score.total:.4f}\t{r.option}\t{r.text}")
         return 0
     texts = [text for _, text in sentences]
     scoring.check_texts(model, tokenizer, texts, [where for where, _ in sentences])
     for start in range(0, len(texts), BATCH):
-        batch = texts[start:start + BATCH]
+        batch = texts[start : start + BATCH]
         for text, result in zip(batch, scoring.score(model, tokenizer, batch, args.mode, args.chunk_size)):
             if args.json:
-                print(json.dumps({"text": text, "score": result.total, "mode": args.mode,
-                                  "tokens": _tokens(result)}, ensure_ascii=False))
+                print(
+                    json.dumps(
+                        {"text": text, "score": result.total, "mode": args.mode, "tokens": _tokens(result)},
+                        ensure_ascii=False,
+                    )
+                )
             else:
                 print(f"{result.total:.4f}\t{text}")
         sys.stdout.flush()

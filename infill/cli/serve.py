@@ -1,4 +1,5 @@
 """``infill serve``: the page and JSON API of :mod:`infill.serve` over one model, on 127.0.0.1 by default."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,21 +12,34 @@ from ..errors import InfillError, check, is_integer, positive_integer
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
-        name, help="a local web page and JSON API: fill, rewrite, score and rank",
+        name,
+        help="a local web page and JSON API: fill, rewrite, score and rank",
         description="Serve a page (fill templates and see marginals and traces, rewrite sentences, score "
-                    "sentences and rank options) and a JSON API (POST /api/sample, /api/rewrite, /api/score, "
-                    "/api/rank; see docs/serve.md) over one loaded model. Runs go one at a time through a queue.")
+        "sentences and rank options) and a JSON API (POST /api/sample, /api/rewrite, /api/score, "
+        "/api/rank; see docs/serve.md) over one loaded model. Runs go one at a time through a queue.",
+    )
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument("--device", default="cpu", help="torch device (cpu)")
     parser.add_argument("--dtype", help="float32 (default), bfloat16, float16 or auto")
-    parser.add_argument("--queue-size", type=int, default=32, metavar="N",
-                        help="runs that may wait behind the running one; more get HTTP 503 (default 32)")
-    parser.add_argument("--time-limit", type=float, default=60.0, metavar="S",
-                        help="seconds a request may take, waiting included (default 60)")
-    parser.add_argument("--max-body", type=int, default=64 * 1024, metavar="BYTES",
-                        help="largest request body (default 65536)")
+    parser.add_argument(
+        "--queue-size",
+        type=int,
+        default=32,
+        metavar="N",
+        help="runs that may wait behind the running one; more get HTTP 503 (default 32)",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds a request may take, waiting included (default 60)",
+    )
+    parser.add_argument(
+        "--max-body", type=int, default=64 * 1024, metavar="BYTES", help="largest request body (default 65536)"
+    )
     parser.set_defaults(run=run)
     return parser
 

@@ -17,6 +17,7 @@ Bad input gets one line on stderr and exit status 2. When the whole document fit
 is printed unchanged (with a note). The default (greedy) summarizes a 2,000-sentence document in well
 under a minute; samplers refuse documents of more than 500 sentences with one line.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,20 +63,37 @@ def step_size(text: str):
 def add_objective_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the objective and the chains shared with ``eval-summarization``."""
     group = parser.add_argument_group("objective and chains")
-    group.add_argument("--similarity", choices=["tfidf", "minilm"], default=None,
-                       help="sentence vectors for w_ij: tf-idf or MiniLM embeddings (default tfidf)")
+    group.add_argument(
+        "--similarity",
+        choices=["tfidf", "minilm"],
+        default=None,
+        help="sentence vectors for w_ij: tf-idf or MiniLM embeddings (default tfidf)",
+    )
     group.add_argument("--lambda", dest="lam", type=float, default=None, help="diversity weight (default 0)")
-    group.add_argument("--alpha-a", type=positive_float, default=None,
-                       help="coverage saturation alpha = a / N (default 13)")
-    group.add_argument("--temperature", type=positive_float, default=None,
-                       help="energy = (F - P) / (temperature * best single-sentence F) (default 0.1)")
+    group.add_argument(
+        "--alpha-a", type=positive_float, default=None, help="coverage saturation alpha = a / N (default 13)"
+    )
+    group.add_argument(
+        "--temperature",
+        type=positive_float,
+        default=None,
+        help="energy = (F - P) / (temperature * best single-sentence F) (default 0.1)",
+    )
     group.add_argument("--steps", type=positive_int, default=None, help="steps per chain (default 200)")
     group.add_argument("--chains", type=positive_int, default=None, help="parallel chains (default 4)")
     group.add_argument("--start", choices=["greedy", "empty"], default=None, help="chains' start (default greedy)")
-    group.add_argument("--anneal", type=unit_float, default=None,
-                       help="final temperature as a fraction of the first (default 1: no annealing)")
-    group.add_argument("--step-size", type=step_size, default=None,
-                       help="una/mana step size, or auto: about one flip per proposal (default auto)")
+    group.add_argument(
+        "--anneal",
+        type=unit_float,
+        default=None,
+        help="final temperature as a fraction of the first (default 1: no annealing)",
+    )
+    group.add_argument(
+        "--step-size",
+        type=step_size,
+        default=None,
+        help="una/mana step size, or auto: about one flip per proposal (default auto)",
+    )
     group.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
@@ -89,23 +107,40 @@ def objective_config(args):
 def chain_settings(args, sampler: str):
     from ..summarize import ChainSettings
 
-    given = {"steps": args.steps, "chains": args.chains, "start": args.start, "anneal": args.anneal,
-             "step_size": args.step_size}
+    given = {
+        "steps": args.steps,
+        "chains": args.chains,
+        "start": args.start,
+        "anneal": args.anneal,
+        "step_size": args.step_size,
+    }
     return ChainSettings(sampler=sampler, **{k: v for k, v in given.items() if v is not None})
 
 
 def add_parser(subparsers, name: str) -> None:
-    parser = subparsers.add_parser(name, help="extractive summary of a text file",
-                                   description=plain(__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[2]),
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(
+        name,
+        help="extractive summary of a text file",
+        description=plain(__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[2]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("file", help="a UTF-8 text file, or - for standard input")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--words", type=positive_int, help=f"at most W words (default {DEFAULT_WORDS})")
     budget.add_argument("--sentences", type=positive_int, help="at most N sentences")
-    parser.add_argument("--method", "--sampler", dest="method", default=DEFAULT_METHOD,
-                        help=f"a sampler, greedy, lead, lexrank, textrank, luhn or lsa (default {DEFAULT_METHOD})")
-    parser.add_argument("--decode", choices=["best", "sample", "dimension"], default="best",
-                        help="samplers: best F seen, sample-wise or dimension-wise vote (default best)")
+    parser.add_argument(
+        "--method",
+        "--sampler",
+        dest="method",
+        default=DEFAULT_METHOD,
+        help=f"a sampler, greedy, lead, lexrank, textrank, luhn or lsa (default {DEFAULT_METHOD})",
+    )
+    parser.add_argument(
+        "--decode",
+        choices=["best", "sample", "dimension"],
+        default="best",
+        help="samplers: best F seen, sample-wise or dimension-wise vote (default best)",
+    )
     add_objective_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print a JSON object instead of sentences")
     parser.set_defaults(run=run)
@@ -131,8 +166,9 @@ def run(args) -> int:
 
     method = args.method
     if method not in SAMPLERS and method not in ("greedy", "lead") and method not in PEERS:
-        raise InfillError(f"unknown method {method!r}; choose from greedy, lead, {', '.join(PEERS)}, "
-                          f"{', '.join(sorted(SAMPLERS))}")
+        raise InfillError(
+            f"unknown method {method!r}; choose from greedy, lead, {', '.join(PEERS)}, {', '.join(sorted(SAMPLERS))}"
+        )
     if method in PEERS and not available():
         raise InfillError(f"--method {method} needs sumy: pip install '{REQUIREMENT}'")
     config = objective_config(args)
@@ -141,8 +177,11 @@ def run(args) -> int:
     text = decode_text(read_input(args.file), source)
     cleaned = clean_sentences(split_sentences(text))
     if not cleaned.kept:
-        raise InfillError(f"{source} has no sentences to summarize" if not cleaned.dropped
-                          else f"{source} has no sentence with a content word to summarize")
+        raise InfillError(
+            f"{source} has no sentences to summarize"
+            if not cleaned.dropped
+            else f"{source} has no sentence with a content word to summarize"
+        )
     sentences = cleaned.kept
     budget = Budget(args.sentences, "sentences") if args.sentences else Budget(args.words or DEFAULT_WORDS, "words")
     costs = budget.costs(sentences)
@@ -152,8 +191,10 @@ def run(args) -> int:
         note = "the whole document fits in the budget; it is printed unchanged"
         return _print(args, cleaned, [1.0] * len(sentences), None, note, "whole document")
     if settings is not None and len(sentences) > MAX_SAMPLER_SENTENCES:
-        raise InfillError(f"{source} has {len(sentences)} sentences; the samplers take at most "
-                          f"{MAX_SAMPLER_SENTENCES} (use --method greedy)")
+        raise InfillError(
+            f"{source} has {len(sentences)} sentences; the samplers take at most "
+            f"{MAX_SAMPLER_SENTENCES} (use --method greedy)"
+        )
     torch.set_num_threads(1)  # small batched ops: one thread is fastest and plays well with others
     objective = SummaryObjective(sentences, budget, config)
     extra = {}
@@ -166,8 +207,10 @@ def run(args) -> int:
     else:
         result = run_chains(objective, settings, seed=args.seed)
         selection = result.selections[args.decode]
-        extra = {"start_objective": float(objective.value(result.start[None])),
-                 "acceptance_rate": result.acceptance_rate}
+        extra = {
+            "start_objective": float(objective.value(result.start[None])),
+            "acceptance_rate": result.acceptance_rate,
+        }
         label = f"{method} ({'best F seen' if args.decode == 'best' else args.decode + ' vote'}, from {settings.start})"
     note = None
     if not selection.any():  # only an empty start with too few steps, or a peer with nothing that fits
@@ -181,17 +224,22 @@ def _print(args, cleaned, selection, value, note, method, extra=None) -> int:
     if note and not args.json:
         print(f"infill: note: {note}", file=sys.stderr)
     if args.json:
-        print(json.dumps({
-            "method": method,
-            "indices": [cleaned.indices[j] for j in chosen],
-            "sentences": [cleaned.kept[j] for j in chosen],
-            "words": sum(len(cleaned.kept[j].split()) for j in chosen),
-            "objective": value,
-            **(extra or {}),
-            "document_sentences": len(cleaned.kept) + len(cleaned.dropped),
-            "dropped": [{"index": i, "sentence": s, "reason": r} for i, s, r in cleaned.dropped],
-            "note": note,
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "method": method,
+                    "indices": [cleaned.indices[j] for j in chosen],
+                    "sentences": [cleaned.kept[j] for j in chosen],
+                    "words": sum(len(cleaned.kept[j].split()) for j in chosen),
+                    "objective": value,
+                    **(extra or {}),
+                    "document_sentences": len(cleaned.kept) + len(cleaned.dropped),
+                    "dropped": [{"index": i, "sentence": s, "reason": r} for i, s, r in cleaned.dropped],
+                    "note": note,
+                },
+                indent=2,
+            )
+        )
     else:
         for j in chosen:
             print(cleaned.kept[j])

@@ -20,6 +20,7 @@ in two stages:
 
 :func:`source_bleu` scores each variant against the source, as ``infill rewrite --json`` and the page report it.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,8 +42,10 @@ BRACKET = 30.0  # lambda is sought in [-BRACKET, BRACKET]
 
 
 def check_change(change: float) -> float:
-    check(is_number(change, 0, 1, open_low=True, open_high=True),
-          f"change must be a fraction strictly between 0 and 1, got {change!r}")
+    check(
+        is_number(change, 0, 1, open_low=True, open_high=True),
+        f"change must be a fraction strictly between 0 and 1, got {change!r}",
+    )
     return float(change)
 
 
@@ -55,8 +58,10 @@ def source_bleu(variants: list[str], source: str) -> tuple[list, str | None]:
         metrics.check_bleu("sacrebleu")
     except (ImportError, InfillError):
         return [None] * len(variants), None
-    return ([100 * metrics.sentence_bleu(variant, source) for variant in variants],
-            metrics.sacrebleu_signature(1, effective_order=True))
+    return (
+        [100 * metrics.sentence_bleu(variant, source) for variant in variants],
+        metrics.sacrebleu_signature(1, effective_order=True),
+    )
 
 
 def source_log_probs(energy: Energy, source: Tensor) -> Tensor:
@@ -95,9 +100,17 @@ def closeness_sum(energy: Energy, source: Tensor, weight: float) -> WeightedSum:
     return WeightedSum([(1.0, energy, "pll"), closeness])
 
 
-def calibrate_closeness(energy: Energy, source: Tensor, change: float, sampler: Union[Sampler, Adapted, None] = None,
-                        chains: int = 16, steps: int = 20, rounds: int = 3,
-                        generator: Optional[torch.Generator] = None, with_state: bool = False):
+def calibrate_closeness(
+    energy: Energy,
+    source: Tensor,
+    change: float,
+    sampler: Union[Sampler, Adapted, None] = None,
+    chains: int = 16,
+    steps: int = 20,
+    rounds: int = 3,
+    generator: Optional[torch.Generator] = None,
+    with_state: bool = False,
+):
     """``energy + lambda * closeness(source)`` (``energy`` the PLL, or a sum of terms with it) with ``lambda``
     set so that about a fraction ``change`` of the ``d`` blanks differ from ``source (d,)`` (category
     indices) in expectation (module docstring); with a ``sampler``, refined by ``rounds`` runs of ``chains``
@@ -110,7 +123,7 @@ def calibrate_closeness(energy: Energy, source: Tensor, change: float, sampler: 
     for _ in range(rounds if sampler is not None else 0):
         trace = sample(sampler, closeness_sum(energy, source, weight), x, steps, generator, ("samples",))
         x = trace.final_state.x
-        kept = trace.samples[steps // 2:]
+        kept = trace.samples[steps // 2 :]
         observed = (kept != source.to(kept.device)).double().mean().item()
         floor = 0.5 / kept.numel()  # a fraction no run can tell from 0 (or 1)
         observed = min(max(observed, floor), 1 - floor)

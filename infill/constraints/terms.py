@@ -6,6 +6,7 @@ variables), so their gradient at a one-hot ``x`` gives the exact change of a sin
 error, and their :meth:`differences` give the same table in ``O(d K)`` without any model call (the
 proposal of ``gibbs``/``gibbs-mh`` on a sum adds them to the masked LM's conditional).
 """
+
 from __future__ import annotations
 
 from typing import Sequence, Union
@@ -109,8 +110,9 @@ class SequenceClassifier:
         config = classifier.config
         if isinstance(label, str):
             if label not in config.label2id:
-                raise InfillError(f"the classifier has no label {label!r}; its labels: "
-                                  f"{', '.join(map(str, config.label2id))}")
+                raise InfillError(
+                    f"the classifier has no label {label!r}; its labels: {', '.join(map(str, config.label2id))}"
+                )
             label = config.label2id[label]
         if not 0 <= label < config.num_labels:
             raise InfillError(f"label {label} is out of range for a classifier of {config.num_labels} labels")
@@ -130,8 +132,10 @@ class ClassifierTerm:
         embeddings = spec.classifier.get_input_embeddings().weight
         top = max(int(energy.input_ids.max()), int(energy.category_ids.max()))
         if top >= len(embeddings):
-            raise InfillError(f"the classifier knows {len(embeddings)} tokens, the template uses id {top}: "
-                              "it must share the masked LM's tokenizer")
+            raise InfillError(
+                f"the classifier knows {len(embeddings)} tokens, the template uses id {top}: "
+                "it must share the masked LM's tokenizer"
+            )
         self.classifier, self.label, self.name = spec.classifier, spec.label, spec.name
         self.input_ids = energy.input_ids.to(embeddings.device)
         self.blank_positions = energy.blank_positions.to(embeddings.device)

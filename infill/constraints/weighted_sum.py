@@ -5,6 +5,7 @@ differences), and its Metropolis-Hastings test uses the sum's value. ``gibbs-mh`
 :meth:`~WeightedSum.conditional_logits` and corrects by the sum. Plain ``gibbs`` with a masked-LM term draws
 from that proposal without a test, so it targets neither the PLL (as without terms) nor the sum.
 """
+
 from __future__ import annotations
 
 import math
@@ -131,8 +132,12 @@ class WeightedSum:
         return logits
 
 
-def constrained_energy(pll: MaskedLMEnergy, terms: Sequence[tuple] = (), include: Optional[Include] = None,
-                       include_weight: float = INCLUDE_WEIGHT) -> WeightedSum:
+def constrained_energy(
+    pll: MaskedLMEnergy,
+    terms: Sequence[tuple] = (),
+    include: Optional[Include] = None,
+    include_weight: float = INCLUDE_WEIGHT,
+) -> WeightedSum:
     """The energy of a run: ``pll`` (named ``pll``), plus ``include_weight * include`` where words must
     appear, plus the user's ``(weight, term[, name])`` entries, a term with a ``bind`` method (a
     :class:`~.terms.SequenceClassifier`) bound to ``pll``'s template(s)."""

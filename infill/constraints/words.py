@@ -1,4 +1,5 @@
 """Include words as category sets, with a one-line error for a request no filling can meet."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -26,8 +27,9 @@ def distinct_words(tokenizer, words: Sequence[str], forbid: Sequence[str] = ()) 
     return list(keys.values())
 
 
-def include_term(tokenizer, category_ids: Tensor, words: Sequence[str], num_blanks: int,
-                 forbid: Sequence[str] = ()) -> Include:
+def include_term(
+    tokenizer, category_ids: Tensor, words: Sequence[str], num_blanks: int, forbid: Sequence[str] = ()
+) -> Include:
     """The :class:`~.terms.Include` term for ``words``: each word's forms are the tokens among ``category_ids``
     whose text equals it, ignoring case (``cat``, ``Cat``, ``Ġcat``...). Checked before any sampling: a word
     must be one token a blank may take, must not also be forbidden, and the distinct words must fit in the
@@ -39,21 +41,28 @@ def include_term(tokenizer, category_ids: Tensor, words: Sequence[str], num_blan
         tokens = word_forms(tokenizer, word, texts)
         if not tokens:
             pieces = len(tokenizer.tokenize(word))
-            raise InfillError(f"cannot include {word!r}: it is {pieces} tokens for this model, not one "
-                              "(a word of several pieces needs word blanks)")
+            raise InfillError(
+                f"cannot include {word!r}: it is {pieces} tokens for this model, not one "
+                "(a word of several pieces needs word blanks)"
+            )
         categories = sorted(index[t] for t in tokens if t in index)
         if not categories:
-            raise InfillError(f"cannot include {word!r}: no blank may take it (not a word start of the "
-                              "vocabulary); allow subwords to include it")
+            raise InfillError(
+                f"cannot include {word!r}: no blank may take it (not a word start of the "
+                "vocabulary); allow subwords to include it"
+            )
         forms.append(categories)
     if len(forms) > num_blanks:
-        raise InfillError(f"cannot include {len(forms)} words in {num_blanks} blank"
-                          f"{'s' * (num_blanks != 1)}: give at most {num_blanks} words or add blanks")
+        raise InfillError(
+            f"cannot include {len(forms)} words in {num_blanks} blank"
+            f"{'s' * (num_blanks != 1)}: give at most {num_blanks} words or add blanks"
+        )
     return Include(forms, len(category_ids))
 
 
-def include_pieces(tokenizer, piece_ids: Tensor, words: Sequence[str], capacity: int, max_pieces: int,
-                   forbid: Sequence[str] = ()) -> list[list[tuple[int, ...]]]:
+def include_pieces(
+    tokenizer, piece_ids: Tensor, words: Sequence[str], capacity: int, max_pieces: int, forbid: Sequence[str] = ()
+) -> list[list[tuple[int, ...]]]:
     """Per distinct word, its forms for word blanks: the piece sequences of the word as written, lowercased
     and capitalised, as category indices among the sorted ``piece_ids``. Checked before any sampling: each
     form is a word start and its continuation pieces (at most ``max_pieces``) that word blanks may take, no
@@ -63,19 +72,30 @@ def include_pieces(tokenizer, piece_ids: Tensor, words: Sequence[str], capacity:
     out = []
     for word in map(str.strip, distinct_words(tokenizer, words, forbid)):
         spellings = spelled(tokenizer, dict.fromkeys((word, word.lower(), word.capitalize())))
-        forms = {tuple(index[i] for i in ids) for ids in spellings if 0 < len(ids) <= max_pieces
-                 and ids[0] in word_starts and all(i in index for i in ids)
-                 and not any(i in word_starts for i in ids[1:])}
+        forms = {
+            tuple(index[i] for i in ids)
+            for ids in spellings
+            if 0 < len(ids) <= max_pieces
+            and ids[0] in word_starts
+            and all(i in index for i in ids)
+            and not any(i in word_starts for i in ids[1:])
+        }
         if not forms and min(map(len, spellings)) > max_pieces:
-            raise InfillError(f"cannot include {word!r}: it is {min(map(len, spellings))} pieces for this model, "
-                              f"more than the {max_pieces} a word of a blank may take")
+            raise InfillError(
+                f"cannot include {word!r}: it is {min(map(len, spellings))} pieces for this model, "
+                f"more than the {max_pieces} a word of a blank may take"
+            )
         if not forms:
-            raise InfillError(f"cannot include {word!r}: no word blank may take it (not one word of the "
-                              "vocabulary's pieces, or punctuation)")
+            raise InfillError(
+                f"cannot include {word!r}: no word blank may take it (not one word of the "
+                "vocabulary's pieces, or punctuation)"
+            )
         out.append(sorted(forms))
     if len(out) > capacity:
-        raise InfillError(f"cannot include {len(out)} words in blanks of at most {capacity} word"
-                          f"{'s' * (capacity != 1)}: give fewer words or wider blanks")
+        raise InfillError(
+            f"cannot include {len(out)} words in blanks of at most {capacity} word"
+            f"{'s' * (capacity != 1)}: give fewer words or wider blanks"
+        )
     return out
 
 

@@ -5,6 +5,7 @@ wrapper (:class:`~infill.energies.tempered.Tempered`, :class:`~infill.constraint
 passes on each ability it can: :data:`SCALED` are values of the energy (or logits of its proposals) that a
 temperature divides, :data:`KEPT` are facts of the state space that no wrapper changes.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Protocol, runtime_checkable

@@ -7,6 +7,7 @@ is the case ``K = 2``) and returning the unnormalised log-probability of each st
 ``conditional_logits(x_idx, i)``: logits of its own proposal for variable ``i`` given the others (used by
 Gibbs on a masked LM).
 """
+
 from __future__ import annotations
 
 from typing import Callable

@@ -4,6 +4,7 @@ Every pass through the encoder is charged to the meter before it runs; a pass th
 sequences past the limit raises :class:`BudgetSpent` and runs nothing, so what a run reports it spent never
 exceeds its budget. Samplers stop where a step raises it (:func:`infill.samplers.sample`).
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager

@@ -11,6 +11,7 @@ exceeded.
 The host does one dictionary operation an entry: keys are built for a whole batch as int64 rows and read
 back once as bytes, logits move in and out as one indexed copy a batch, never one tensor an entry.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -106,8 +107,7 @@ class ConditionalCache:
         if capacity == 0:
             return [-1] * len(keys)
         if self._logits is not None and logits.shape[1] != self._logits.shape[1]:
-            raise ValueError(f"this cache holds logits over {self._logits.shape[1]} categories, not "
-                             f"{logits.shape[1]}")
+            raise ValueError(f"this cache holds logits over {self._logits.shape[1]} categories, not {logits.shape[1]}")
         entries, held, placed = self._entries, [], {}  # placed: row of _logits -> row of logits (the last put)
         for i, k in enumerate(keys):
             if k is None or k in entries:
@@ -150,4 +150,3 @@ def _spare(rows: int, like: Tensor) -> Tensor:
     if spare is not None and spare.shape == (rows, like.shape[1]) and spare.device == like.device:
         return spare
     return like.new_empty(rows, like.shape[1], dtype=torch.float32)
-

@@ -1,4 +1,5 @@
 """Exact enumeration of small energies and distances between distributions (for tests and checks)."""
+
 from __future__ import annotations
 
 import itertools

@@ -1,4 +1,5 @@
 """The pseudo-log-likelihood energy of a masked language model over the blanks of a template."""
+
 from __future__ import annotations
 
 import copy
@@ -54,9 +55,18 @@ class MaskedLMEnergy:
     a run; by default one of no limit), which refuses a pass past its limit before it runs.
     """
 
-    def __init__(self, model: nn.Module, input_ids: Tensor, blank_positions: Tensor, category_ids: Tensor,
-                 mask_token_id: int, chunk_size: Optional[int] = None, cache: Optional[ConditionalCache] = None,
-                 meter: Optional[Meter] = None, mask_repeats: bool = False):
+    def __init__(
+        self,
+        model: nn.Module,
+        input_ids: Tensor,
+        blank_positions: Tensor,
+        category_ids: Tensor,
+        mask_token_id: int,
+        chunk_size: Optional[int] = None,
+        cache: Optional[ConditionalCache] = None,
+        meter: Optional[Meter] = None,
+        mask_repeats: bool = False,
+    ):
         self.mask_repeats = mask_repeats
         if model.training or next(model.parameters()).requires_grad:  # else frozen already: spare the walk
             model.eval().requires_grad_(False)
@@ -87,8 +97,8 @@ class MaskedLMEnergy:
         """The energy of stacked template ``g`` alone: same model, categories, head, chunking, cache and meter, its
         own counts."""
         energy = copy.copy(self)
-        energy.input_ids, energy.blank_positions = self.input_ids[g:g + 1], self.blank_positions[g:g + 1]
-        energy._template_keys = self._template_keys[g:g + 1]
+        energy.input_ids, energy.blank_positions = self.input_ids[g : g + 1], self.blank_positions[g : g + 1]
+        energy._template_keys = self._template_keys[g : g + 1]
         energy.sequences = energy.cache_hits = 0
         return energy
 
@@ -142,8 +152,9 @@ class MaskedLMEnergy:
         b, d = x_idx.shape
         masked = self.copies(x_idx).flatten(0, 1)
         read = torch.arange(d, device=x_idx.device).repeat(b)[:, None]
-        logits = self._read(x_idx.repeat_interleave(d, 0), masked, read,
-                            self._template_of(b).repeat_interleave(d)).view(b, d, -1)
+        logits = self._read(
+            x_idx.repeat_interleave(d, 0), masked, read, self._template_of(b).repeat_interleave(d)
+        ).view(b, d, -1)
         return torch.log_softmax(logits, dim=-1).gather(-1, x_idx[..., None]).squeeze(-1).sum(1)
 
     def copies(self, x_idx: Tensor) -> Tensor:
@@ -174,8 +185,9 @@ class MaskedLMEnergy:
             copies[chain, term, positions[chain, blank]] = embeddings[self.mask_token_id]
         else:
             copies[rows, torch.arange(d, device=x.device), positions] = embeddings[self.mask_token_id]
-        logits = self._logits_at(positions.reshape(-1, 1), b * d if backward else 0,
-                                 inputs_embeds=copies.flatten(0, 1)).reshape(b, d, -1)
+        logits = self._logits_at(
+            positions.reshape(-1, 1), b * d if backward else 0, inputs_embeds=copies.flatten(0, 1)
+        ).reshape(b, d, -1)
         if _is_one_hot(x):
             self._keep(x.detach().argmax(-1), t, logits.detach())
         return (torch.log_softmax(logits.float(), dim=-1) * x).sum((1, 2))
@@ -196,8 +208,9 @@ class MaskedLMEnergy:
         """An upper bound ``(B,)`` of the energy of states ``x_idx (B, d)``: the sum of the PLL terms the cache
         holds (a term it lacks is a log-probability, at most 0); the energy itself where it holds them all."""
         b, d = x_idx.shape
-        rows = torch.tensor(self.cache.find(self._term_keys(x_idx, self._template_of(b))),
-                            device=x_idx.device).view(d, b)
+        rows = torch.tensor(self.cache.find(self._term_keys(x_idx, self._template_of(b))), device=x_idx.device).view(
+            d, b
+        )
         held = rows >= 0
         terms = torch.zeros(d, b, dtype=torch.float64)
         if held.any():
@@ -241,7 +254,7 @@ class MaskedLMEnergy:
         holds every entry read; else written pass by pass."""
         n, s = read.shape
         host = torch.cat([self._template_keys[template][:, None], read, torch.where(masked, MASKED, x_idx)], 1).cpu()
-        template_key, read_at, rows = host[:, :1], host[:, 1:1 + s], host[:, 1 + s:]  # one copy to the host a read
+        template_key, read_at, rows = host[:, :1], host[:, 1 : 1 + s], host[:, 1 + s :]  # one copy to the host a read
         keys = self.cache.keys(template_key.repeat_interleave(s), read_at.flatten(), rows.repeat_interleave(s, 0))
         found = self.cache.find(keys)
         wanted: dict[bytes, dict[int, list[int]]] = {}  # a sequence (template, row) -> slot -> outputs
@@ -259,10 +272,11 @@ class MaskedLMEnergy:
         if not pooled and max(found) >= 0:
             hits = [o for o, row in enumerate(found) if row >= 0]
             out[torch.tensor(hits, device=out.device)] = self.cache.logits(
-                torch.tensor([found[o] for o in hits], device=out.device))
+                torch.tensor([found[o] for o in hits], device=out.device)
+            )
         sequences = list(wanted)
         for start in range(0, len(sequences), self.pass_sequences):
-            part = sequences[start:start + self.pass_sequences]
+            part = sequences[start : start + self.pass_sequences]
             logits = self._forward(x_idx, masked, template, [first[q] for q in part], [wanted[q] for q in part])
             width = logits.shape[0] // len(part)
             entries: list[Optional[bytes]] = [None] * len(logits)  # the key of each row of logits (None: padding)
@@ -279,14 +293,18 @@ class MaskedLMEnergy:
                 for i, o in zip(source, target):
                     found[o] = placed[i]
             else:
-                out.index_copy_(0, torch.tensor(target, device=out.device),
-                                logits.index_select(0, torch.tensor(source, device=out.device)))
+                out.index_copy_(
+                    0,
+                    torch.tensor(target, device=out.device),
+                    logits.index_select(0, torch.tensor(source, device=out.device)),
+                )
         if pooled:
             out = self.cache.logits(torch.tensor(found, device=x_idx.device))
         return out.view(n, s, -1)
 
-    def _forward(self, x_idx: Tensor, masked: Tensor, template: Tensor, rows: list[int],
-                 wanted: list[dict[int, list[int]]]) -> Tensor:
+    def _forward(
+        self, x_idx: Tensor, masked: Tensor, template: Tensor, rows: list[int], wanted: list[dict[int, list[int]]]
+    ) -> Tensor:
         """One pass over the sequences held by chains ``rows``: float32 logits ``(len(rows) * width, K)`` at the
         slots ``wanted`` of each, in order, each list padded with its first slot to one ``width``."""
         width = max(map(len, wanted))

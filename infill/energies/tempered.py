@@ -1,4 +1,5 @@
 """An energy at temperature ``T``: the target ``exp(U / T)``."""
+
 from __future__ import annotations
 
 from typing import Callable

@@ -1,4 +1,5 @@
 """Small exactly-enumerable energies for tests and benchmarks."""
+
 from __future__ import annotations
 
 import torch
@@ -59,16 +60,17 @@ class TwoScalePotts(PottsEnergy):
         super().__init__(fields, couplings)
         self.many = many
         self.many_marginal = exact_distribution(PottsEnergy(fields[:many], couplings[:many, :, :many]), many, k)
-        self.binary_marginal = exact_distribution(PottsEnergy(fields[many:, :2], torch.zeros(binary, 2, binary, 2)),
-                                                  binary, 2)
+        self.binary_marginal = exact_distribution(
+            PottsEnergy(fields[many:, :2], torch.zeros(binary, 2, binary, 2)), binary, 2
+        )
 
     def block_distances(self, samples: Tensor) -> tuple[float, float]:
         """Total variation of each block's empirical distribution over ``samples (n, d)`` from its exact
         marginal: ``(many-valued block, binary block)``; a binary variable off its two plausible categories
         counts as mass off the target."""
-        binary = samples[:, self.many:]
+        binary = samples[:, self.many :]
         plausible = (binary < 2).all(1)
         q_binary = torch.bincount(state_index(binary[plausible], 2), minlength=2 ** binary.shape[1]) / len(samples)
         off = 1.0 - plausible.double().mean().item()
-        q_many = empirical_distribution(samples[:, :self.many], self.num_categories)
+        q_many = empirical_distribution(samples[:, : self.many], self.num_categories)
         return total_variation(self.many_marginal, q_many), total_variation(self.binary_marginal, q_binary) + off / 2

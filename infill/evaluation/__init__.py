@@ -5,6 +5,7 @@ selection) before it writes anything, then runs the missing (sentence, sampler) 
 the report of every unit the output directory holds: rows added by earlier commands stay in it. The
 sampling is injected (``make_sample_fn``) so that the pipeline can run without a model.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,10 +34,13 @@ def _configs(protocol: Protocol, rows: Sequence[str]) -> dict[str, dict]:
         raise InfillError("give one or more distinct samplers")
     for row in rows:
         if row in protocol.budgets and protocol.budgets[row] not in rows:
-            raise InfillError(f"{row} draws as many encoder sequences as {protocol.budgets[row]}: "
-                              f"run {protocol.budgets[row]} with it")
-    return {row: json.loads(json.dumps(config_signature(protocol.run_config(row), protocol.budgets.get(row))))
-            for row in rows}
+            raise InfillError(
+                f"{row} draws as many encoder sequences as {protocol.budgets[row]}: run {protocol.budgets[row]} with it"
+            )
+    return {
+        row: json.loads(json.dumps(config_signature(protocol.run_config(row), protocol.budgets.get(row))))
+        for row in rows
+    }
 
 
 def _check_stored(store: UnitStore, configs: dict[str, dict]) -> None:
@@ -44,18 +48,31 @@ def _check_stored(store: UnitStore, configs: dict[str, dict]) -> None:
     for (sentence_id, row), unit in store.units.items():
         stored = unit.get("config")
         if row in configs and stored is not None and stored != configs[row]:
-            raise InfillError(f"{store.directory} has {row} units sampled with {stored}, not "
-                              f"{configs[row]}; use another --out")
+            raise InfillError(
+                f"{store.directory} has {row} units sampled with {stored}, not {configs[row]}; use another --out"
+            )
 
 
 def _tasks_jsonl(tasks: list[Task]) -> str:
-    return "".join(json.dumps({"sentence_id": t.sentence_id, "corpus": t.corpus, "sentence": t.text,
-                               "masked": list(t.masked), "template": t.template}, ensure_ascii=False) + "\n"
-                   for t in tasks)
+    return "".join(
+        json.dumps(
+            {
+                "sentence_id": t.sentence_id,
+                "corpus": t.corpus,
+                "sentence": t.text,
+                "masked": list(t.masked),
+                "template": t.template,
+            },
+            ensure_ascii=False,
+        )
+        + "\n"
+        for t in tasks
+    )
 
 
-def _open_store(world: World, out: Path, fingerprint: dict, configs: dict[str, dict],
-                manifest: str) -> Optional[UnitStore]:
+def _open_store(
+    world: World, out: Path, fingerprint: dict, configs: dict[str, dict], manifest: str
+) -> Optional[UnitStore]:
     """Rank 0 opens (or resumes) the output directory; its error, if any, is raised on every rank."""
     store, error = None, None
     if world.is_main:
@@ -73,10 +90,17 @@ def _open_store(world: World, out: Path, fingerprint: dict, configs: dict[str, d
     return store
 
 
-def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: Optional[Sequence[str]] = None,
-             device: str = "cpu", limit: Optional[int] = None,
-             make_sample_fn: Optional[Callable[[], SampleFn]] = None, progress: bool = True,
-             bleu: str = "nltk") -> Optional[dict]:
+def evaluate(
+    protocol_path: str | Path,
+    out: str | Path,
+    model: str,
+    samplers: Optional[Sequence[str]] = None,
+    device: str = "cpu",
+    limit: Optional[int] = None,
+    make_sample_fn: Optional[Callable[[], SampleFn]] = None,
+    progress: bool = True,
+    bleu: str = "nltk",
+) -> Optional[dict]:
     """Run (or resume) an evaluation into ``out`` and return the report of every unit ``out`` holds, earlier
     commands' rows and sentences included (None on ranks other than 0 of a ``torchrun`` launch, see
     :mod:`.distributed`).
@@ -109,16 +133,21 @@ def evaluate(protocol_path: str | Path, out: str | Path, model: str, samplers: O
     world, device = init_world(device)
     try:
         if make_sample_fn is None:
+
             def make_sample_fn():
                 from ..pipeline.infiller import Infiller
 
                 return infiller_sample_fn(Infiller(model=model, device=device))
+
         sample_fn = make_sample_fn()  # a bad model or device fails here, before anything is written
         manifest = _tasks_jsonl(tasks)
         # units depend on the sentences, their masks and the model; each row's settings are checked per unit,
         # so a row added to the protocol keeps the finished units of the others
-        fingerprint = {"protocol": protocol.name, "tasks_sha256": hashlib.sha256(manifest.encode()).hexdigest(),
-                       "model": model}
+        fingerprint = {
+            "protocol": protocol.name,
+            "tasks_sha256": hashlib.sha256(manifest.encode()).hexdigest(),
+            "model": model,
+        }
         store = _open_store(world, Path(out), fingerprint, configs, manifest)
         done = world.broadcast(set(store.units) if world.is_main else None)
         run_units(chosen, samplers, protocol, store, sample_fn, done, world, progress)
@@ -152,11 +181,24 @@ def _signature(protocol: Protocol, model: str, device: str, units: list[dict]) -
         counts = sentences.setdefault(unit["sampler"], {spec.name: 0 for spec in protocol.corpora})
         counts[unit["corpus"]] += 1
     return {
-        "model": model, "device": device, "samplers": samplers, "seed": protocol.seed,
-        "protocol": {"name": protocol.name, "file": protocol.path.name, "sha256": protocol.sha256,
-                     "chains": protocol.chains, "steps": protocol.steps, "top": protocol.top,
-                     "words": [protocol.min_words, protocol.max_words],
-                     "mask": {"fraction": protocol.mask.fraction, "count": protocol.mask.count,
-                              "exclude_ends": protocol.mask.exclude_ends}},
-        "sentences": sentences, "versions": library_versions(EVAL_PACKAGES),
+        "model": model,
+        "device": device,
+        "samplers": samplers,
+        "seed": protocol.seed,
+        "protocol": {
+            "name": protocol.name,
+            "file": protocol.path.name,
+            "sha256": protocol.sha256,
+            "chains": protocol.chains,
+            "steps": protocol.steps,
+            "top": protocol.top,
+            "words": [protocol.min_words, protocol.max_words],
+            "mask": {
+                "fraction": protocol.mask.fraction,
+                "count": protocol.mask.count,
+                "exclude_ends": protocol.mask.exclude_ends,
+            },
+        },
+        "sentences": sentences,
+        "versions": library_versions(EVAL_PACKAGES),
     }

@@ -7,6 +7,7 @@ as many draws as the rest surely buys, each distinct draw scored as it comes), s
 sequences is the baseline at equal compute. :func:`matched` is the one runner every equal-compute driver
 (``infill eval``, scripts/) goes through.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -30,6 +31,7 @@ def matched(run: Callable[[int], R], budget: int, method: str, d: int, top: int 
 
 class Measure(NamedTuple):
     """One run on one template: the mean PLL of its kept fillings, its wall seconds, its encoder sequences."""
+
     pll: float
     seconds: float
     sequences: Optional[int]
@@ -42,20 +44,27 @@ def compare(reference: Sequence[Measure], row: Sequence[Measure]) -> dict:
     pairs = list(zip(reference, row, strict=True))
     times = sorted(a.seconds / b.seconds for a, b in pairs)
     sequences = [b.sequences / a.sequences for a, b in pairs if a.sequences and b.sequences is not None]
-    return {"templates": len(pairs), "reference_wins": sum(a.pll > b.pll for a, b in pairs),
-            "row_wins": sum(b.pll > a.pll for a, b in pairs),
-            "reference_pll": statistics.fmean(a.pll for a, _ in pairs),
-            "row_pll": statistics.fmean(b.pll for _, b in pairs),
-            "sequences_ratio": statistics.fmean(sequences) if sequences else None,
-            "time_ratio_median": statistics.median(times), "time_ratio_min": times[0], "time_ratio_max": times[-1]}
+    return {
+        "templates": len(pairs),
+        "reference_wins": sum(a.pll > b.pll for a, b in pairs),
+        "row_wins": sum(b.pll > a.pll for a, b in pairs),
+        "reference_pll": statistics.fmean(a.pll for a, _ in pairs),
+        "row_pll": statistics.fmean(b.pll for _, b in pairs),
+        "sequences_ratio": statistics.fmean(sequences) if sequences else None,
+        "time_ratio_median": statistics.median(times),
+        "time_ratio_min": times[0],
+        "time_ratio_max": times[-1],
+    }
 
 
 def describe(reference: str, row: str, c: dict, unit: str = "templates") -> list[str]:
     """A comparison from :func:`compare` as Markdown bullets (``unit``: what was compared one by one)."""
     ties = c["templates"] - c["reference_wins"] - c["row_wins"]
     sequences = "" if c["sequences_ratio"] is None else f"; {row} used {c['sequences_ratio']:.2f}x the sequences"
-    return [f"- Mean PLL of the kept fillings higher for {reference} on {c['reference_wins']} of {c['templates']} "
-            f"{unit}, for {row} on {c['row_wins']}, equal on {ties} (means {c['reference_pll']:.2f} against "
-            f"{c['row_pll']:.2f}{sequences}).",
-            f"- Wall time of {reference} over {row}'s: {c['time_ratio_median']:.2f}x (median over {unit}; range "
-            f"{c['time_ratio_min']:.2f}-{c['time_ratio_max']:.2f})."]
+    return [
+        f"- Mean PLL of the kept fillings higher for {reference} on {c['reference_wins']} of {c['templates']} "
+        f"{unit}, for {row} on {c['row_wins']}, equal on {ties} (means {c['reference_pll']:.2f} against "
+        f"{c['row_pll']:.2f}{sequences}).",
+        f"- Wall time of {reference} over {row}'s: {c['time_ratio_median']:.2f}x (median over {unit}; range "
+        f"{c['time_ratio_min']:.2f}-{c['time_ratio_max']:.2f}).",
+    ]

@@ -4,6 +4,7 @@ Sentences are whitespace-tokenized (the corpora are pre-tokenized) and, as in Wa
 evaluation reused by DLP and DISCS, lowercased for uncased models, with WikiText-103's ``@@UNKNOWN@@``
 mapped to BERT's ``[UNK]`` and the Toronto Book Corpus' LaTeX quotes (`````` and ``''``) mapped to ``"``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -48,7 +49,8 @@ def _load_lines(spec: CorpusSpec) -> list[str]:
             data = datasets.load_dataset(spec.dataset, spec.config, split=spec.split, cache_dir=str(CACHE_DIR))
         except Exception as exc:  # the hub and builders raise many types; one line for the user
             raise InfillError(
-                f"corpus {spec.name!r}: cannot load dataset {spec.dataset!r}: {_first_line(exc)}") from None
+                f"corpus {spec.name!r}: cannot load dataset {spec.dataset!r}: {_first_line(exc)}"
+            ) from None
     if spec.column not in data.column_names:
         raise InfillError(f"corpus {spec.name!r}: no column {spec.column!r} (columns: {', '.join(data.column_names)})")
     return data[spec.column]

@@ -3,6 +3,7 @@
 Relative corpus paths are resolved against the directory of the protocol file (so a protocol works from
 any working directory). Every key is checked: unknown keys and impossible values raise ``InfillError``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,6 +25,7 @@ CONVENTIONS = ("wikitext103", "tbc", "plain")
 @dataclass(frozen=True)
 class CorpusSpec:
     """One corpus: a local text file (``path``) or a hub dataset (``dataset``), its convention and quota."""
+
     name: str
     sentences: int
     convention: str = "plain"
@@ -38,6 +40,7 @@ class CorpusSpec:
 class MaskSpec:
     """Mask ``fraction`` of the words (rounded, at least one) or exactly ``count`` words; with
     ``exclude_ends`` never the first or last word (the DISCS setting)."""
+
     fraction: float | None = None
     count: int | None = None
     exclude_ends: bool = False
@@ -56,6 +59,7 @@ class Protocol:
     """A parsed protocol file. ``budgets`` maps a row with an ``equal_sequences = "REF"`` option to ``REF``:
     per sentence, that row draws as many times as it takes to pass as many encoder sequences as the row
     ``REF`` did (see :mod:`.compute`)."""
+
     name: str
     path: Path
     sha256: str
@@ -77,8 +81,14 @@ class Protocol:
         """The run of the report row ``row``: the protocol's chains, steps, top and [sampling] defaults,
         overridden by ``[sampling.options.ROW]`` (whose ``method`` defaults to the row's name before any
         ``@``). A row in :attr:`budgets` draws as many times as its budget needs instead of ``chains``."""
-        options = {"method": row.partition("@")[0], "num_samples": self.chains, "steps": self.steps,
-                   "top": self.top, **self.defaults, **self.sampler_options.get(row, {})}
+        options = {
+            "method": row.partition("@")[0],
+            "num_samples": self.chains,
+            "steps": self.steps,
+            "top": self.top,
+            **self.defaults,
+            **self.sampler_options.get(row, {}),
+        }
         return RunConfig.create(seed=seed, **options)
 
 
@@ -128,10 +138,15 @@ def _corpus(table, index: int, base: Path) -> CorpusSpec:
     if path is not None:
         path = base / _typed(table, "path", str, where)
     return CorpusSpec(
-        name=name, convention=convention, path=path,
+        name=name,
+        convention=convention,
+        path=path,
         sentences=_positive(_typed(table, "sentences", int, where, required=True), "sentences", where),
-        dataset=_typed(table, "dataset", str, where), config=_typed(table, "config", str, where),
-        split=_typed(table, "split", str, where, "train"), column=_typed(table, "column", str, where, "text"))
+        dataset=_typed(table, "dataset", str, where),
+        config=_typed(table, "config", str, where),
+        split=_typed(table, "split", str, where, "train"),
+        column=_typed(table, "column", str, where, "text"),
+    )
 
 
 def _mask(table: dict) -> MaskSpec:
@@ -144,8 +159,11 @@ def _mask(table: dict) -> MaskSpec:
         raise InfillError(f"[mask]: 'fraction' must be between 0 and 1, not {fraction}")
     if count is not None:
         _positive(count, "count", "[mask]")
-    return MaskSpec(fraction=None if fraction is None else float(fraction), count=count,
-                    exclude_ends=_typed(table, "exclude_ends", bool, "[mask]", False))
+    return MaskSpec(
+        fraction=None if fraction is None else float(fraction),
+        count=count,
+        exclude_ends=_typed(table, "exclude_ends", bool, "[mask]", False),
+    )
 
 
 def _sampling(table: dict) -> dict:
@@ -156,20 +174,25 @@ def _sampling(table: dict) -> dict:
     options = _typed(table, "options", dict, "[sampling]", {})
     for row, opts in options.items():
         if row not in samplers:
-            raise InfillError(f"[sampling.options.{row}] configures {row!r}, which is not in [sampling] samplers "
-                              f"({', '.join(samplers)})")
+            raise InfillError(
+                f"[sampling.options.{row}] configures {row!r}, which is not in [sampling] samplers "
+                f"({', '.join(samplers)})"
+            )
         if not isinstance(opts, dict):
             raise InfillError(f"[sampling.options]: {row!r} must be a table of options")
     budgets = {row: opts.pop("equal_sequences") for row, opts in options.items() if "equal_sequences" in opts}
     for row, reference in budgets.items():
         if reference not in samplers or reference in budgets:
-            raise InfillError(f"[sampling.options.{row}]: 'equal_sequences' must name another row of [sampling] "
-                              f"samplers without a budget of its own, not {reference!r}")
-    values = {key: _positive(_typed(table, key, int, "[sampling]", required=True), key, "[sampling]")
-              for key in ("chains", "steps", "top")}
+            raise InfillError(
+                f"[sampling.options.{row}]: 'equal_sequences' must name another row of [sampling] "
+                f"samplers without a budget of its own, not {reference!r}"
+            )
+    values = {
+        key: _positive(_typed(table, key, int, "[sampling]", required=True), key, "[sampling]")
+        for key in ("chains", "steps", "top")
+    }
     defaults = {key: table[key] for key in ("init", "temperature", "decode") if key in table}
-    return {"samplers": tuple(samplers), "defaults": defaults, "sampler_options": options, "budgets": budgets,
-            **values}
+    return {"samplers": tuple(samplers), "defaults": defaults, "sampler_options": options, "budgets": budgets, **values}
 
 
 def load_protocol(path: str | Path) -> Protocol:
@@ -202,16 +225,27 @@ def load_protocol(path: str | Path) -> Protocol:
     if min_words < 3:
         raise InfillError(f"[selection]: min_words must be at least 3 (the report counts 3-grams), got {min_words}")
     mask = _mask(table["mask"])
-    if any(mask.maskable(n) < 1 or mask.num_masked(n) > mask.maskable(n) or mask.num_masked(n) >= n
-           for n in (min_words, max_words)):  # something must be masked, and some context left
-        raise InfillError(f"sentences of {min_words}-{max_words} words cannot have {mask.num_masked(min_words)} "
-                          f"word(s) masked{' other than the first and last' if mask.exclude_ends else ''} and "
-                          "some left unmasked; raise [selection] min_words or mask fewer")
+    if any(
+        mask.maskable(n) < 1 or mask.num_masked(n) > mask.maskable(n) or mask.num_masked(n) >= n
+        for n in (min_words, max_words)
+    ):  # something must be masked, and some context left
+        raise InfillError(
+            f"sentences of {min_words}-{max_words} words cannot have {mask.num_masked(min_words)} "
+            f"word(s) masked{' other than the first and last' if mask.exclude_ends else ''} and "
+            "some left unmasked; raise [selection] min_words or mask fewer"
+        )
     protocol = Protocol(
-        name=_typed(table, "name", str, str(path), path.stem), path=path,
-        sha256=hashlib.sha256(raw).hexdigest(), seed=_typed(table, "seed", int, str(path), 0), corpora=specs,
-        min_words=min_words, max_words=max_words, lowercase=_typed(table, "lowercase", bool, str(path), True),
-        mask=mask, **_sampling(table["sampling"]))
+        name=_typed(table, "name", str, str(path), path.stem),
+        path=path,
+        sha256=hashlib.sha256(raw).hexdigest(),
+        seed=_typed(table, "seed", int, str(path), 0),
+        corpora=specs,
+        min_words=min_words,
+        max_words=max_words,
+        lowercase=_typed(table, "lowercase", bool, str(path), True),
+        mask=mask,
+        **_sampling(table["sampling"]),
+    )
     for row in protocol.samplers:
         try:
             protocol.run_config(row)

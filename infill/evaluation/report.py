@@ -11,6 +11,7 @@ no 4-gram with the references, which would make per-sentence scores mostly zero.
 Compute is the mean number of encoder sequences per sentence. A row drawn at the encoder sequences of
 another (``equal_sequences``) is compared with it sentence by sentence: top-5 mean PLL and wall time.
 """
+
 from __future__ import annotations
 
 import io
@@ -26,8 +27,12 @@ from .tables import fmt, mean_defined, signature_block, table
 NGRAM_ORDERS = (2, 3)
 
 
-def fillings_metrics(texts: list[str], references: dict[str, metrics.ReferenceCorpus],
-                     combined: metrics.ReferenceCorpus, bleu: str = "nltk") -> dict[str, float]:
+def fillings_metrics(
+    texts: list[str],
+    references: dict[str, metrics.ReferenceCorpus],
+    combined: metrics.ReferenceCorpus,
+    bleu: str = "nltk",
+) -> dict[str, float]:
     """The metrics (fractions) of a set of fillings; self-BLEU only with two or more of them."""
     row = {}
     if len(texts) >= 2:
@@ -40,8 +45,9 @@ def fillings_metrics(texts: list[str], references: dict[str, metrics.ReferenceCo
     return row
 
 
-def sampler_table(units: list[dict], reference_sentences: dict[str, list[list[str]]],
-                  bleu: str = "nltk") -> dict[str, dict]:
+def sampler_table(
+    units: list[dict], reference_sentences: dict[str, list[list[str]]], bleu: str = "nltk"
+) -> dict[str, dict]:
     """Per sampler (in first-seen order): metrics in percent (BLEU by the ``bleu`` definition), and cost totals."""
     references = {name: metrics.ReferenceCorpus(sentences) for name, sentences in reference_sentences.items()}
     combined = metrics.ReferenceCorpus(s for sentences in reference_sentences.values() for s in sentences)
@@ -72,10 +78,14 @@ def equal_compute(units: list[dict]) -> list[dict]:
     (:func:`.compute.compare`, with ``row`` and ``reference`` named)."""
     by_key = {(u["sentence_id"], u["sampler"]): u for u in units}
     comparisons = []
-    for row, reference in {u["sampler"]: u["config"]["equal_sequences"] for u in units
-                           if "equal_sequences" in u["config"]}.items():
-        pairs = [(by_key[sentence, reference], unit) for (sentence, name), unit in by_key.items()
-                 if name == row and (sentence, reference) in by_key]
+    for row, reference in {
+        u["sampler"]: u["config"]["equal_sequences"] for u in units if "equal_sequences" in u["config"]
+    }.items():
+        pairs = [
+            (by_key[sentence, reference], unit)
+            for (sentence, name), unit in by_key.items()
+            if name == row and (sentence, reference) in by_key
+        ]
         if pairs:
             measures = [[_measure(unit) for unit in pair] for pair in zip(*pairs)]
             comparisons.append({"row": row, "reference": reference, **compare(*measures)})
@@ -83,8 +93,9 @@ def equal_compute(units: list[dict]) -> list[dict]:
 
 
 def _measure(unit: dict) -> Measure:
-    return Measure(statistics.fmean(f["energy"] for f in unit["fillings"]), unit["seconds"],
-                   unit.get("encoder_sequences"))
+    return Measure(
+        statistics.fmean(f["energy"] for f in unit["fillings"]), unit["seconds"], unit.get("encoder_sequences")
+    )
 
 
 def bleu_signature(bleu: str, references: dict[str, list[list[str]]]) -> dict:
@@ -93,12 +104,19 @@ def bleu_signature(bleu: str, references: dict[str, list[list[str]]]) -> dict:
     if bleu == "nltk":
         return {"bleu": "nltk"}
     size = sum(len(sentences) for sentences in references.values())
-    return {"bleu": "sacrebleu", "sacrebleu": {"self_bleu": metrics.sacrebleu_signature("var"),
-                                              "corpus_bleu": metrics.sacrebleu_signature(size)}}
+    return {
+        "bleu": "sacrebleu",
+        "sacrebleu": {
+            "self_bleu": metrics.sacrebleu_signature("var"),
+            "corpus_bleu": metrics.sacrebleu_signature(size),
+        },
+    }
 
 
-BLEU_NOTES = {"nltk": "nltk corpus BLEU-4, no smoothing",
-              "sacrebleu": "sacrebleu corpus BLEU-4, its 13a tokens and exponential smoothing, signatures below"}
+BLEU_NOTES = {
+    "nltk": "nltk corpus BLEU-4, no smoothing",
+    "sacrebleu": "sacrebleu corpus BLEU-4, its 13a tokens and exponential smoothing, signatures below",
+}
 """How the report's note names each BLEU definition."""
 
 EVAL_PACKAGES = ("infill-mcmc", "torch", "transformers", "datasets", "nltk", "rouge-score", "numpy")
@@ -110,26 +128,44 @@ def markdown(report: dict) -> str:
     columns = [("sentences", "Sentences", 0), ("self_bleu", "Self-BLEU ↓", 2)]
     for name in ["self", *report["signature"]["reference_corpora"]]:
         columns += [(f"unique_{n}_{name}", f"Uniq {n}-gr {name} ↑", 2) for n in NGRAM_ORDERS]
-    columns += [("corpus_bleu", "Corpus BLEU ↑", 2), ("mean_energy", "Mean PLL ↑", 2), ("seconds", "Wall s", 2),
-                ("encoder_sequences", "Enc. seqs/sent", 0), ("energy_evaluations", "Energy evals", 0),
-                ("acceptance_rate", "Accept", 2), ("mean_hops", "Hops/step", 2),
-                ("distinct_per_sentence", "Distinct/sent", 2)]
-    rows = [[sampler, *(fmt(row.get(key), digits) for key, _, digits in columns)]
-            for sampler, row in report["samplers"].items()]
+    columns += [
+        ("corpus_bleu", "Corpus BLEU ↑", 2),
+        ("mean_energy", "Mean PLL ↑", 2),
+        ("seconds", "Wall s", 2),
+        ("encoder_sequences", "Enc. seqs/sent", 0),
+        ("energy_evaluations", "Energy evals", 0),
+        ("acceptance_rate", "Accept", 2),
+        ("mean_hops", "Hops/step", 2),
+        ("distinct_per_sentence", "Distinct/sent", 2),
+    ]
+    rows = [
+        [sampler, *(fmt(row.get(key), digits) for key, _, digits in columns)]
+        for sampler, row in report["samplers"].items()
+    ]
     bleu_note = BLEU_NOTES[report["signature"]["bleu"]]
-    lines = [f"# {report['signature']['protocol']['name']}: text infilling, diversity vs quality", "",
-             *table(["Sampler", *(title for _, title, _ in columns)], rows),
-             "", "Metrics in percent on each sampler's kept fillings, all sentences pooled (self-BLEU and corpus "
-             f"BLEU: {bleu_note}; corpus BLEU against all reference corpora, which exclude "
-             "the chosen sentences). Mean PLL: the pseudo-log-likelihood of the kept fillings (higher is more likely). "
-             "Wall time and energy evaluations are totals over all sentences and chains; encoder sequences (forward "
-             "copies and backward passes through the masked LM, starts and PLL re-scoring included) are a mean per "
-             "sentence; baselines (no steps) show no acceptance or hops.", ""]
+    lines = [
+        f"# {report['signature']['protocol']['name']}: text infilling, diversity vs quality",
+        "",
+        *table(["Sampler", *(title for _, title, _ in columns)], rows),
+        "",
+        "Metrics in percent on each sampler's kept fillings, all sentences pooled (self-BLEU and corpus "
+        f"BLEU: {bleu_note}; corpus BLEU against all reference corpora, which exclude "
+        "the chosen sentences). Mean PLL: the pseudo-log-likelihood of the kept fillings (higher is more likely). "
+        "Wall time and energy evaluations are totals over all sentences and chains; encoder sequences (forward "
+        "copies and backward passes through the masked LM, starts and PLL re-scoring included) are a mean per "
+        "sentence; baselines (no steps) show no acceptance or hops.",
+        "",
+    ]
     for c in report["equal_compute"]:
-        lines += [f"## {c['reference']} against {c['row']}, at equal encoder sequences", "",
-                  f"Per sentence, {c['row']} draws as many times as it takes to use as many encoder sequences as "
-                  f"{c['reference']}, its PLL re-ranking included.", "",
-                  *describe(c["reference"], c["row"], c, "sentences"), ""]
+        lines += [
+            f"## {c['reference']} against {c['row']}, at equal encoder sequences",
+            "",
+            f"Per sentence, {c['row']} draws as many times as it takes to use as many encoder sequences as "
+            f"{c['reference']}, its PLL re-ranking included.",
+            "",
+            *describe(c["reference"], c["row"], c, "sentences"),
+            "",
+        ]
     return "\n".join(lines + signature_block(report["signature"]) + [""])
 
 
@@ -163,20 +199,35 @@ def samples_jsonl(units: list[dict]) -> str:
     lines = []
     for unit in units:
         for rank, filling in enumerate(unit["fillings"], 1):
-            lines.append(json.dumps({"sentence_id": unit["sentence_id"], "corpus": unit["corpus"],
-                                     "sampler": unit["sampler"], "rank": rank, "text": filling["text"],
-                                     "fills": filling["fills"], "energy": filling["energy"],
-                                     "original": unit["original"], "template": unit["template"]},
-                                    ensure_ascii=False))
+            lines.append(
+                json.dumps(
+                    {
+                        "sentence_id": unit["sentence_id"],
+                        "corpus": unit["corpus"],
+                        "sampler": unit["sampler"],
+                        "rank": rank,
+                        "text": filling["text"],
+                        "fills": filling["fills"],
+                        "energy": filling["energy"],
+                        "original": unit["original"],
+                        "template": unit["template"],
+                    },
+                    ensure_ascii=False,
+                )
+            )
     return "".join(line + "\n" for line in lines)
 
 
-def write_report(directory: Path, units: list[dict], references: dict[str, list[list[str]]],
-                 signature: dict, bleu: str = "nltk") -> dict:
+def write_report(
+    directory: Path, units: list[dict], references: dict[str, list[list[str]]], signature: dict, bleu: str = "nltk"
+) -> dict:
     """Compute the table (BLEU by the ``bleu`` definition) and write ``report.json``, ``report.md``,
     ``report.png``, ``samples.jsonl`` atomically."""
-    report = {"signature": {**signature, "reference_corpora": list(references), **bleu_signature(bleu, references)},
-              "samplers": sampler_table(units, references, bleu), "equal_compute": equal_compute(units)}
+    report = {
+        "signature": {**signature, "reference_corpora": list(references), **bleu_signature(bleu, references)},
+        "samplers": sampler_table(units, references, bleu),
+        "equal_compute": equal_compute(units),
+    }
     directory = Path(directory)
     write_atomic(directory / "samples.jsonl", samples_jsonl(units))
     write_atomic(directory / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")

@@ -10,6 +10,7 @@ Filled sentences are rebuilt from the fills in the corpus' whitespace tokenizati
 taken from the Infiller's detokenized text, whose clean-up drops the spaces before punctuation: so
 fillings, originals and references are compared token for token.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,6 +34,7 @@ from .tasks import Task
 class Draw:
     """One filling the run kept: one string per blank, and its energy ``U`` (the pseudo-log-likelihood,
     higher is more probable, as in the DLP paper)."""
+
     fills: list[str]
     energy: float
 
@@ -47,8 +49,15 @@ class SampleFn(Interface):
     def __call__(self, template: str, config: RunConfig) -> Sampling: ...
 
 
-DIAGNOSTICS = ("energy_evaluations", "encoder_sequences", "forwards", "acceptance_rate", "mean_hops", "tuned",
-               "candidates")
+DIAGNOSTICS = (
+    "energy_evaluations",
+    "encoder_sequences",
+    "forwards",
+    "acceptance_rate",
+    "mean_hops",
+    "tuned",
+    "candidates",
+)
 
 
 def unit_seed(protocol_seed: int, sentence_id: str) -> int:
@@ -76,14 +85,25 @@ def run_unit(task: Task, row: str, protocol: Protocol, sample_fn: SampleFn, budg
     if budget is None:
         result, seconds = timed(config.budget)
     else:
-        (result, seconds), match = matched(timed, budget, config.method if config.is_baseline else config.init,
-                                           len(task.masked), config.top or 1)
+        (result, seconds), match = matched(
+            timed, budget, config.method if config.is_baseline else config.init, len(task.masked), config.top or 1
+        )
         unit.update({**match, "draws": len(result.draws)})
     fillings = best_distinct(task, result.draws, protocol.top)
-    unit.update({"sentence_id": task.sentence_id, "corpus": task.corpus, "sampler": row, "seed": seed,
-                 "original": task.text, "template": task.template, "masked": list(task.masked),
-                 "distinct": len({task.fill(list(d.fills)) for d in result.draws}),
-                 "fillings": fillings, "seconds": seconds})
+    unit.update(
+        {
+            "sentence_id": task.sentence_id,
+            "corpus": task.corpus,
+            "sampler": row,
+            "seed": seed,
+            "original": task.text,
+            "template": task.template,
+            "masked": list(task.masked),
+            "distinct": len({task.fill(list(d.fills)) for d in result.draws}),
+            "fillings": fillings,
+            "seconds": seconds,
+        }
+    )
     unit.update({key: result.diagnostics[key] for key in DIAGNOSTICS if key in result.diagnostics})
     return unit
 
@@ -98,16 +118,23 @@ def config_signature(config: RunConfig, equal_to: Optional[str] = None) -> dict:
     return signature
 
 
-def run_units(tasks: list[Task], samplers: list[str], protocol: Protocol, store: Optional[UnitStore],
-              sample_fn: SampleFn, done: set, world: World = World(), progress: bool = True) -> None:
+def run_units(
+    tasks: list[Task],
+    samplers: list[str],
+    protocol: Protocol,
+    store: Optional[UnitStore],
+    sample_fn: SampleFn,
+    done: set,
+    world: World = World(),
+    progress: bool = True,
+) -> None:
     """Run every (task, sampler) unit not in ``done``, dealt over the ranks of ``world`` in rounds, the rows
     with a budget after all others; rank 0 stores each round's units in ``store``. Progress shows on rank 0 when
     ``progress``: a bar on a terminal, else a line per unit with an estimate (:mod:`infill.pipeline.progress`)."""
     todo = [(task, sampler) for task in tasks for sampler in samplers if (task.sentence_id, sampler) not in done]
     total = len(tasks) * len(samplers)
     with progress_bar(total, "infill eval", "unit", total - len(todo), not (progress and world.is_main)) as bar:
-        _run_rounds([key for key in todo if key[1] not in protocol.budgets], protocol, store, sample_fn, {},
-                    world, bar)
+        _run_rounds([key for key in todo if key[1] not in protocol.budgets], protocol, store, sample_fn, {}, world, bar)
         budgeted = [key for key in todo if key[1] in protocol.budgets]
         if budgeted:
             budgets, error = world.broadcast(_budgets(store, budgeted, protocol) if world.is_main else None)
@@ -124,13 +151,22 @@ def _budgets(store: UnitStore, keys: list[tuple[Task, str]], protocol: Protocol)
         reference = protocol.budgets[row]
         budgets[task.sentence_id, row] = store.units[task.sentence_id, reference].get("encoder_sequences")
         if budgets[task.sentence_id, row] is None:
-            return {}, (f"{store.directory}: the {reference} unit of {task.sentence_id} does not count its encoder "
-                        f"sequences (sampled by an older infill), which {row} needs; use another --out")
+            return {}, (
+                f"{store.directory}: the {reference} unit of {task.sentence_id} does not count its encoder "
+                f"sequences (sampled by an older infill), which {row} needs; use another --out"
+            )
     return budgets, None
 
 
-def _run_rounds(todo: list[tuple[Task, str]], protocol: Protocol, store: Optional[UnitStore], sample_fn: SampleFn,
-                budgets: dict, world: World, bar) -> None:
+def _run_rounds(
+    todo: list[tuple[Task, str]],
+    protocol: Protocol,
+    store: Optional[UnitStore],
+    sample_fn: SampleFn,
+    budgets: dict,
+    world: World,
+    bar,
+) -> None:
     for start in range(0, len(todo), world.size):
         mine = todo[start + world.rank] if start + world.rank < len(todo) else None
         unit = None
@@ -141,7 +177,7 @@ def _run_rounds(todo: list[tuple[Task, str]], protocol: Protocol, store: Optiona
         if world.is_main:
             for unit in filter(None, finished):
                 store.add(unit)
-            bar.update(len(todo[start:start + world.size]))
+            bar.update(len(todo[start : start + world.size]))
 
 
 def infiller_sample_fn(infiller) -> SampleFn:
@@ -152,9 +188,15 @@ def infiller_sample_fn(infiller) -> SampleFn:
         d = result.diagnostics
         return Sampling(
             draws=[Draw(fills=list(s.fills), energy=float(s.energy)) for s in result.samples],
-            diagnostics={"energy_evaluations": d.evaluations * d.num_samples,
-                         "encoder_sequences": d.encoder_sequences, "forwards": d.forwards,
-                         "acceptance_rate": d.acceptance_rate, "mean_hops": d.mean_hops, "tuned": d.tuned,
-                         "candidates": d.candidates})
+            diagnostics={
+                "energy_evaluations": d.evaluations * d.num_samples,
+                "encoder_sequences": d.encoder_sequences,
+                "forwards": d.forwards,
+                "acceptance_rate": d.acceptance_rate,
+                "mean_hops": d.mean_hops,
+                "tuned": d.tuned,
+                "candidates": d.candidates,
+            },
+        )
 
     return sample

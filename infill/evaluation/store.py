@@ -6,6 +6,7 @@ only the unfinished units and never duplicates one. A store holds an exclusive O
 its directory, which the kernel releases when the process ends, however it ends: two runs never share
 a directory, and the lock file left by a killed run never blocks its resume.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,10 @@ _locked: dict[Path, int] = {}  # directories this process holds -> the descripto
 
 def _busy(directory: Path, fd: int) -> InfillError:
     owner = os.pread(fd, 32, 0).decode(errors="replace").strip()
-    return InfillError(f"{directory} is in use by another infill eval{f' (process {owner})' if owner else ''}; "
-                       "wait for it to finish or use another --out")
+    return InfillError(
+        f"{directory} is in use by another infill eval{f' (process {owner})' if owner else ''}; "
+        "wait for it to finish or use another --out"
+    )
 
 
 def _try_lock(fd: int, operation: int) -> bool:
@@ -124,8 +127,10 @@ class UnitStore:
         previous = json.loads(run_file.read_text(encoding="utf-8"))
         if previous != fingerprint:
             changed = sorted(k for k in set(previous) | set(fingerprint) if previous.get(k) != fingerprint.get(k))
-            raise InfillError(f"{self.directory} holds a run with other settings ({', '.join(changed)}); "
-                              "use another --out or delete it")
+            raise InfillError(
+                f"{self.directory} holds a run with other settings ({', '.join(changed)}); "
+                "use another --out or delete it"
+            )
 
     def close(self) -> None:
         """Release the directory's lock."""

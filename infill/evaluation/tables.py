@@ -3,6 +3,7 @@
 Used by the infilling report (:mod:`.report`), the summarization report (:mod:`infill.summarize.evaluation`)
 and ``scripts/frontier.py``, so a number reads the same in all of them.
 """
+
 from __future__ import annotations
 
 import json

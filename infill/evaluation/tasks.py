@@ -1,4 +1,5 @@
 """Infilling tasks: seeded choice of sentences, masked word positions, and the reference corpora."""
+
 from __future__ import annotations
 
 import random
@@ -13,6 +14,7 @@ MASK = "[MASK]"
 @dataclass(frozen=True)
 class Task:
     """One sentence to infill: ``words[i]`` for ``i`` in ``masked`` become blanks."""
+
     sentence_id: str
     corpus: str
     words: tuple[str, ...]
@@ -57,8 +59,10 @@ def make_tasks(protocol: Protocol, corpora: dict[str, list[list[str]]]) -> list[
                 seen.add(tuple(words))
                 candidates.append(index)
         if len(candidates) < spec.sentences:
-            raise InfillError(f"corpus {spec.name!r} has {len(candidates)} distinct sentences of "
-                              f"{protocol.min_words}-{protocol.max_words} words, fewer than the {spec.sentences} asked")
+            raise InfillError(
+                f"corpus {spec.name!r} has {len(candidates)} distinct sentences of "
+                f"{protocol.min_words}-{protocol.max_words} words, fewer than the {spec.sentences} asked"
+            )
         for index in rng.sample(candidates, spec.sentences):
             words = tuple(corpora[spec.name][index])
             first, stop = (1, len(words) - 1) if protocol.mask.exclude_ends else (0, len(words))

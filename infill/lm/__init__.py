@@ -1,5 +1,6 @@
 """The masked LM: loading it and its prediction head (:mod:`.models`), its own draws (:mod:`.mlm_draws`) and
 PLL scoring (:mod:`.scoring`). Its energies are :mod:`infill.energies`."""
+
 from __future__ import annotations
 
 import os

@@ -1,6 +1,7 @@
 """Where a model comes from: a saved folder, or a hub id taken from the hub or, when the hub is off or
 unreachable, from the local cache alone. Nothing here imports torch, so a model that cannot be had is told
 in one line at once."""
+
 from __future__ import annotations
 
 import functools
@@ -18,8 +19,9 @@ def _check_folder(path: Path, name: str) -> None:
     """One line for a local folder that holds no saved model (``save_pretrained``'s config and weights)."""
     files = [f.name for f in path.iterdir()]
     if "config.json" not in files:
-        raise InfillError(f"folder {name!r} holds no model: it has no config.json; give the folder a model was "
-                          "saved to, or a hub id")
+        raise InfillError(
+            f"folder {name!r} holds no model: it has no config.json; give the folder a model was saved to, or a hub id"
+        )
     if not any(f.endswith((".safetensors", ".bin")) for f in files):
         raise InfillError(f"folder {name!r} has a config.json but no model weights (*.safetensors or *.bin)")
 
@@ -39,8 +41,10 @@ def source(name: Optional[str]) -> tuple[str, str, bool]:
         try:
             validate_repo_id(name)
         except HFValidationError:
-            raise InfillError(f"model {name!r} is no local folder and no hub id (such as 'bert-base-uncased' or "
-                              "'org/name'); give the path of a local checkpoint or a hub id") from None
+            raise InfillError(
+                f"model {name!r} is no local folder and no hub id (such as 'bert-base-uncased' or "
+                "'org/name'); give the path of a local checkpoint or a hub id"
+            ) from None
     return name, str(path) if local else name, local
 
 
@@ -70,14 +74,19 @@ def offline() -> Optional[str]:
 def not_found(name: str, local: bool, reason: Optional[str]) -> InfillError:
     """The one line for a model that cannot be loaded; ``reason``: why only the cache was looked in."""
     if local:
-        return InfillError(f"cannot load the model saved in {name!r}: its tokenizer or weights are missing or "
-                           "unreadable")
+        return InfillError(
+            f"cannot load the model saved in {name!r}: its tokenizer or weights are missing or unreadable"
+        )
     if reason:
-        return InfillError(f"cannot load model {name!r}: it is not in the local cache and {reason}; to run offline, "
-                           "give --model the path of a saved checkpoint (or set INFILL_MODEL to it), or set "
-                           "HF_HUB_OFFLINE=1 with the model in the cache")
-    return InfillError(f"cannot load model {name!r}: no such model on the hub nor in the local cache; give a hub id "
-                       "or the path of a saved checkpoint")
+        return InfillError(
+            f"cannot load model {name!r}: it is not in the local cache and {reason}; to run offline, "
+            "give --model the path of a saved checkpoint (or set INFILL_MODEL to it), or set "
+            "HF_HUB_OFFLINE=1 with the model in the cache"
+        )
+    return InfillError(
+        f"cannot load model {name!r}: no such model on the hub nor in the local cache; give a hub id "
+        "or the path of a saved checkpoint"
+    )
 
 
 def check_available(name: Optional[str]) -> None:

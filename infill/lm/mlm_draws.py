@@ -14,6 +14,7 @@ same for every draw: it runs once per template, one sequence, its logits shared 
 ``generator``. The energy must offer ``blank_logits(x_idx, masked, read) -> (B, S, K)``
 (:class:`~infill.energies.masked_lm.MaskedLMEnergy`).
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional
@@ -21,8 +22,14 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor
 
-FORWARDS = {"uniform": lambda d: 0, "independent": lambda d: 1, "argmax": lambda d: 1, "left-to-right": lambda d: d,
-            "confident-first": lambda d: d, "random-order": lambda d: d}
+FORWARDS = {
+    "uniform": lambda d: 0,
+    "independent": lambda d: 1,
+    "argmax": lambda d: 1,
+    "left-to-right": lambda d: d,
+    "confident-first": lambda d: d,
+    "random-order": lambda d: d,
+}
 """Forward passes that each method costs for ``d`` blank tokens: the first over one sequence per template, the
 others over the chains."""
 ORDERS = ("left-to-right", "random-order", "confident-first")
@@ -81,9 +88,16 @@ def scaled(logits: Tensor, temperature: float) -> Tensor:
     return logits.float() if temperature == 1 else logits.float() / temperature
 
 
-def fill(logits: Logits, z: Tensor, blanks: Tensor, confident: bool, generator: Optional[torch.Generator],
-         temperature: float = 1.0, values: Optional[Tensor] = None,
-         first: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Tensor]:
+def fill(
+    logits: Logits,
+    z: Tensor,
+    blanks: Tensor,
+    confident: bool,
+    generator: Optional[torch.Generator],
+    temperature: float = 1.0,
+    values: Optional[Tensor] = None,
+    first: Optional[Tensor] = None,
+) -> tuple[Tensor, Tensor, Tensor]:
     """Fill the blanks ``blanks (N, m)`` of ``z (N, d)`` one at a time, each from ``logits(z, masked, read)``
     (``(N, S, K)`` at the blanks ``read (N, S)``) with the blanks not yet filled masked: in the column order of
     ``blanks``, or most peaked first where ``confident``. Draws from ``generator``, or, given ``values (N, d)``,
@@ -96,7 +110,7 @@ def fill(logits: Logits, z: Tensor, blanks: Tensor, confident: bool, generator: 
     masked[rows[:, None], blanks] = True
     log_q = torch.zeros(n, device=z.device)
     for t in range(m):
-        read = still_masked(blanks, masked, m - t) if confident else blanks[:, t:t + 1]  # no filled blank is read
+        read = still_masked(blanks, masked, m - t) if confident else blanks[:, t : t + 1]  # no filled blank is read
         step_logits = first if t == 0 and first is not None else logits(z, masked, read)
         first = step_logits if t == 0 else first
         log_p = torch.log_softmax(scaled(step_logits, temperature), dim=-1)
@@ -108,8 +122,9 @@ def fill(logits: Logits, z: Tensor, blanks: Tensor, confident: bool, generator: 
     return z, log_q, first
 
 
-def draw(energy, method: str, num_chains: int, generator: Optional[torch.Generator],
-         temperature: float = 1.0) -> Tensor:
+def draw(
+    energy, method: str, num_chains: int, generator: Optional[torch.Generator], temperature: float = 1.0
+) -> Tensor:
     """Category indices ``(num_chains, d)`` drawn by ``method`` (a key of :data:`FORWARDS`); on one template in
     chunks of at most :data:`CHUNK` draws (memory stays bounded however many; the chunks draw in turn from
     ``generator``). ``argmax`` on one blank of one template gives the ``num_chains`` most likely tokens, best

@@ -1,5 +1,6 @@
 """Loading a Hugging Face masked language model and its tokenizer (from where :mod:`.hub` says), with one-line
 errors, and the prediction head of each masked-LM family as one function of the base model's hidden states."""
+
 from __future__ import annotations
 
 import math
@@ -91,8 +92,12 @@ def load_config(name: Optional[str] = None):
     return _pretrained(AutoConfig, name)
 
 
-def load(name: Optional[str] = None, device: Union[str, torch.device] = "cpu",
-         dtype: Union[str, torch.dtype, None] = None, tokenizer=None):
+def load(
+    name: Optional[str] = None,
+    device: Union[str, torch.device] = "cpu",
+    dtype: Union[str, torch.dtype, None] = None,
+    tokenizer=None,
+):
     """``(model, tokenizer)`` for a hub id or local path (``tokenizer``: one already loaded by
     :func:`load_tokenizer`), the model in eval mode on ``device``, with SDPA attention where the
     architecture supports it. A hub id comes from the local cache alone when ``HF_HUB_OFFLINE`` is set or
@@ -154,8 +159,10 @@ HEADS: dict[str, tuple[Transform, Decoder]] = {
     "XLMRobertaForMaskedLM": (_lm_head, _output_layer),
     "CamembertForMaskedLM": (_lm_head, _output_layer),
     "MPNetForMaskedLM": (_lm_head, _output_layer),
-    "AlbertForMaskedLM": (lambda m, h: m.predictions.LayerNorm(m.predictions.activation(m.predictions.dense(h))),
-                          _output_layer),
+    "AlbertForMaskedLM": (
+        lambda m, h: m.predictions.LayerNorm(m.predictions.activation(m.predictions.dense(h))),
+        _output_layer,
+    ),
     "DistilBertForMaskedLM": (lambda m, h: m.vocab_layer_norm(m.activation(m.vocab_transform(h))), _output_layer),
     "ElectraForMaskedLM": (lambda m, h: m.generator_predictions(h), _output_layer),
     "ModernBertForMaskedLM": (lambda m, h: m.head(h), _output_layer),
@@ -172,8 +179,7 @@ def _head(model: nn.Module) -> Optional[tuple[Transform, Decoder]]:
         return HEADS[name]
     if name not in _warned:
         _warned.add(name)
-        warnings.warn(f"{name} has no known prediction head; computing logits at every position (slower)",
-                      stacklevel=4)
+        warnings.warn(f"{name} has no known prediction head; computing logits at every position (slower)", stacklevel=4)
     return None
 
 

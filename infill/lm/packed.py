@@ -14,6 +14,7 @@ to a longer length with an attention mask changes its floats. So the buckets are
   :data:`HEAD_ROWS` rows at most and :data:`MIN_ROWS` at least (padded with copies), so a template of one
   blank alone takes the same kernel as in a batch.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Sequence
@@ -28,8 +29,13 @@ HEAD_ROWS = 256
 
 
 @torch.inference_mode()
-def all_masked_logits(model: nn.Module, head: Callable[[Tensor], Tensor], templates: Sequence[tuple[Tensor, Tensor]],
-                      mask_token_id: int, rows: int) -> list[Tensor]:
+def all_masked_logits(
+    model: nn.Module,
+    head: Callable[[Tensor], Tensor],
+    templates: Sequence[tuple[Tensor, Tensor]],
+    mask_token_id: int,
+    rows: int,
+) -> list[Tensor]:
     """The float32 logits ``(d, K)`` at the blanks of each template ``(input_ids (L,), blank_positions (d,))``
     with every blank masked: the encoder over ``model.base_model`` in passes of one length and at most ``rows``
     sequences, then ``head`` (hidden ``(N, H)`` -> logits ``(N, K)``) over all the blanks (module docstring)."""
@@ -39,7 +45,7 @@ def all_masked_logits(model: nn.Module, head: Callable[[Tensor], Tensor], templa
     hidden: list[Tensor] = [torch.empty(0)] * len(templates)
     for members in by_length.values():
         for start in range(0, len(members), rows):
-            part = members[start:start + rows]
+            part = members[start : start + rows]
             ids = torch.stack([templates[t][0].scatter(0, templates[t][1], mask_token_id) for t in part])
             repeat = -(-MIN_ROWS // ids.shape[1])  # a sequence shorter than MIN_ROWS tokens: its pass repeats it
             states = model.base_model(input_ids=ids.repeat(repeat, 1) if len(part) < repeat else ids)[0]

@@ -5,6 +5,7 @@ The PLL of a sentence is the sum over its tokens of ``log p(token_t | the senten
 ``word-l2r`` masks token ``t`` and the pieces of the same word to its right, so that a word split into
 pieces is not scored from its own later pieces (which inflates the PLL of rare, many-piece words).
 """
+
 from __future__ import annotations
 
 from typing import Callable, NamedTuple, Optional, Sequence
@@ -40,10 +41,19 @@ def _logits_at(model: nn.Module, head, ids: Tensor, attention: Tensor, slots: Te
 
 
 @torch.no_grad()
-def token_scores(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, scored: Tensor,
-                 word_l2r: bool = False, word_starts: Optional[Tensor] = None,
-                 max_copies: int = 512, *, mask_token_id: Optional[int] = None,
-                 charge: Optional[Callable[[int], None]] = None, repeats: bool = False) -> tuple[Tensor, int]:
+def token_scores(
+    model: nn.Module,
+    input_ids: Tensor,
+    attention_mask: Tensor,
+    scored: Tensor,
+    word_l2r: bool = False,
+    word_starts: Optional[Tensor] = None,
+    max_copies: int = 512,
+    *,
+    mask_token_id: Optional[int] = None,
+    charge: Optional[Callable[[int], None]] = None,
+    repeats: bool = False,
+) -> tuple[Tensor, int]:
     """``log p(token_t | sequence with t masked)`` at every ``scored`` position of the (B, L) right-padded
     batch (0 elsewhere), as float32, and the number of masked copies that went through the encoder.
 
@@ -76,12 +86,13 @@ def token_scores(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, sc
         charge(len(unique))
     lengths = attention_mask.long().cumsum(1).argmax(1) + 1  # last attended position + 1 per sequence
     first = torch.full((len(unique),), len(rows), device=rows.device).scatter_reduce(
-        0, inverse, torch.arange(len(rows), device=rows.device), "amin")
+        0, inverse, torch.arange(len(rows), device=rows.device), "amin"
+    )
     order = torch.argsort(lengths[rows[first]], stable=True)  # similar lengths share a pass: less padding
     head = prediction_head(model)
     out = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
     for start in range(0, len(order), max_copies):
-        u = order[start:start + max_copies]
+        u = order[start : start + max_copies]
         r, s = rows[first[u]], slots[first[u]]
         width = int(lengths[r].max())
         logits = _logits_at(model, head, unique[u, :width], attention_mask[r, :width], s)
@@ -121,16 +132,16 @@ def check_texts(model: nn.Module, tokenizer, texts: Sequence[str], labels: Optio
             raise InfillError(f"{label} is {length} tokens, longer than the model's maximum of {limit}")
 
 
-def score(model: nn.Module, tokenizer, texts: Sequence[str], mode: str = "pll",
-          max_copies: int = 512) -> list[SentenceScore]:
+def score(
+    model: nn.Module, tokenizer, texts: Sequence[str], mode: str = "pll", max_copies: int = 512
+) -> list[SentenceScore]:
     """The PLL (``mode="pll"``) or PLL-word-l2r (``"word-l2r"``) of each text, with per-token scores
     (special tokens are context, not scored); one-line :class:`InfillError` for an empty or too long text."""
     check_mode(mode)
     check_texts(model, tokenizer, texts)
     if not texts:
         return []
-    batch = tokenizer(list(texts), padding=True, return_special_tokens_mask=True, return_tensors="pt",
-                      verbose=False)
+    batch = tokenizer(list(texts), padding=True, return_special_tokens_mask=True, return_tensors="pt", verbose=False)
     device = model.get_input_embeddings().weight.device
     ids, attention = batch["input_ids"].to(device), batch["attention_mask"].to(device)
     scored = (batch["special_tokens_mask"] == 0).to(device) & attention.bool()
@@ -143,9 +154,17 @@ def score(model: nn.Module, tokenizer, texts: Sequence[str], mode: str = "pll",
             words = batch.word_ids(b)
             for t in range(1, len(words)):
                 starts[b, t] = words[t] is None or words[t] != words[t - 1]
-    logp, _ = token_scores(model, ids, attention, scored, word_l2r=mode == "word-l2r", word_starts=starts,
-                           repeats=mode == "repeat-masked",
-                           max_copies=max_copies, mask_token_id=tokenizer.mask_token_id)
+    logp, _ = token_scores(
+        model,
+        ids,
+        attention,
+        scored,
+        word_l2r=mode == "word-l2r",
+        word_starts=starts,
+        repeats=mode == "repeat-masked",
+        max_copies=max_copies,
+        mask_token_id=tokenizer.mask_token_id,
+    )
     out = []
     for b in range(len(texts)):
         positions = scored[b].nonzero().flatten().tolist()
@@ -179,8 +198,9 @@ def splice(template: str, options: Sequence[str]) -> list[str]:
     return [BLANK.sub(lambda _: " ".join(option.split()), template, count=1) for option in options]
 
 
-def rank(model: nn.Module, tokenizer, template: str, options: Sequence[str], mode: str = "pll",
-         max_copies: int = 512) -> list[Ranked]:
+def rank(
+    model: nn.Module, tokenizer, template: str, options: Sequence[str], mode: str = "pll", max_copies: int = 512
+) -> list[Ranked]:
     """``options`` (fills of the template's one blank: a word, several words or word pieces) ranked by the
     score of the whole sentence each makes, best first (ties keep the given order)."""
     check_mode(mode)

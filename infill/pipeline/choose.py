@@ -13,6 +13,7 @@ distinct ones (ties to the smaller category indices, so the choice never depends
 where the run names a ``diversity``). With chains in a lower precision the :data:`FINALISTS` x ``top`` best are
 re-scored in float32 and ranked by it. With include words, a filling that lacks one is never chosen.
 """
+
 from __future__ import annotations
 
 import math
@@ -86,8 +87,8 @@ def candidates(batch) -> tuple[Tensor, Tensor]:
     if config.top is not None and config.decode == "diverse":
         scored = [(states, values), (batch.starts[None], torch.full_like(values[:1], math.nan))]
         if trace.proposals is not None:
-            proposed = trace.proposal_energies[trace.burn_in:] * trace.temperature
-            scored.append((trace.proposals[trace.burn_in:], proposed))
+            proposed = trace.proposal_energies[trace.burn_in :] * trace.temperature
+            scored.append((trace.proposals[trace.burn_in :], proposed))
         states, values = (torch.cat([part[i].to(states.device) for part in scored]) for i in (0, 1))
     return states.flatten(0, 1).cpu(), values.flatten().cpu()
 
@@ -114,8 +115,9 @@ def score(batch, unique: Tensor, values: Tensor, held: Optional[Tensor], bar) ->
     return values
 
 
-def pick(batch, unique: Tensor, values: Tensor, held: Optional[Tensor],
-         avoid: Optional[Repeats] = None) -> tuple[Tensor, Optional[Tensor]]:
+def pick(
+    batch, unique: Tensor, values: Tensor, held: Optional[Tensor], avoid: Optional[Repeats] = None
+) -> tuple[Tensor, Optional[Tensor]]:
     """Indices into ``unique`` of the ``top`` fillings kept, best first, and their float32 PLLs (None where the
     chains ran in float32): the best by ``values``, scored ones only, holding the include words; the finalists
     re-ranked in float32; with ``decode="diverse"`` spread over the pool, those that repeat a content word
@@ -127,7 +129,7 @@ def pick(batch, unique: Tensor, values: Tensor, held: Optional[Tensor],
         best = best[held[best]]
     ranked, exact, pool = values[best], None, _pool(config, len(unique), batch.float32 is None)
     if batch.float32 is not None and batch.target is batch.energy:
-        best = best[:FINALISTS * pool]
+        best = best[: FINALISTS * pool]
         ranked, by = torch.sort(plls_of(batch.float32, unique[best]), descending=True, stable=True)
         best = best[by]
     if config.decode == "diverse" and len(best):
@@ -136,8 +138,8 @@ def pick(batch, unique: Tensor, values: Tensor, held: Optional[Tensor],
         kept = spread(rows, ranked[:pool], config.top, margin, None if avoid is None else ~avoid.of(rows))
         best, ranked = best[:pool][kept], ranked[:pool][kept]
     if batch.float32 is not None and batch.target is batch.energy:
-        exact = ranked[:config.top]
-    return best[:config.top], exact
+        exact = ranked[: config.top]
+    return best[: config.top], exact
 
 
 def _every_chain(batch, rows: Tensor, values: Tensor, include: Optional[Include], bar) -> Chosen:
@@ -162,8 +164,11 @@ def _pool(config: RunConfig, distinct_rows: int, float32: bool) -> int:
 
 
 def _held_back(batch) -> int:
-    return 0 if batch.float32 is None else float32_cost(batch.config, batch.template.num_blanks,
-                                                        batch.target is not batch.energy)
+    return (
+        0
+        if batch.float32 is None
+        else float32_cost(batch.config, batch.template.num_blanks, batch.target is not batch.energy)
+    )
 
 
 def float32_cost(config: RunConfig, d: int, constrained: bool) -> int:
@@ -189,12 +194,14 @@ def _check_include(batch, include: Optional[Include], order: Tensor) -> None:
     if include is not None and not len(order):
         config = batch.config
         spent = "steps" if config.budget is None else f"budget of {config.budget} encoder sequences"
-        raise InfillError(f"no filling the run found holds every include word of {quote(batch.template.text)}: "
-                          f"raise its {spent}")
+        raise InfillError(
+            f"no filling the run found holds every include word of {quote(batch.template.text)}: raise its {spent}"
+        )
 
 
-def spread(rows: Tensor, values: Tensor, k: int, margin: float = DIVERSE_MARGIN,
-           fresh: Optional[Tensor] = None) -> Tensor:
+def spread(
+    rows: Tensor, values: Tensor, k: int, margin: float = DIVERSE_MARGIN, fresh: Optional[Tensor] = None
+) -> Tensor:
     """Indices of ``k`` of the candidates ``rows (m, d)``, ranked best first by ``values (m,)``, chosen for
     quality and diversity: the best, then each time, among the candidates within ``margin`` of the best one
     left, the one whose nearest kept filling differs from it in the most blanks (ties to the better). So no two
@@ -203,7 +210,7 @@ def spread(rows: Tensor, values: Tensor, k: int, margin: float = DIVERSE_MARGIN,
     if fresh is not None and not fresh.all():
         inside, outside = fresh.nonzero().flatten(), (~fresh).nonzero().flatten()
         kept = inside[spread(rows[inside], values[inside], k, margin)] if len(inside) else inside
-        return torch.cat([kept, outside[:k - len(kept)]])
+        return torch.cat([kept, outside[: k - len(kept)]])
     rows, value, floor = rows.cpu(), values.tolist(), (values - margin).tolist()  # on the host at once, compared
     left, kept = list(range(1, len(rows))), [0]  # as float32 tensors compare
     while left and len(kept) < k:
@@ -214,8 +221,9 @@ def spread(rows: Tensor, values: Tensor, k: int, margin: float = DIVERSE_MARGIN,
     return torch.tensor(kept, dtype=torch.long)
 
 
-def _fill_missing(energy, rows: Tensor, values: Tensor, bar, device: torch.device,
-                  wanted: Optional[Tensor] = None) -> None:
+def _fill_missing(
+    energy, rows: Tensor, values: Tensor, bar, device: torch.device, wanted: Optional[Tensor] = None
+) -> None:
     """Compute in place the NaN ``values`` of ``rows (N, d)`` (distinct states; only where ``wanted (N,)`` if
     given), in passes of at most :data:`RESCORE_COPIES` masked copies, while the budget lasts."""
     missing = (values.isnan() if wanted is None else values.isnan() & wanted).nonzero().flatten()
@@ -228,8 +236,9 @@ def _fill_missing(energy, rows: Tensor, values: Tensor, bar, device: torch.devic
         if isinstance(energy, MaskedLMEnergy):
             scored = _score(lambda r: plls_of(energy, r), rows, values, part)
         else:
-            scored = _score(lambda r: evaluate(energy, one_hot(r.to(device), energy.num_categories)).cpu(), rows,
-                            values, part)
+            scored = _score(
+                lambda r: evaluate(energy, one_hot(r.to(device), energy.num_categories)).cpu(), rows, values, part
+            )
         if bar is not None:
             bar.update()
         if not scored:
@@ -249,7 +258,7 @@ def _fill_top(energy: MaskedLMEnergy, rows: Tensor, values: Tensor, k: int, bar)
         open_ = bound >= kth - BOUND_SLACK
         if not open_.any():
             return
-        part = missing[open_][bound[open_].argsort(descending=True, stable=True)][:energy.pass_sequences]
+        part = missing[open_][bound[open_].argsort(descending=True, stable=True)][: energy.pass_sequences]
         if bar is not None:
             bar.total += 1
         scored = _score(lambda r: plls_of(energy, r), rows, values, part)
@@ -269,7 +278,7 @@ def _score(values_of, rows: Tensor, values: Tensor, part: Tensor) -> bool:
         except BudgetSpent:
             if len(part) == 1:
                 return False
-            part = part[:len(part) // 2]
+            part = part[: len(part) // 2]
 
 
 def plls_of(energy: MaskedLMEnergy, rows: Tensor) -> Tensor:

@@ -4,6 +4,7 @@
 option and the type it expects; unknown keys are taken as the method's hyperparameters and checked against
 its defaults' types. Nothing here imports torch, so the CLI can validate before loading a model.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
@@ -74,8 +75,10 @@ so no budget accepted buys more than :data:`MAX_DRAWS` draws."""
 def _auto_top() -> str:
     """:data:`AUTO_TOP` in words, for the help."""
     runs = {SEARCH: "the product search", "chains": "chains", "smc": "particles"}
-    return ", ".join(f"{runs[run]}{f' (diversity {value:g})' if value else ''} "
-                     + (f"up to {most}" if most else "above") for most, run, value in AUTO_TOP)
+    return ", ".join(
+        f"{runs[run]}{f' (diversity {value:g})' if value else ''} " + (f"up to {most}" if most else "above")
+        for most, run, value in AUTO_TOP
+    )
 
 
 def check_hyperparameters(method: str, options: dict, defaults: dict) -> dict:
@@ -125,64 +128,141 @@ class RunConfig:
     hyperparameters. The fields are the one list of run settings: the CLI's flags and the keys of JSON
     lines and protocols are read from them (:func:`settings`). A configuration is hashable."""
 
-    method: str = field(default=AUTO, metadata={
-        "help": f"{AUTO} (with --top by blank tokens: {_auto_top()}; without --top chains up to "
-                f"{AUTO_CHAIN_BLANKS} and one-pass draws above; with --include chains; it sets its own target, chains, "
-                "steps and budget), a sampler (see `infill samplers`) or a baseline: independent, "
-                "left-to-right, argmax, confident-first, random-order, smc, product-search",
-        "flag": "--sampler", "key": "sampler", "metavar": "NAME"})
-    num_samples: Optional[int] = field(default=None, metadata={
-        "help": f"chains (or draws) per template (default {SAMPLES}; {AUTO}: {AUTO_CHAINS['num_samples']} chains on "
-                f"token blanks, or with --top the draws its budget buys)", "short": "-n", "type": int, "metavar": "N"})
-    steps: Optional[int] = field(default=None, metadata={
-        "help": f"MCMC steps per chain (default {STEPS}; {AUTO}: until its budget is spent, at most "
-                f"{AUTO_CHAINS['steps']})", "type": int, "metavar": "N"})
-    top: Optional[int] = field(default=None, metadata={"help": "keep the K distinct fillings of highest energy",
-                                                       "type": int, "metavar": "K"})
-    seed: Optional[int] = field(default=None, metadata={"help": "random seed (same seed, same samples)",
-                                                        "type": int, "metavar": "N"})
-    init: str = field(default="left-to-right", metadata={
-        "help": "chain start: uniform, independent (all-masked MLM draws), left-to-right, confident-first (most "
-                "peaked blank first) or random-order"})
-    temperature: Optional[float] = field(default=None, metadata={
-        "help": f"target exp(energy / T); T < 1 favours likely fillings (default 1, and {SPAN_TEMPERATURE:g} for "
-                "templates with word blanks)", "type": float, "metavar": "T"})
-    anneal_from: Optional[float] = field(default=None, metadata={
-        "help": "anneal from temperature T0 down to --temperature over the first half of the steps",
-        "type": float, "metavar": "T0"})
-    decode: Optional[str] = field(default=None, metadata={
-        "help": f"where --top takes fillings from: visited (every state after burn-in), final (the chains' final "
-                f"states) or diverse (every state the run scored, kept for quality and diversity, those that repeat "
-                f"a content word last); default visited ({AUTO}: diverse for its chains)", "metavar": "HOW"})
-    diversity: Optional[float] = field(default=None, metadata={
-        "help": "with --decode diverse, how many nats below the best candidate not yet kept another may be and be "
-                "kept for differing more from those kept (default 1, among the 4 x --top best; named, among every "
-                f"candidate; {AUTO} with --top: as --sampler says; more: more diverse, lower PLL)",
-        "type": float, "metavar": "NATS"})
-    allow_subwords: bool = field(default=False, metadata={
-        "help": "let token blanks take word-continuation pieces (##ing)"})
-    allow_punctuation: bool = field(default=False, metadata={
-        "help": "let blanks take punctuation and quote marks (by default a blank takes words: tokens with a "
-                "letter or digit)"})
-    blank_unit: str = field(default="token", metadata={
-        "help": "what [MASK] and [MASK*n] count: token (exactly n tokens) or word (n words of any pieces); "
-                "[MASK*m-n] and [MASK*?] are always words", "metavar": "UNIT"})
-    forbid: tuple[str, ...] = field(default=(), metadata={
-        "help": "words the blanks may not take, comma-separated (repeatable; a lone , forbids the comma)",
-        "metavar": "WORDS"})
-    span_method: str = field(default="rjmcmc", metadata={
-        "help": "how word blanks are filled: rjmcmc (lengths change during the run) or per-length (chains at "
-                "every length, the best kept)", "metavar": "NAME"})
-    include: tuple[str, ...] = field(default=(), metadata={
-        "help": "a word that must appear in the filled blanks (repeatable)", "metavar": "WORD"})
-    target: Optional[str] = field(default=None, metadata={
-        "help": "the energy over token blanks: pll, or repeat-masked (a blank's masked copy also masks every other "
-                "blank that holds its token, so a repeated word is not predicted by its own copy); default pll "
-                f"({AUTO}: {AUTO_TARGET} on more than one blank token)", "metavar": "NAME"})
-    budget: Optional[int] = field(default=None, metadata={
-        "help": "the most encoder sequences a template may spend, choosing the fillings included: a one-pass "
-                "method draws until it is spent; chains stop when it is spent (or after --steps); at most "
-                f"{MAX_BUDGET}; auto's default: {AUTO_BUDGET_PER_BLANK} per blank token", "type": int, "metavar": "N"})
+    method: str = field(
+        default=AUTO,
+        metadata={
+            "help": f"{AUTO} (with --top by blank tokens: {_auto_top()}; without --top chains up to "
+            f"{AUTO_CHAIN_BLANKS} and one-pass draws above; with --include chains; it sets its own target, chains, "
+            "steps and budget), a sampler (see `infill samplers`) or a baseline: independent, "
+            "left-to-right, argmax, confident-first, random-order, smc, product-search",
+            "flag": "--sampler",
+            "key": "sampler",
+            "metavar": "NAME",
+        },
+    )
+    num_samples: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": f"chains (or draws) per template (default {SAMPLES}; {AUTO}: {AUTO_CHAINS['num_samples']} "
+            f"chains on token blanks, or with --top the draws its budget buys)",
+            "short": "-n",
+            "type": int,
+            "metavar": "N",
+        },
+    )
+    steps: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": f"MCMC steps per chain (default {STEPS}; {AUTO}: until its budget is spent, at most "
+            f"{AUTO_CHAINS['steps']})",
+            "type": int,
+            "metavar": "N",
+        },
+    )
+    top: Optional[int] = field(
+        default=None, metadata={"help": "keep the K distinct fillings of highest energy", "type": int, "metavar": "K"}
+    )
+    seed: Optional[int] = field(
+        default=None, metadata={"help": "random seed (same seed, same samples)", "type": int, "metavar": "N"}
+    )
+    init: str = field(
+        default="left-to-right",
+        metadata={
+            "help": "chain start: uniform, independent (all-masked MLM draws), left-to-right, confident-first (most "
+            "peaked blank first) or random-order"
+        },
+    )
+    temperature: Optional[float] = field(
+        default=None,
+        metadata={
+            "help": f"target exp(energy / T); T < 1 favours likely fillings (default 1, and {SPAN_TEMPERATURE:g} for "
+            "templates with word blanks)",
+            "type": float,
+            "metavar": "T",
+        },
+    )
+    anneal_from: Optional[float] = field(
+        default=None,
+        metadata={
+            "help": "anneal from temperature T0 down to --temperature over the first half of the steps",
+            "type": float,
+            "metavar": "T0",
+        },
+    )
+    decode: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": f"where --top takes fillings from: visited (every state after burn-in), final (the chains' final "
+            f"states) or diverse (every state the run scored, kept for quality and diversity, those that repeat "
+            f"a content word last); default visited ({AUTO}: diverse for its chains)",
+            "metavar": "HOW",
+        },
+    )
+    diversity: Optional[float] = field(
+        default=None,
+        metadata={
+            "help": "with --decode diverse, how many nats below the best candidate not yet kept another may be and be "
+            "kept for differing more from those kept (default 1, among the 4 x --top best; named, among every "
+            f"candidate; {AUTO} with --top: as --sampler says; more: more diverse, lower PLL)",
+            "type": float,
+            "metavar": "NATS",
+        },
+    )
+    allow_subwords: bool = field(
+        default=False, metadata={"help": "let token blanks take word-continuation pieces (##ing)"}
+    )
+    allow_punctuation: bool = field(
+        default=False,
+        metadata={
+            "help": "let blanks take punctuation and quote marks (by default a blank takes words: tokens with a "
+            "letter or digit)"
+        },
+    )
+    blank_unit: str = field(
+        default="token",
+        metadata={
+            "help": "what [MASK] and [MASK*n] count: token (exactly n tokens) or word (n words of any pieces); "
+            "[MASK*m-n] and [MASK*?] are always words",
+            "metavar": "UNIT",
+        },
+    )
+    forbid: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "words the blanks may not take, comma-separated (repeatable; a lone , forbids the comma)",
+            "metavar": "WORDS",
+        },
+    )
+    span_method: str = field(
+        default="rjmcmc",
+        metadata={
+            "help": "how word blanks are filled: rjmcmc (lengths change during the run) or per-length (chains at "
+            "every length, the best kept)",
+            "metavar": "NAME",
+        },
+    )
+    include: tuple[str, ...] = field(
+        default=(), metadata={"help": "a word that must appear in the filled blanks (repeatable)", "metavar": "WORD"}
+    )
+    target: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "the energy over token blanks: pll, or repeat-masked (a blank's masked copy also masks every other "
+            "blank that holds its token, so a repeated word is not predicted by its own copy); default pll "
+            f"({AUTO}: {AUTO_TARGET} on more than one blank token)",
+            "metavar": "NAME",
+        },
+    )
+    budget: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": "the most encoder sequences a template may spend, choosing the fillings included: a one-pass "
+            "method draws until it is spent; chains stop when it is spent (or after --steps); at most "
+            f"{MAX_BUDGET}; auto's default: {AUTO_BUDGET_PER_BLANK} per blank token",
+            "type": int,
+            "metavar": "N",
+        },
+    )
     options: dict = field(default_factory=dict)
 
     @classmethod
@@ -210,10 +290,14 @@ class RunConfig:
         self._check_method()
 
     def _check_decoding(self) -> None:
-        if self.top is not None and positive_integer("top", self.top) > (self.num_samples or self.top) and \
-                self.decode == "final":
-            raise InfillError(f"top ({self.top}) cannot exceed num_samples ({self.num_samples}) with final-state "
-                              "decoding")
+        if (
+            self.top is not None
+            and positive_integer("top", self.top) > (self.num_samples or self.top)
+            and self.decode == "final"
+        ):
+            raise InfillError(
+                f"top ({self.top}) cannot exceed num_samples ({self.num_samples}) with final-state decoding"
+            )
         if self.seed is not None:
             positive_integer("seed", self.seed, minimum=0)
             if self.seed >= 2**63:
@@ -227,8 +311,9 @@ class RunConfig:
             if finite_number("diversity", self.diversity) < 0:
                 raise InfillError(f"diversity must be a number of nats >= 0, got {self.diversity!r}")
             if self.decode not in (None, "diverse"):
-                raise InfillError(f"diversity sets how --decode diverse keeps fillings, not --decode {self.decode}: "
-                                  "drop one")
+                raise InfillError(
+                    f"diversity sets how --decode diverse keeps fillings, not --decode {self.decode}: drop one"
+                )
 
     def _check_budget_and_temperatures(self) -> None:
         """The budget, the temperature and annealing; ``auto``'s annealing is checked per kind of blank, where
@@ -238,13 +323,17 @@ class RunConfig:
             if self.budget > MAX_BUDGET:
                 raise InfillError(f"budget must be at most {MAX_BUDGET} encoder sequences, got {self.budget}")
             if self.anneal_from is not None:
-                raise InfillError("a budget stops the chains when it is spent, so it cannot be annealed: drop "
-                                  "--anneal-from or --budget")
+                raise InfillError(
+                    "a budget stops the chains when it is spent, so it cannot be annealed: drop "
+                    "--anneal-from or --budget"
+                )
         if self.temperature is not None and finite_number("temperature", self.temperature) <= 0:
             raise InfillError(f"temperature must be positive, got {self.temperature!r}")
         if self.temperature is not None and self.temperature < MIN_TEMPERATURE:
-            raise InfillError(f"temperature must be at least {MIN_TEMPERATURE:g}, got {self.temperature!r}: "
-                              "below that the model's logits divided by it overflow")
+            raise InfillError(
+                f"temperature must be at least {MIN_TEMPERATURE:g}, got {self.temperature!r}: "
+                "below that the model's logits divided by it overflow"
+            )
         if self.anneal_from is not None:
             finite_number("anneal_from", self.anneal_from)
             if self.method != AUTO:
@@ -281,8 +370,10 @@ class RunConfig:
         from ..samplers.particles import SMC
 
         if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *BASELINES, AUTO):
-            raise InfillError(f"unknown sampler {self.method!r}; choose from {AUTO}, "
-                              f"{', '.join(sorted(SAMPLERS))} or a baseline: {', '.join(BASELINES)}")
+            raise InfillError(
+                f"unknown sampler {self.method!r}; choose from {AUTO}, "
+                f"{', '.join(sorted(SAMPLERS))} or a baseline: {', '.join(BASELINES)}"
+            )
         defaults = {} if self.is_baseline or self.method == AUTO else sampler_options(self.method)
         if self.method == PARTICLES:  # the one baseline with options
             defaults = options_of(SMC())
@@ -312,15 +403,26 @@ class RunConfig:
 
     def signature(self) -> dict:
         """The settings that reproduce a run (everything but ``top``), for diagnostics and reports."""
-        return {"method": self.method, "num_samples": self.num_samples, "steps": self.steps, "init": self.init,
-                "temperature": self.token_temperature, "anneal_from": self.anneal_from, "decode": self.decode,
-                "seed": self.seed, "options": self.options,
-                **({"include": list(self.include)} if self.include else {}),
-                **({"target": self.target} if self.target not in (None, "pll") else {}),
-                **({"budget": self.budget} if self.budget is not None else {}),
-                **({"diversity": self.diversity} if self.diversity is not None else {}),
-                **({"blank_unit": self.blank_unit, "span_temperature": self.span_temperature}
-                   if self.blank_unit != "token" else {})}
+        return {
+            "method": self.method,
+            "num_samples": self.num_samples,
+            "steps": self.steps,
+            "init": self.init,
+            "temperature": self.token_temperature,
+            "anneal_from": self.anneal_from,
+            "decode": self.decode,
+            "seed": self.seed,
+            "options": self.options,
+            **({"include": list(self.include)} if self.include else {}),
+            **({"target": self.target} if self.target not in (None, "pll") else {}),
+            **({"budget": self.budget} if self.budget is not None else {}),
+            **({"diversity": self.diversity} if self.diversity is not None else {}),
+            **(
+                {"blank_unit": self.blank_unit, "span_temperature": self.span_temperature}
+                if self.blank_unit != "token"
+                else {}
+            ),
+        }
 
     def annealing_schedule(self) -> list[tuple[float, int]]:
         """``(temperature, steps)`` stages of the run: without ``anneal_from`` one stage; with it, the first
@@ -332,8 +434,9 @@ class RunConfig:
         stages = min(4, self.steps // 2)
         ratio = (self.token_temperature / self.anneal_from) ** (1 / stages)
         length = self.steps // 2 // stages
-        return [(self.anneal_from * ratio**k, length) for k in range(stages)] + \
-            [(self.token_temperature, self.steps - stages * length)]
+        return [(self.anneal_from * ratio**k, length) for k in range(stages)] + [
+            (self.token_temperature, self.steps - stages * length)
+        ]
 
 
 def _hashable(value: Any) -> Any:

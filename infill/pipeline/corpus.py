@@ -15,6 +15,7 @@ order (:func:`shards`), so OUT is the same as one process's.
 :func:`fill_iterable` and :func:`fill_dataset` are the same for Python: an iterable of templates, or a column of a
 Hugging Face ``datasets.Dataset``, sharded over the ranks of a ``torchrun`` launch, every rank getting every result.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,12 @@ def record(line: int, result: InfillResult) -> dict:
     """OUT's record of input ``line``: its template, fillings and diagnostics (no wall time)."""
     diagnostics = result.diagnostics.to_dict()
     diagnostics.pop("seconds", None)
-    return {"line": line, "template": result.template, "fillings": [s.to_dict() for s in result.samples],
-            "diagnostics": diagnostics}
+    return {
+        "line": line,
+        "template": result.template,
+        "fillings": [s.to_dict() for s in result.samples],
+        "diagnostics": diagnostics,
+    }
 
 
 def error_record(line: int, template: str, error: str) -> dict:
@@ -63,8 +68,11 @@ class Out:
             self.lock.acquire()
         except (Timeout, OSError) as exc:
             self.file.close()
-            raise InfillError(f"--out {path} is being written by another run; wait for it or give another --out"
-                              if isinstance(exc, Timeout) else f"cannot lock --out {path}: {exc}") from None
+            raise InfillError(
+                f"--out {path} is being written by another run; wait for it or give another --out"
+                if isinstance(exc, Timeout)
+                else f"cannot lock --out {path}: {exc}"
+            ) from None
         try:
             self.done, self.last = resume(self.file, path)
         except InfillError:
@@ -100,23 +108,25 @@ def resume(file, name: str) -> tuple[int, Optional[dict]]:
         except json.JSONDecodeError:
             last = None
         if not isinstance(last, dict) or "line" not in last:
-            raise InfillError(f"--out {name}: line {done + 1} is not a record of infill sample --out; give another "
-                              "--out")
+            raise InfillError(
+                f"--out {name}: line {done + 1} is not a record of infill sample --out; give another --out"
+            )
         done, end = done + 1, end + len(raw)
     file.truncate(end)
     file.seek(end)
     return done, last
 
 
-def shards(items: Iterable, fill: Callable[[list], list], world, chunk: int = CHUNK,
-           everywhere: bool = False) -> Iterator[list]:
+def shards(
+    items: Iterable, fill: Callable[[list], list], world, chunk: int = CHUNK, everywhere: bool = False
+) -> Iterator[list]:
     """``fill`` over ``items`` sharded across ``world`` (:class:`~infill.pipeline.distributed.World`): rounds
     of ``world.size x chunk`` items, item ``i`` of a round filled by rank ``i mod size``; yields each round's
     results in input order on rank 0 (``everywhere``: on every rank), nothing elsewhere."""
     gather = world.all_gather if everywhere else world.gather
     items = iter(items)
     while batch := list(islice(items, world.size * chunk)):
-        parts = gather(fill(batch[world.rank::world.size]))
+        parts = gather(fill(batch[world.rank :: world.size]))
         if parts is not None:
             yield [parts[i % world.size][i // world.size] for i in range(len(batch))]
 
@@ -146,6 +156,10 @@ def fill_dataset(infiller, dataset, column: str = "template", world=None, **opti
 
     def fill(batch: dict) -> dict:
         results = list(fill_iterable(infiller, batch[column], world, **options))
-        return {"fillings": [r.texts for r in results], "fills": [[s.fills for s in r.samples] for r in results],
-                "energies": [[s.energy for s in r.samples] for r in results]}
+        return {
+            "fillings": [r.texts for r in results],
+            "fills": [[s.fills for s in r.samples] for r in results],
+            "energies": [[s.energy for s in r.samples] for r in results],
+        }
+
     return dataset.map(fill, batched=True, batch_size=world.size * CHUNK, load_from_cache_file=False)

@@ -6,6 +6,7 @@ one rank: gloo on CPU, NCCL on GPU (rank ``r`` on ``cuda:LOCAL_RANK``). Every ra
 is dealt out in rounds, and after each round rank 0 gathers what was done and stores it, so a killed run resumes
 from its last round. What a unit draws depends only on itself, so the output equals the single-process one.
 """
+
 from __future__ import annotations
 
 import os

@@ -15,6 +15,7 @@ A run goes through three stages, as the Hugging Face fill-mask pipeline does, wh
 Compute is counted as sequences through the encoder (``encoder_sequences``): every masked copy of every
 forward pass, and each copy again for a backward pass (see :class:`~infill.energies.masked_lm.MaskedLMEnergy`).
 """
+
 from __future__ import annotations
 
 import copy
@@ -106,8 +107,9 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int,
         templates.append(parse(text, tokenizer, max_length, config.blank_unit))
     categories = sampleable_token_ids(tokenizer, config.allow_subwords, config.forbid, config.allow_punctuation)
     if config.include and config.is_baseline:
-        raise InfillError(f"{config.method} draws from the masked LM alone and cannot hold include words: use auto "
-                          "or an MCMC sampler")
+        raise InfillError(
+            f"{config.method} draws from the masked LM alone and cannot hold include words: use auto or an MCMC sampler"
+        )
     constrained = constrained or bool(config.include)
     runs = _resolve(templates, config, constrained)
     pieces, spans, fixed = None, None, [t for t in templates if t.fixed]
@@ -115,8 +117,14 @@ def prepare(texts: Sequence[str], config: RunConfig, tokenizer, max_length: int,
         words = [t for t in templates if not t.fixed]
         pieces = word_piece_ids(tokenizer, config.forbid, config.allow_punctuation)
         if config.include:
-            spans = include_pieces(tokenizer, pieces, config.include, min(sum(b.max for b in t.blanks) for t in words),
-                                   MAX_PIECES, config.forbid)
+            spans = include_pieces(
+                tokenizer,
+                pieces,
+                config.include,
+                min(sum(b.max for b in t.blanks) for t in words),
+                MAX_PIECES,
+                config.forbid,
+            )
     include = None
     if config.include and fixed:
         include = include_term(tokenizer, categories, config.include, min(t.num_blanks for t in fixed), config.forbid)
@@ -149,9 +157,15 @@ class Infiller:
     a run's cache is its own, never shared with another call.
     """
 
-    def __init__(self, model: Union[str, nn.Module, None] = None, device: Union[str, torch.device] = "cpu",
-                 dtype: Union[str, torch.dtype, None] = None, tokenizer=None, chunk_size: Optional[int] = None,
-                 cache_mib: int = CACHE_MIB):
+    def __init__(
+        self,
+        model: Union[str, nn.Module, None] = None,
+        device: Union[str, torch.device] = "cpu",
+        dtype: Union[str, torch.dtype, None] = None,
+        tokenizer=None,
+        chunk_size: Optional[int] = None,
+        cache_mib: int = CACHE_MIB,
+    ):
         self.chunk_size = None if chunk_size is None else positive_integer("chunk_size", chunk_size)
         self.cache_mib = positive_integer("cache_mib", cache_mib, minimum=0)
         if isinstance(model, nn.Module):
@@ -172,8 +186,9 @@ class Infiller:
             raise InfillError(f"a template must be a string, got {type(template).__name__}")
         return parse(template, self.tokenizer, self.max_length)
 
-    def category_ids(self, allow_subwords: bool = False, forbid: Sequence[str] = (),
-                     allow_punctuation: bool = False) -> Tensor:
+    def category_ids(
+        self, allow_subwords: bool = False, forbid: Sequence[str] = (), allow_punctuation: bool = False
+    ) -> Tensor:
         """Token ids a blank may take; see :func:`infill.text.vocabulary.sampleable_token_ids`."""
         return sampleable_token_ids(self.tokenizer, allow_subwords, tuple(forbid), allow_punctuation)
 
@@ -194,10 +209,20 @@ class Infiller:
         """:func:`prepare` with this model's tokenizer."""
         return prepare(templates, config, self.tokenizer, self.max_length, constrained)
 
-    def sample(self, template: str, sampler: str = RunConfig.method, num_samples: Optional[int] = None,
-               steps: Optional[int] = None, top: Optional[int] = None, seed: Optional[int] = None, *,
-               terms: Sequence[tuple] = (), progress: bool = False, on_step: Optional[OnStep] = None,
-               **options) -> InfillResult:
+    def sample(
+        self,
+        template: str,
+        sampler: str = RunConfig.method,
+        num_samples: Optional[int] = None,
+        steps: Optional[int] = None,
+        top: Optional[int] = None,
+        seed: Optional[int] = None,
+        *,
+        terms: Sequence[tuple] = (),
+        progress: bool = False,
+        on_step: Optional[OnStep] = None,
+        **options,
+    ) -> InfillResult:
         """Fill ``template`` with ``num_samples`` chains of ``steps`` steps of ``sampler`` (or draws of a
         baseline method: ``independent``, ``left-to-right``, ``random-order``, ``confident-first``, ``argmax``;
         by default ``auto``, which picks by the number of blanks and spends ``budget`` encoder sequences:
@@ -219,22 +244,52 @@ class Infiller:
         the diagnostics). ``progress`` shows a tqdm bar on stderr after 2 s; ``on_step(done, total)`` is called
         after every step.
         """
-        return self.sample_many([template], sampler, num_samples, steps, top, seed, terms=terms, progress=progress,
-                                on_step=on_step, **options)[0]
+        return self.sample_many(
+            [template],
+            sampler,
+            num_samples,
+            steps,
+            top,
+            seed,
+            terms=terms,
+            progress=progress,
+            on_step=on_step,
+            **options,
+        )[0]
 
-    def sample_many(self, templates: Sequence[str], sampler: str = RunConfig.method,
-                    num_samples: Optional[int] = None, steps: Optional[int] = None,
-                    top: Optional[int] = None, seed: Optional[int] = None, *, terms: Sequence[tuple] = (),
-                    progress: bool = False, on_step: Optional[OnStep] = None, **options) -> list[InfillResult]:
+    def sample_many(
+        self,
+        templates: Sequence[str],
+        sampler: str = RunConfig.method,
+        num_samples: Optional[int] = None,
+        steps: Optional[int] = None,
+        top: Optional[int] = None,
+        seed: Optional[int] = None,
+        *,
+        terms: Sequence[tuple] = (),
+        progress: bool = False,
+        on_step: Optional[OnStep] = None,
+        **options,
+    ) -> list[InfillResult]:
         """:meth:`sample` for a list of templates, in their order."""
-        config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed,
-                                  **options)
+        config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed, **options)
         return self.run(templates, config, progress=progress, on_step=on_step, terms=terms)
 
-    def rewrite(self, text: str, change: float = 0.5, sampler: str = REWRITE_SAMPLER,
-                num_samples: Optional[int] = None, steps: Optional[int] = None, top: Optional[int] = None,
-                seed: Optional[int] = None, *, terms: Sequence[tuple] = (), progress: bool = False,
-                on_step: Optional[OnStep] = None, **options) -> InfillResult:
+    def rewrite(
+        self,
+        text: str,
+        change: float = 0.5,
+        sampler: str = REWRITE_SAMPLER,
+        num_samples: Optional[int] = None,
+        steps: Optional[int] = None,
+        top: Optional[int] = None,
+        seed: Optional[int] = None,
+        *,
+        terms: Sequence[tuple] = (),
+        progress: bool = False,
+        on_step: Optional[OnStep] = None,
+        **options,
+    ) -> InfillResult:
         """Diverse variants of a whole sentence: every word the model spells as one token is a blank, the
         chains start from ``text`` itself, and a closeness term, its weight calibrated by short runs of the
         chains (:func:`infill.constraints.calibrate_closeness`), keeps the expected fraction of changed words
@@ -242,13 +297,14 @@ class Infiller:
         ``init`` is the source."""
         check_change(change)
         template, words, source = rewrite_template(text, self.tokenizer)
-        config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed,
-                                  **options)
+        config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed, **options)
         if config.is_baseline or config.method == AUTO:
             raise InfillError(f"rewrite needs an MCMC sampler, not {config.method!r}")
         if config.budget is not None:
-            raise InfillError("rewrite runs chains of its own to calibrate the closeness, which a budget does not "
-                              "cover: drop --budget")
+            raise InfillError(
+                "rewrite runs chains of its own to calibrate the closeness, which a budget does not "
+                "cover: drop --budget"
+            )
         prepared = self.prepare([template], config, constrained=True)
         categories = source_categories(prepared.categories, torch.tensor(source))
         runs = self.stream(prepared, progress=progress, on_step=on_step, terms=terms, rewrite=(categories, change))
@@ -256,21 +312,35 @@ class Infiller:
         blanks = prepared.templates[0].blank_positions
         samples = []
         for sample in result.samples:  # a word kept is the user's own; a changed one takes the source's capital
-            fills = [word if token == kept else (fill[:1].upper() + fill[1:] if word[:1].isupper() else fill)
-                     for word, kept, token, fill in zip(words, source, torch.tensor(sample.token_ids)[blanks].tolist(),
-                                                        sample.fills)]
+            fills = [
+                word if token == kept else (fill[:1].upper() + fill[1:] if word[:1].isupper() else fill)
+                for word, kept, token, fill in zip(
+                    words, source, torch.tensor(sample.token_ids)[blanks].tolist(), sample.fills
+                )
+            ]
             samples.append(dataclasses.replace(sample, text=prepared.templates[0].splice(fills), fills=fills))
         return dataclasses.replace(result, samples=samples)
 
-    def run(self, templates: Union[Sequence[str], Prepared], config: Optional[RunConfig] = None,
-            progress: bool = False, on_step: Optional[OnStep] = None,
-            terms: Sequence[tuple] = ()) -> list[InfillResult]:
+    def run(
+        self,
+        templates: Union[Sequence[str], Prepared],
+        config: Optional[RunConfig] = None,
+        progress: bool = False,
+        on_step: Optional[OnStep] = None,
+        terms: Sequence[tuple] = (),
+    ) -> list[InfillResult]:
         """Every result of :meth:`stream`, in the templates' order."""
         return [result for _, result in self.stream(templates, config, progress, on_step, terms)]
 
-    def stream(self, templates: Union[Sequence[str], Prepared], config: Optional[RunConfig] = None,
-               progress: bool = False, on_step: Optional[OnStep] = None, terms: Sequence[tuple] = (),
-               rewrite: Optional[tuple[Tensor, float]] = None) -> Iterator[tuple[int, InfillResult]]:
+    def stream(
+        self,
+        templates: Union[Sequence[str], Prepared],
+        config: Optional[RunConfig] = None,
+        progress: bool = False,
+        on_step: Optional[OnStep] = None,
+        terms: Sequence[tuple] = (),
+        rewrite: Optional[tuple[Tensor, float]] = None,
+    ) -> Iterator[tuple[int, InfillResult]]:
         """Fill every template as ``config`` says (or run what :meth:`prepare` returned), yielding
         ``(index, result)`` in the templates' order. Each template is a run of its own, all its chains one
         batch, drawing from its own generator seeded with the request's seed; only the first pass of
@@ -282,15 +352,24 @@ class Infiller:
             prepared = prepared.with_terms()
         config = prepared.config
         if terms and config.is_baseline:
-            raise InfillError(f"{config.method} draws from the masked LM alone and cannot see terms: use auto or an "
-                              "MCMC sampler")
+            raise InfillError(
+                f"{config.method} draws from the masked LM alone and cannot see terms: use auto or an MCMC sampler"
+            )
         seed = secrets.randbits(32) if config.seed is None else config.seed
         total = sum(run.steps for run in prepared.runs)
         taken = iter(range(1, total + 1))
         from tqdm.auto import tqdm
 
-        with tqdm(total=total, disable=not progress, delay=2, file=sys.stderr, unit="step",
-                  desc=f"infill {config.method}", leave=False) as bar:
+        with tqdm(
+            total=total,
+            disable=not progress,
+            delay=2,
+            file=sys.stderr,
+            unit="step",
+            desc=f"infill {config.method}",
+            leave=False,
+        ) as bar:
+
             def stepped(*_):
                 bar.update()
                 if on_step is not None:
@@ -302,13 +381,22 @@ class Infiller:
                 try:
                     result = postprocess(batch, self.tokenizer, self.model_name, seed, bar)
                 except BudgetSpent:
-                    raise InfillError(f"the budget of {batch.config.budget} encoder sequences ran out while choosing "
-                                      f"the fillings of {quote(batch.template.text)}: raise --budget") from None
+                    raise InfillError(
+                        f"the budget of {batch.config.budget} encoder sequences ran out while choosing "
+                        f"the fillings of {quote(batch.template.text)}: raise --budget"
+                    ) from None
                 yield index, result
 
-    def run_batch(self, prepared: Prepared, index: int, generator: torch.Generator,
-                  callback: Optional[Callable] = None, terms: Sequence[tuple] = (),
-                  rewrite: Optional[tuple[Tensor, float]] = None, first: Optional[Tensor] = None) -> Batch:
+    def run_batch(
+        self,
+        prepared: Prepared,
+        index: int,
+        generator: torch.Generator,
+        callback: Optional[Callable] = None,
+        terms: Sequence[tuple] = (),
+        rewrite: Optional[tuple[Tensor, float]] = None,
+        first: Optional[Tensor] = None,
+    ) -> Batch:
         """Stage 2 for template ``index``; ``callback(t, state, info)`` after every step. The kernel follows the
         run: token blanks run the batched chains (or the masked LM's draws for a one-pass method), a template
         with word blanks the span sampler. A budget caps the encoder sequences through a
@@ -330,18 +418,29 @@ class Infiller:
         (``drawn_starts``: not rewrite's)."""
         for start in range(0, len(prepared.templates), PACK):
             window = range(start, min(start + PACK, len(prepared.templates)))
-            models_of = {index: self._first_model(prepared.templates[index], prepared.runs[index], drawn_starts)
-                         for index in window}
+            models_of = {
+                index: self._first_model(prepared.templates[index], prepared.runs[index], drawn_starts)
+                for index in window
+            }
             firsts: dict[int, Tensor] = {}
             for model in {id(m): m for m in models_of.values() if m is not None}.values():
                 head = category_head(model, prepared.categories.to(self.device))
                 at = [index for index in window if models_of[index] is model]
                 if head is None:
                     continue
-                logits = packed.all_masked_logits(model, head, [(prepared.templates[i].input_ids.to(self.device),
-                                                                 prepared.templates[i].blank_positions.to(self.device))
-                                                                for i in at],
-                                                  self.tokenizer.mask_token_id, self._pass_rows())
+                logits = packed.all_masked_logits(
+                    model,
+                    head,
+                    [
+                        (
+                            prepared.templates[i].input_ids.to(self.device),
+                            prepared.templates[i].blank_positions.to(self.device),
+                        )
+                        for i in at
+                    ],
+                    self.tokenizer.mask_token_id,
+                    self._pass_rows(),
+                )
                 firsts.update(zip(at, logits))
             yield from ((index, firsts.get(index)) for index in window)
 
@@ -357,41 +456,85 @@ class Infiller:
         """Sequences a shared pass holds at most: as the energies' passes without gradient."""
         return min(PASS_SEQUENCES.get(self.device.type, PASS_SEQUENCES["cuda"]), self.chunk_size or 1 << 62)
 
-    def _energy(self, model: nn.Module, template: Template, prepared: Prepared, meter: Meter,
-                config: RunConfig, first: Optional[Tensor] = None) -> MaskedLMEnergy:
-        energy = MaskedLMEnergy(model, template.input_ids, template.blank_positions, prepared.categories,
-                                self.tokenizer.mask_token_id, self.chunk_size, ConditionalCache(self.cache_mib << 20),
-                                meter, config.mask_repeats)
+    def _energy(
+        self,
+        model: nn.Module,
+        template: Template,
+        prepared: Prepared,
+        meter: Meter,
+        config: RunConfig,
+        first: Optional[Tensor] = None,
+    ) -> MaskedLMEnergy:
+        energy = MaskedLMEnergy(
+            model,
+            template.input_ids,
+            template.blank_positions,
+            prepared.categories,
+            self.tokenizer.mask_token_id,
+            self.chunk_size,
+            ConditionalCache(self.cache_mib << 20),
+            meter,
+            config.mask_repeats,
+        )
         if first is not None:
             energy.take_pass(first)
         return energy
 
-    def _draw(self, prepared: Prepared, template: Template, config: RunConfig, meter: Meter,
-              generator: torch.Generator, start: float, first: Optional[Tensor]) -> Batch:
+    def _draw(
+        self,
+        prepared: Prepared,
+        template: Template,
+        config: RunConfig,
+        meter: Meter,
+        generator: torch.Generator,
+        start: float,
+        first: Optional[Tensor],
+    ) -> Batch:
         """A one-pass method's draws (:func:`~.one_pass.draw`) on the float32 model (the chains' precision does
         not apply)."""
         pll = self._energy(self.model, template, prepared, meter, config, first)
         x, values = one_pass.draw(pll, config, generator)
-        return Batch(template=template, config=dataclasses.replace(config, num_samples=len(x)), start=start, energy=pll,
-                     target=pll, x=x, starts=x, energies=values)
+        return Batch(
+            template=template,
+            config=dataclasses.replace(config, num_samples=len(x)),
+            start=start,
+            energy=pll,
+            target=pll,
+            x=x,
+            starts=x,
+            energies=values,
+        )
 
-    def _run_chains(self, prepared: Prepared, template: Template, run: Run, meter: Meter,
-                    generator: torch.Generator, callback: Optional[Callable], terms: Sequence[tuple],
-                    rewrite: Optional[tuple[Tensor, float]], start: float, first: Optional[Tensor]) -> Batch:
+    def _run_chains(
+        self,
+        prepared: Prepared,
+        template: Template,
+        run: Run,
+        meter: Meter,
+        generator: torch.Generator,
+        callback: Optional[Callable],
+        terms: Sequence[tuple],
+        rewrite: Optional[tuple[Tensor, float]],
+        start: float,
+        first: Optional[Tensor],
+    ) -> Batch:
         """The sampler's chains, all one batch. With a budget they may spend it less what choosing ``top``
         fillings takes (:func:`~infill.pipeline.policy.least_budget`; with chains in a lower precision, the
         float32 PLLs too: :func:`~infill.pipeline.choose.float32_cost`), and stop early as
         :data:`RESCORE_PER_BLANK` says; choosing them spends the rest."""
         config, sampler, d = run.config, run.sampler, template.num_blanks
         pll = self._energy(self.chain_model, template, prepared, meter, config, first)
-        float32 = None if self.chain_model is self.model else self._energy(self.model, template, prepared, meter,
-                                                                                 config)
+        float32 = (
+            None if self.chain_model is self.model else self._energy(self.model, template, prepared, meter, config)
+        )
         target = pll if prepared.include is None and not terms else constrained_energy(pll, terms, prepared.include)
         held_back = 0 if float32 is None else float32_cost(config, d, target is not pll)  # choosing takes it
         if config.budget is not None and config.budget < least_budget(config, d) + held_back:
-            raise InfillError(f"a budget of {config.budget} encoder sequences is too small for {config.num_samples} "
-                              f"{config.method} chains in {self.chain_model.dtype} on {d} blank tokens, re-scored in "
-                              f"float32: at least {least_budget(config, d) + held_back}")
+            raise InfillError(
+                f"a budget of {config.budget} encoder sequences is too small for {config.num_samples} "
+                f"{config.method} chains in {self.chain_model.dtype} on {d} blank tokens, re-scored in "
+                f"float32: at least {least_budget(config, d) + held_back}"
+            )
         target, x = _chain_starts(config, sampler, pll, target, rewrite, generator)
         stop = None if config.budget is None else _budget_stop(config, d, x, meter, held_back)
         batch = dict(template=template, start=start, energy=pll, target=target, starts=x, float32=float32)
@@ -400,32 +543,63 @@ class Infiller:
                 trace = run_annealed(sampler, target, x, config.annealing_schedule(), generator, callback, stop)
         except BudgetSpent:  # the starts took what the chains could spend: they are the candidates
             if config.init not in mlm_draws.ORDERS + ("independent",):
-                raise InfillError(f"a budget of {config.budget} encoder sequences buys no step of {config.method} "
-                                  f"from {config.init} starts on {d} blank tokens: raise --budget") from None
+                raise InfillError(
+                    f"a budget of {config.budget} encoder sequences buys no step of {config.method} "
+                    f"from {config.init} starts on {d} blank tokens: raise --budget"
+                ) from None
             return Batch(config=dataclasses.replace(config, method=config.init), x=x, **batch)
         if config.budget is not None and len(trace.samples) < config.steps:
             config = dataclasses.replace(config, steps=len(trace.samples))
         return Batch(config=config, x=trace.final_state.x, trace=trace, sampler=sampler, **batch)
 
-    def _run_spans(self, prepared: Prepared, template: Template, config: RunConfig, meter: Meter,
-                   generator: torch.Generator, callback: Optional[Callable], start: float) -> Batch:
+    def _run_spans(
+        self,
+        prepared: Prepared,
+        template: Template,
+        config: RunConfig,
+        meter: Meter,
+        generator: torch.Generator,
+        callback: Optional[Callable],
+        start: float,
+    ) -> Batch:
         """The span sampler's chains for a template with word blanks (:func:`infill.spans.span_run`:
         reversible-jump MH, or ``span_method="per-length"``: chains pinned at every combination of lengths), run
         by :func:`~infill.samplers.run_annealed` at the span temperature (annealed from ``anneal_from``), every
         encoder pass charged to ``meter``."""
         schedule = dataclasses.replace(config, temperature=config.span_temperature).annealing_schedule()
         try:
-            run = span_run(self.model, self.tokenizer, template, prepared.pieces, config.num_samples, generator,
-                           schedule[0][0], config.init, config.span_method, include=prepared.span_include or (),
-                           meter=meter)
+            run = span_run(
+                self.model,
+                self.tokenizer,
+                template,
+                prepared.pieces,
+                config.num_samples,
+                generator,
+                schedule[0][0],
+                config.init,
+                config.span_method,
+                include=prepared.span_include or (),
+                meter=meter,
+            )
             trace = run_annealed(run.sampler, run.target, run.x0, schedule, generator, callback)
         except BudgetSpent:
-            raise InfillError(f"a budget of {config.budget} encoder sequences buys no step of the span sampler "
-                              f"({config.num_samples} chains) on {quote(template.text)}: raise --budget") from None
+            raise InfillError(
+                f"a budget of {config.budget} encoder sequences buys no step of the span sampler "
+                f"({config.num_samples} chains) on {quote(template.text)}: raise --budget"
+            ) from None
         if len(trace.samples) < schedule[-1][1]:  # the budget stopped the chains
             config = dataclasses.replace(config, steps=len(trace.samples))
-        return Batch(template=template, config=config, start=start, energy=run.energy, target=run.target,
-                     x=trace.final_state.x, starts=run.x0, trace=trace, sampler=run.sampler)
+        return Batch(
+            template=template,
+            config=config,
+            start=start,
+            energy=run.energy,
+            target=run.target,
+            x=trace.final_state.x,
+            starts=run.x0,
+            trace=trace,
+            sampler=run.sampler,
+        )
 
 
 def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
@@ -435,13 +609,15 @@ def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
     if not isinstance(text, str) or not text.strip():
         raise InfillError(f"rewrite takes a sentence, got {text!r}")
     if "[MASK" in text.upper():
-        raise InfillError(f"rewrite takes plain text, every word of it a blank; {quote(text)} has a [MASK]: "
-                          "use `infill sample` for a template")
+        raise InfillError(
+            f"rewrite takes plain text, every word of it a blank; {quote(text)} has a [MASK]: "
+            "use `infill sample` for a template"
+        )
     pieces, words, source, at = [], [], [], 0
     matches = list(WORD.finditer(text))
     for m, ids in zip(matches, spelled(tokenizer, [m.group() for m in matches])):
         if len(ids) == 1:
-            pieces += [text[at:m.start()], "[MASK]"]
+            pieces += [text[at : m.start()], "[MASK]"]
             words.append(m.group())
             source.append(ids[0])
             at = m.end()
@@ -450,8 +626,14 @@ def rewrite_template(text: str, tokenizer) -> tuple[str, list[str], list[int]]:
     return "".join(pieces) + text[at:], words, source
 
 
-def _chain_starts(config: RunConfig, sampler, pll: MaskedLMEnergy, target, rewrite: Optional[tuple[Tensor, float]],
-                  generator: torch.Generator) -> tuple:
+def _chain_starts(
+    config: RunConfig,
+    sampler,
+    pll: MaskedLMEnergy,
+    target,
+    rewrite: Optional[tuple[Tensor, float]],
+    generator: torch.Generator,
+) -> tuple:
     """The target and the chains' starts: draws from the masked LM (at ``anneal_from`` where the run is
     annealed), or for rewrite the state the closeness's calibration left the chains in, with the calibrated
     target."""
@@ -459,8 +641,16 @@ def _chain_starts(config: RunConfig, sampler, pll: MaskedLMEnergy, target, rewri
         temperature = config.anneal_from or config.token_temperature
         return target, mlm_draws.draw(pll, config.init, config.num_samples, generator, temperature)
     source, change = rewrite[0].to(pll.category_ids.device), rewrite[1]  # the chains go on from the calibration's
-    return calibrate_closeness(target, source, change, sampler, chains=config.num_samples,
-                               steps=max(4, config.steps // 2), generator=generator, with_state=True)
+    return calibrate_closeness(
+        target,
+        source,
+        change,
+        sampler,
+        chains=config.num_samples,
+        steps=max(4, config.steps // 2),
+        generator=generator,
+        with_state=True,
+    )
 
 
 def _budget_stop(config: RunConfig, d: int, x: Tensor, meter: Meter, held_back: int) -> Callable:
@@ -475,4 +665,5 @@ def _budget_stop(config: RunConfig, d: int, x: Tensor, meter: Meter, held_back: 
         else:
             keep = d * (config.top or 1)
         return meter.spent + keep + held_back >= config.budget
+
     return stop

@@ -6,6 +6,7 @@ This is the one place in the pipeline that tells them apart (the options' check 
 draws themselves, until the budget is spent where one is set. The policy imports it only when it needs it (it
 imports torch).
 """
+
 from __future__ import annotations
 
 import math
@@ -70,6 +71,7 @@ def _particles(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Gener
         if config.top is None:
             return out.samples[0], out.sample_energy[0].cpu()
         return torch.cat([out.x[0], out.visited]), torch.cat([out.energy[0], out.visited_energy]).cpu()
+
     return particles
 
 
@@ -87,12 +89,17 @@ def _to_budget(energy: MaskedLMEnergy, config: RunConfig, method: Draw) -> tuple
             x, values = method(n)
         except BudgetSpent:  # the round cost more than it surely would (a cache that kept too little)
             if not draws:
-                raise InfillError(f"a budget of {config.budget} encoder sequences buys no round of {n} "
-                                  f"{config.method} draws on {d} blank tokens: raise --budget") from None
+                raise InfillError(
+                    f"a budget of {config.budget} encoder sequences buys no round of {n} "
+                    f"{config.method} draws on {d} blank tokens: raise --budget"
+                ) from None
             break
         keys = list(map(tuple, x.tolist()))
-        fresh = {key: value for key, value in zip(keys, [math.nan] * len(keys) if values is None else values.tolist())
-                 if key not in scores}
+        fresh = {
+            key: value
+            for key, value in zip(keys, [math.nan] * len(keys) if values is None else values.tolist())
+            if key not in scores
+        }
         draws.append(x)
         if not fresh:
             break

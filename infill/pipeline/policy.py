@@ -7,6 +7,7 @@ token blanks ``auto`` chosen by the number of blank tokens and whether the energ
 sampler's chains and steps (:func:`for_words`). The stages after it read the run and decide nothing of their
 own. Nothing here imports torch at module level, so the CLI resolves runs before it loads a model.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -76,20 +77,32 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
     refused (:func:`least_budget`)."""
     if config.method == AUTO:
         if config.anneal_from is not None:
-            raise InfillError(f"{AUTO} picks its own run on token blanks, which is not annealed: drop --anneal-from "
-                              "or name a sampler")
+            raise InfillError(
+                f"{AUTO} picks its own run on token blanks, which is not annealed: drop --anneal-from or name a sampler"
+            )
         if d == 1 and not constrained:
-            exact = replace(config, method="independent", decode="visited",
-                            num_samples=config.num_samples or AUTO_CHAINS["num_samples"]) if config.top is None else \
-                replace(config, method="argmax", num_samples=config.top, decode="visited")
+            exact = (
+                replace(
+                    config,
+                    method="independent",
+                    decode="visited",
+                    num_samples=config.num_samples or AUTO_CHAINS["num_samples"],
+                )
+                if config.top is None
+                else replace(config, method="argmax", num_samples=config.top, decode="visited")
+            )
             return checked_budget(exact, d)
         config = _auto(config, d, constrained)
     if config.method == SEARCH:
         if config.top is None:
             raise InfillError(f"{SEARCH} looks for the best fillings, it does not sample: give --top K")
         config = replace(config, budget=config.budget or AUTO_BUDGET_PER_BLANK * d)
-    if config.is_baseline and config.budget is not None and config.method != SEARCH and \
-            not (config.method == "argmax" and d == 1):
+    if (
+        config.is_baseline
+        and config.budget is not None
+        and config.method != SEARCH
+        and not (config.method == "argmax" and d == 1)
+    ):
         from .one_pass import draw_cost
 
         config = replace(config, num_samples=max(1, (config.budget - 1) // draw_cost(config, d)))
@@ -101,20 +114,36 @@ def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
     to :data:`AUTO_CHAIN_BLANKS` blank tokens without ``top``, chains; with ``top`` what :data:`AUTO_TOP` names for
     ``d`` (the product search, chains or particles), its fillings kept for quality and diversity at its diversity;
     above :data:`AUTO_CHAIN_BLANKS` without ``top`` one-pass draws (every draw a sample, as many as asked)."""
-    auto, config = config, replace(config, init=AUTO_CHAINS["init"], steps=config.steps or AUTO_CHAINS["steps"],
-                                   num_samples=config.num_samples or AUTO_CHAINS["num_samples"],
-                                   budget=config.budget or AUTO_BUDGET_PER_BLANK * d,
-                                   target=config.target or AUTO_TARGET)
+    auto, config = (
+        config,
+        replace(
+            config,
+            init=AUTO_CHAINS["init"],
+            steps=config.steps or AUTO_CHAINS["steps"],
+            num_samples=config.num_samples or AUTO_CHAINS["num_samples"],
+            budget=config.budget or AUTO_BUDGET_PER_BLANK * d,
+            target=config.target or AUTO_TARGET,
+        ),
+    )
     run, diversity = next((run, value) for most, run, value in AUTO_TOP if most is None or d <= most)
     if constrained or (auto.top is not None and run == "chains") or (d <= AUTO_CHAIN_BLANKS and auto.top is None):
         return replace(config, method=AUTO_CHAINS["method"], decode=auto.decode or "diverse")
     if auto.top is None:
-        return replace(config, method=AUTO_ORDER, budget=auto.budget,
-                       decode=auto.decode or ("diverse" if auto.diversity is not None else "visited"))
+        return replace(
+            config,
+            method=AUTO_ORDER,
+            budget=auto.budget,
+            decode=auto.decode or ("diverse" if auto.diversity is not None else "visited"),
+        )
     decode = auto.decode or "diverse"
     options = AUTO_PARTICLES["options"] if run == AUTO_PARTICLES["method"] else {}
-    return replace(config, method=run, options=options, decode=decode,
-                   diversity=auto.diversity if auto.diversity is not None or decode != "diverse" else diversity)
+    return replace(
+        config,
+        method=run,
+        options=options,
+        decode=decode,
+        diversity=auto.diversity if auto.diversity is not None or decode != "diverse" else diversity,
+    )
 
 
 def for_words(config: RunConfig) -> RunConfig:
@@ -122,14 +151,22 @@ def for_words(config: RunConfig) -> RunConfig:
     decoding is refused in one line) with the named methods' chains and steps; annealing goes down to the span
     temperature."""
     if config.target is not None:
-        raise InfillError("--target sets the energy over token blanks; word blanks are scored by the span sampler's "
-                          "own: drop --target, or use token blanks")
+        raise InfillError(
+            "--target sets the energy over token blanks; word blanks are scored by the span sampler's "
+            "own: drop --target, or use token blanks"
+        )
     if config.method != AUTO or config.decode == "diverse":
         named = f"--sampler {config.method}" if config.method != AUTO else "--decode diverse"
-        raise InfillError(f"this template has word blanks, which the span sampler fills (--span-method): drop "
-                          f"{named}, or use token blanks")
-    config = replace(config, num_samples=config.num_samples or SAMPLES, steps=config.steps or STEPS,
-                     decode=config.decode or "visited")
+        raise InfillError(
+            f"this template has word blanks, which the span sampler fills (--span-method): drop "
+            f"{named}, or use token blanks"
+        )
+    config = replace(
+        config,
+        num_samples=config.num_samples or SAMPLES,
+        steps=config.steps or STEPS,
+        decode=config.decode or "visited",
+    )
     config.check_annealing(config.span_temperature)
     return config
 
@@ -158,9 +195,13 @@ def checked_budget(config: RunConfig, d: int) -> RunConfig:
         return config
     least = least_budget(config, d)
     if config.budget < least:
-        what = f"{config.num_samples} {config.method} chains from {config.init} draws" if not config.is_baseline \
+        what = (
+            f"{config.num_samples} {config.method} chains from {config.init} draws"
+            if not config.is_baseline
             else f"{config.top or 1} {config.method} draws"
-        raise InfillError(f"a budget of {config.budget} encoder sequences is too small for {what} on {d} blank "
-                          f"tokens: at least {least}")
+        )
+        raise InfillError(
+            f"a budget of {config.budget} encoder sequences is too small for {what} on {d} blank "
+            f"tokens: at least {least}"
+        )
     return config
-

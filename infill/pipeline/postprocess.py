@@ -12,6 +12,7 @@ Word blanks (the span sampler, :mod:`infill.spans`): the candidates are the chai
 (named in the diagnostics: the filled sentence's score, which compares fillings of different lengths),
 computed during the run.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -87,21 +88,30 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
     for pieces, ids, content, energy, chain, terms in choice.fillings:
         text, fills = fill_pieces(template, tokenizer, pieces)
         samples.append(Sample(text, fills, tokenizer.convert_ids_to_tokens(content), ids, energy, chain, terms))
-    return InfillResult(template.text, samples, _diagnostics(batch, choice, model_name, seed), choice.trace,
-                        choice.marginals)
+    return InfillResult(
+        template.text, samples, _diagnostics(batch, choice, model_name, seed), choice.trace, choice.marginals
+    )
 
 
 def _token_choices(batch: Batch, tokenizer, bar) -> Choice:
     """The template of a run of token blanks: the fillings :func:`~.choose.choose` keeps, reported with the
     marginals of the states visited and the trace, the visited states' values as re-scored."""
-    avoid = repeats(tokenizer, batch.energy.category_ids, batch.template) if batch.config.decode == "diverse" \
-        and batch.config.top is not None else None
+    avoid = (
+        repeats(tokenizer, batch.energy.category_ids, batch.template)
+        if batch.config.decode == "diverse" and batch.config.top is not None
+        else None
+    )
     chosen = choose(batch, bar, avoid)
     energy = batch.energy
     counted = [energy] if batch.float32 is None else [energy, batch.float32]
-    return Choice(_token_fillings(batch, chosen), marginals(batch.template, tokenizer, energy, _visited(batch, chosen)),
-                  _rescored(batch, chosen), chosen.candidates, sum(e.sequences for e in counted),
-                  sum(e.cache_hits for e in counted))
+    return Choice(
+        _token_fillings(batch, chosen),
+        marginals(batch.template, tokenizer, energy, _visited(batch, chosen)),
+        _rescored(batch, chosen),
+        chosen.candidates,
+        sum(e.sequences for e in counted),
+        sum(e.cache_hits for e in counted),
+    )
 
 
 def _token_fillings(batch: Batch, chosen: Chosen) -> list[tuple]:
@@ -109,8 +119,11 @@ def _token_fillings(batch: Batch, chosen: Chosen) -> list[tuple]:
     lower precision) and, where the target has terms, each term's value."""
     template, energy, target = batch.template, batch.energy, batch.target
     reported = chosen.rows[chosen.order].to(energy.category_ids.device)
-    terms = None if target is energy else {name: v.tolist() for name, v in target.terms(
-        one_hot(reported, energy.num_categories)).items()}
+    terms = (
+        None
+        if target is energy
+        else {name: v.tolist() for name, v in target.terms(one_hot(reported, energy.num_categories)).items()}
+    )
     plls = chosen.values[chosen.order].tolist() if terms is None else terms["pll"]
     if chosen.exact is not None:
         plls = chosen.exact.tolist()
@@ -119,9 +132,17 @@ def _token_fillings(batch: Batch, chosen: Chosen) -> list[tuple]:
         if terms is not None:
             terms["pll"] = plls
     chains = batch.config.num_samples
-    return [(blank_pieces(template, ids), ids.tolist(), ids[template.content].tolist(), plls[k], r % chains,
-             None if terms is None else {name: v[k] for name, v in terms.items()})
-            for k, (r, ids) in enumerate(zip(chosen.order.tolist(), energy.token_ids(reported).cpu()))]
+    return [
+        (
+            blank_pieces(template, ids),
+            ids.tolist(),
+            ids[template.content].tolist(),
+            plls[k],
+            r % chains,
+            None if terms is None else {name: v[k] for name, v in terms.items()},
+        )
+        for k, (r, ids) in enumerate(zip(chosen.order.tolist(), energy.token_ids(reported).cpu()))
+    ]
 
 
 def _from_visited(batch: Batch) -> bool:
@@ -136,9 +157,8 @@ def _rescored(batch: Batch, chosen: Chosen) -> Optional[Trace]:
     if not _from_visited(batch):
         return trace
     energies = trace.energies.clone()
-    visited = energies[trace.burn_in:]
-    visited[:] = (chosen.values[:visited.numel()] / trace.temperature).view(-1, config.num_samples).to(
-        energies.device)
+    visited = energies[trace.burn_in :]
+    visited[:] = (chosen.values[: visited.numel()] / trace.temperature).view(-1, config.num_samples).to(energies.device)
     return dataclasses.replace(trace, energies=energies)
 
 
@@ -146,8 +166,8 @@ def _visited(batch: Batch, chosen: Chosen) -> Tensor:
     """The states ``(N, d)`` the marginals count: those visited after burn-in (a one-pass method's draws)."""
     trace = batch.trace
     if _from_visited(batch):
-        return chosen.rows[:trace.samples[trace.burn_in:].shape[0] * batch.config.num_samples]
-    return (batch.x[None] if trace is None else trace.samples[trace.burn_in:]).flatten(0, 1).cpu()
+        return chosen.rows[: trace.samples[trace.burn_in :].shape[0] * batch.config.num_samples]
+    return (batch.x[None] if trace is None else trace.samples[trace.burn_in :]).flatten(0, 1).cpu()
 
 
 def _span_choices(batch: Batch, tokenizer, bar) -> Choice:
@@ -169,8 +189,10 @@ def _span_choices(batch: Batch, tokenizer, bar) -> Choice:
     states = trace.samples.flatten(0, 1).cpu()  # every state visited (of the last stage)
     visited = [fill_pieces(template, tokenizer, p)[1] for p in batch.sampler.fills(states).pieces(energy.category_ids)]
     counts = [Counter(fills[k] for fills in visited) for k in range(len(template.blanks))]
-    marginals = [[{"fill": fill, "frequency": round(n / len(visited), 4)} for fill, n in c.most_common(MARGINAL_FILLS)]
-                 for c in counts]
+    marginals = [
+        [{"fill": fill, "frequency": round(n / len(visited), 4)} for fill, n in c.most_common(MARGINAL_FILLS)]
+        for c in counts
+    ]
     return Choice(fillings, marginals, None, len(torch.unique(states, dim=0)), energy.meter.spent)
 
 
@@ -178,32 +200,71 @@ def marginals(template: Template, tokenizer, energy: MaskedLMEnergy, states: Ten
     """For each written blank, its most frequent fills over ``states (N, d)`` with their frequencies."""
     out = []
     for start, n in template.spans:
-        fills, counts = torch.unique(states[:, start:start + n], dim=0, return_counts=True)
+        fills, counts = torch.unique(states[:, start : start + n], dim=0, return_counts=True)
         top = counts.argsort(descending=True, stable=True)[:MARGINAL_FILLS]
         ids = energy.category_ids.cpu()[fills[top]].tolist()
-        out.append([{"fill": detokenize(tokenizer, i), "frequency": round(c / len(states), 4)}
-                    for i, c in zip(ids, counts[top].tolist())])
+        out.append(
+            [
+                {"fill": detokenize(tokenizer, i), "frequency": round(c / len(states), 4)}
+                for i, c in zip(ids, counts[top].tolist())
+            ]
+        )
     return out
 
 
 def _diagnostics(batch: Batch, choice: Choice, model_name: str, seed: int) -> Diagnostics:
+    run = _span_run(batch) if isinstance(batch.sampler, SpanSampler) else _token_run(batch, choice.trace)
+    config = batch.config
+    return Diagnostics(
+        **run,
+        model=model_name,
+        num_samples=config.num_samples,
+        seed=seed,
+        decode=config.decode,
+        encoder_sequences=choice.encoder_sequences,
+        cache_hits=choice.cache_hits,
+        candidates=choice.candidates,
+        budget=config.budget,
+        seconds=time.perf_counter() - batch.start,
+    )
+
+
+def _span_run(batch: Batch) -> dict:
+    """The diagnostics of a run of the span sampler (word blanks)."""
     config, trace = batch.config, batch.trace
-    if isinstance(batch.sampler, SpanSampler):
-        run = dict(sampler=config.span_method, hyperparameters={}, steps=config.steps, init=config.init,
-                   temperature=config.span_temperature, acceptance_rate=trace.acceptance_rate, mean_hops=None,
-                   tuned=None, burn_in=0, evaluations=trace.evaluations, forwards=0, energy=batch.target.name)
-    else:
-        trace = choice.trace
-        run = dict(
-            sampler=config.method, hyperparameters={} if batch.sampler is None else batch.sampler.hyperparameters(),
-            steps=0 if trace is None else config.steps, init="-" if trace is None else config.init,
-            temperature=config.token_temperature, acceptance_rate=None if trace is None else trace.acceptance_rate,
-            mean_hops=None if trace is None else trace.mean_hops,
-            tuned=None if trace is None or trace.tuning is None else trace.tuning.to_dict(),
-            burn_in=0 if trace is None else config.steps - trace.samples.shape[0] + trace.burn_in,
-            evaluations=0 if trace is None else trace.evaluations,
-            forwards=(one_pass.forwards(config, batch.template.num_blanks) if trace is None
-                      else mlm_draws.FORWARDS[config.init](batch.template.num_blanks)))
-    return Diagnostics(**run, model=model_name, num_samples=config.num_samples, seed=seed, decode=config.decode,
-                       encoder_sequences=choice.encoder_sequences, cache_hits=choice.cache_hits,
-                       candidates=choice.candidates, budget=config.budget, seconds=time.perf_counter() - batch.start)
+    return dict(
+        sampler=config.span_method,
+        hyperparameters={},
+        steps=config.steps,
+        init=config.init,
+        temperature=config.span_temperature,
+        acceptance_rate=trace.acceptance_rate,
+        mean_hops=None,
+        tuned=None,
+        burn_in=0,
+        evaluations=trace.evaluations,
+        forwards=0,
+        energy=batch.target.name,
+    )
+
+
+def _token_run(batch: Batch, trace) -> dict:
+    """The diagnostics of a run over token blanks: chains (``trace``) or one pass (``trace`` None)."""
+    config = batch.config
+    return dict(
+        sampler=config.method,
+        hyperparameters={} if batch.sampler is None else batch.sampler.hyperparameters(),
+        steps=0 if trace is None else config.steps,
+        init="-" if trace is None else config.init,
+        temperature=config.token_temperature,
+        acceptance_rate=None if trace is None else trace.acceptance_rate,
+        mean_hops=None if trace is None else trace.mean_hops,
+        tuned=None if trace is None or trace.tuning is None else trace.tuning.to_dict(),
+        burn_in=0 if trace is None else config.steps - trace.samples.shape[0] + trace.burn_in,
+        evaluations=0 if trace is None else trace.evaluations,
+        forwards=(
+            one_pass.forwards(config, batch.template.num_blanks)
+            if trace is None
+            else mlm_draws.FORWARDS[config.init](batch.template.num_blanks)
+        ),
+    )

@@ -1,6 +1,7 @@
 """Progress of a long command over its units (templates, eval units, documents) on stderr: tqdm's bar on a
 terminal; elsewhere (a log, a pipe, a batch job) one line per unit done, with the time spent and an estimate
 of the time left."""
+
 from __future__ import annotations
 
 import sys
@@ -24,8 +25,15 @@ class Lines:
     (``initial`` were done before). The methods of
     tqdm that the commands use, so either serves."""
 
-    def __init__(self, total: Optional[int], desc: str, unit: str, initial: int = 0, disable: bool = False,
-                 file: Optional[TextIO] = None):
+    def __init__(
+        self,
+        total: Optional[int],
+        desc: str,
+        unit: str,
+        initial: int = 0,
+        disable: bool = False,
+        file: Optional[TextIO] = None,
+    ):
         self.total, self.desc, self.unit, self.n, self.disable = total, desc, unit, initial, disable
         self.file = file or sys.stderr
         self.initial, self.postfix, self.start = initial, "", time.perf_counter()
@@ -42,8 +50,11 @@ class Lines:
         left = f", about {duration(rate * (self.total - self.n))} left" if self.total and self.n < self.total else ""
         postfix = f" ({self.postfix})" if self.postfix else ""
         count = f"{self.n}/{self.total}" if self.total else self.n
-        print(f"{self.desc}: {self.unit} {count} done{postfix}, {duration(elapsed)} elapsed{left}",
-              file=self.file, flush=True)
+        print(
+            f"{self.desc}: {self.unit} {count} done{postfix}, {duration(elapsed)} elapsed{left}",
+            file=self.file,
+            flush=True,
+        )
 
     def __enter__(self) -> "Lines":
         return self

@@ -1,4 +1,5 @@
 """What :meth:`infill.Infiller.sample` returns."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -9,8 +10,9 @@ from ..samplers import Trace
 T = TypeVar("T")
 
 
-def top_distinct(items: Iterable[T], k: Optional[int], key: Callable[[T], Hashable],
-                 energy: Callable[[T], float]) -> list[T]:
+def top_distinct(
+    items: Iterable[T], k: Optional[int], key: Callable[[T], Hashable], energy: Callable[[T], float]
+) -> list[T]:
     """The ``k`` items of highest ``energy`` with distinct ``key`` (all distinct ones if ``k`` is None),
     best first; ties go to the smaller key, so the choice never depends on the order of ``items``."""
     best: dict = {}
@@ -38,8 +40,14 @@ class Sample:
     terms: Optional[dict] = None
 
     def to_dict(self) -> dict:
-        return {"text": self.text, "fills": self.fills, "energy": self.energy, "chain": self.chain,
-                "tokens": self.tokens, **({"terms": self.terms} if self.terms is not None else {})}
+        return {
+            "text": self.text,
+            "fills": self.fills,
+            "energy": self.energy,
+            "chain": self.chain,
+            "tokens": self.tokens,
+            **({"terms": self.terms} if self.terms is not None else {}),
+        }
 
 
 @dataclass(frozen=True)
@@ -104,5 +112,9 @@ class InfillResult:
 
     def to_dict(self) -> dict:
         """JSON-ready: ``template``, ``samples``, ``diagnostics`` and ``marginals``."""
-        return {"template": self.template, "samples": [s.to_dict() for s in self.samples],
-                "diagnostics": self.diagnostics.to_dict(), "marginals": self.marginals}
+        return {
+            "template": self.template,
+            "samples": [s.to_dict() for s in self.samples],
+            "diagnostics": self.diagnostics.to_dict(),
+            "marginals": self.marginals,
+        }

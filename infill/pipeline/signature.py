@@ -3,6 +3,7 @@
 ``str(signature)`` is ``key:value`` pairs joined by ``|``, in a fixed order: protocol settings, then the
 model, method, hyperparameters, seed and library versions. ``as_dict()`` is the same for a JSON report.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -43,8 +44,14 @@ class RunSignature:
     versions: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return {"protocol": dict(self.protocol), "model": self.model, "method": self.method,
-                "hyperparameters": dict(self.hyperparameters), "seed": self.seed, "versions": dict(self.versions)}
+        return {
+            "protocol": dict(self.protocol),
+            "model": self.model,
+            "method": self.method,
+            "hyperparameters": dict(self.hyperparameters),
+            "seed": self.seed,
+            "versions": dict(self.versions),
+        }
 
     def __str__(self) -> str:
         parts = [f"{k}:{_value(v)}" for k, v in self.protocol.items()]

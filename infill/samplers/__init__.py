@@ -3,6 +3,7 @@
 Every sampler is an ``init``/``step`` pair (:class:`.base.Sampler`); one that is tuned comes wrapped in its
 default adaptation (:class:`.adaptive.Adapted`), whose options are the sampler's hyperparameters too.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,5 +50,21 @@ def make_sampler(name: str, **hyperparameters) -> Union[Sampler, Adapted]:
         raise InfillError(f"bad option for sampler {name!r}: {exc}") from None
 
 
-__all__ = ["FIELDS", "SAMPLERS", "Adaptation", "Adapted", "Sampler", "State", "StepInfo", "StepSize", "Trace", "Tuning",
-           "make_sampler", "register", "run_annealed", "sample", "sample_categorical", "sampler_options"]
+__all__ = [
+    "FIELDS",
+    "SAMPLERS",
+    "Adaptation",
+    "Adapted",
+    "Sampler",
+    "State",
+    "StepInfo",
+    "StepSize",
+    "Trace",
+    "Tuning",
+    "make_sampler",
+    "register",
+    "run_annealed",
+    "sample",
+    "sample_categorical",
+    "sampler_options",
+]

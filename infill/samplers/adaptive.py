@@ -30,6 +30,7 @@ A too-small step proposes to stay put: those proposals are accepted but do not c
 only where real moves are rejected. Scales far off are found fast: a step at which no chain proposes a move
 is doubled, one at which every move is rejected (``a_t < 0.01``) halved.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -73,8 +74,9 @@ class StepSize:
     minimum: ClassVar[float] = 0.0
 
     def __post_init__(self):
-        if self.adapt_steps is not None and (isinstance(self.adapt_steps, bool) or not isinstance(
-                self.adapt_steps, int) or self.adapt_steps < 0):
+        if self.adapt_steps is not None and (
+            isinstance(self.adapt_steps, bool) or not isinstance(self.adapt_steps, int) or self.adapt_steps < 0
+        ):
             raise InfillError(f"adapt_steps must be 0 or more (or None: half the run), got {self.adapt_steps!r}")
         if not 0 < self.target_accept < 1:
             raise InfillError(f"target_accept must lie strictly between 0 and 1, got {self.target_accept}")

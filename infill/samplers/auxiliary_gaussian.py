@@ -32,6 +32,7 @@ the warmup (:mod:`.adaptive`). The kernel steps with its step size and precondit
   The step size adapts (:mod:`.adaptive`) during the first half of the run, at most ``burn_in`` steps.
   ``W`` is a dense ``dK x dK`` matrix: PAVG is for small category sets.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -67,8 +68,9 @@ class Preconditioner:
         return self.gamma * ((flat @ self.basis) * self.spectrum) @ self.basis.T
 
 
-def auxiliary_move(energy: Energy, state: State, alpha: float, pre: Optional[Preconditioner],
-                   generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
+def auxiliary_move(
+    energy: Energy, state: State, alpha: float, pre: Optional[Preconditioner], generator: Optional[torch.Generator]
+) -> tuple[State, StepInfo]:
     """One block-wise step: ``z | x`` exactly, then MH for ``x | z`` (module docstring; ``pre=None`` is AVG)."""
     x, k = state.x, state.num_categories
     b, d = x.shape
@@ -93,8 +95,9 @@ def auxiliary_move(energy: Energy, state: State, alpha: float, pre: Optional[Pre
     log_rev = torch.log_softmax(y_scores - curv_y.view(b, d, k) + u, dim=-1)
     quadratic = (flat_y * curv_y).sum(-1) - (flat_x * curv_x).sum(-1)
     log_z = (u.flatten(1) * (flat_y - flat_x)).sum(-1) - 0.5 * quadratic  # the auxiliary density's ratio
-    return mh_transition(state, y, y_energy, y_scores, gather_sum(log_fwd, y) - log_z, gather_sum(log_rev, x), 1,
-                         generator)
+    return mh_transition(
+        state, y, y_energy, y_scores, gather_sum(log_fwd, y) - log_z, gather_sum(log_rev, x), 1, generator
+    )
 
 
 def estimate_curvature(cov: Tensor, d: int, k: int, kind: str) -> tuple[Tensor, Tensor]:
@@ -203,8 +206,14 @@ class Preconditioning(StepSize):
                 cov = second / tuning.count - torch.outer(mean, mean)
                 basis, spectrum = estimate_curvature(cov, d, k, self.preconditioner)
                 dtype = after.scores.dtype
-                tuning = dataclasses.replace(tuning, first=None, second=None, basis=basis.to(dtype),
-                                             spectrum=spectrum.to(dtype), covariance=cov.to(dtype))
+                tuning = dataclasses.replace(
+                    tuning,
+                    first=None,
+                    second=None,
+                    basis=basis.to(dtype),
+                    spectrum=spectrum.to(dtype),
+                    covariance=cov.to(dtype),
+                )
         elif t < self.burn_in:
             jumps = list(tuning.jumps)
             dtype = tuning.covariance.dtype
@@ -227,6 +236,8 @@ class PAVG(AVG):
 
     def start(self, energy: Energy, x_idx: Tensor, k: int) -> State:
         if x_idx.shape[1] * k > MAX_PRECONDITIONED:
-            raise InfillError(f"pavg keeps a dense (d*K)^2 preconditioner; d*K = {x_idx.shape[1] * k} exceeds "
-                              f"{MAX_PRECONDITIONED}: use avg or fewer categories")
+            raise InfillError(
+                f"pavg keeps a dense (d*K)^2 preconditioner; d*K = {x_idx.shape[1] * k} exceeds "
+                f"{MAX_PRECONDITIONED}: use avg or fewer categories"
+            )
         return super().start(energy, x_idx, k)

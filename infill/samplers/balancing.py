@@ -7,6 +7,7 @@ difference ``U(y) - U(x)``) and returns ``log g(t)``, so ``-inf`` stays ``-inf``
 - ``sqrt``:  ``g(t) = sqrt(t)``      -> ``0.5 * log t``
 - ``ratio``: ``g(t) = t / (1 + t)``  -> ``logsigmoid(log t)`` (Barker's balancing)
 """
+
 from __future__ import annotations
 
 from typing import Callable

@@ -7,6 +7,7 @@ one new evaluation. Everything random comes from the ``torch.Generator`` passed 
 gives the same trace. Samplers know nothing about text; they see an energy (see :mod:`infill.energies.base`)
 and ``K`` categories per variable.
 """
+
 from __future__ import annotations
 
 import copy
@@ -40,8 +41,11 @@ class Tuning:
 
     def to_dict(self) -> dict:
         """The numbers of the tuning (JSON-ready; a subclass's tensors left out)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if isinstance(getattr(self, f.name), (int, float))}
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if isinstance(getattr(self, f.name), (int, float))
+        }
 
 
 @dataclass(frozen=True)
@@ -60,8 +64,12 @@ class State:
 
     def select(self, chains) -> "State":
         """The state of the chains ``chains`` (a slice, index tensor or mask over ``B``)."""
-        return dataclasses.replace(self, x=self.x[chains], energy=self.energy[chains],
-                                   scores=None if self.scores is None else self.scores[chains])
+        return dataclasses.replace(
+            self,
+            x=self.x[chains],
+            energy=self.energy[chains],
+            scores=None if self.scores is None else self.scores[chains],
+        )
 
 
 @dataclass(frozen=True)
@@ -119,7 +127,7 @@ class Trace:
         state after burn-in. (``decode="diverse"`` adds states a trace does not hold: the pipeline's.)"""
         if top is None or decode == "final":
             return self.final_state.x[None], self.final_state.energy[None] * self.temperature
-        return self.samples[self.burn_in:], self.energies[self.burn_in:] * self.temperature
+        return self.samples[self.burn_in :], self.energies[self.burn_in :] * self.temperature
 
     def select(self, chains) -> "Trace":
         """The trace of the chains ``chains`` (a slice, index tensor or mask over ``B``)."""
@@ -141,9 +149,17 @@ def per_chain(choose: Tensor, new: Tensor, old: Tensor) -> Tensor:
     return torch.where(choose.view(-1, *([1] * (new.dim() - 1))), new, old)
 
 
-def mh_transition(state: State, y: Tensor, y_energy: Tensor, y_scores: Optional[Tensor], log_q_fwd: Tensor,
-                  log_q_rev: Tensor, evaluations: int, generator: Optional[torch.Generator],
-                  adjusted: bool = True) -> tuple[State, StepInfo]:
+def mh_transition(
+    state: State,
+    y: Tensor,
+    y_energy: Tensor,
+    y_scores: Optional[Tensor],
+    log_q_fwd: Tensor,
+    log_q_rev: Tensor,
+    evaluations: int,
+    generator: Optional[torch.Generator],
+    adjusted: bool = True,
+) -> tuple[State, StepInfo]:
     """The one Metropolis-Hastings step of every kernel: from ``state`` to the proposals ``y`` (with their
     energy and scores) drawn with log-probability ``log_q_fwd (B,)``, ``log_q_rev (B,)`` that of the reverse
     move. ``adjusted=False`` accepts every proposal (unadjusted samplers); the acceptance probability is

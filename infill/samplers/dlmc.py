@@ -19,6 +19,7 @@ The joint proposal is the product over variables; an MH test with the reverse pr
 proposal, cached for the next step) makes the chain exact: the factorised kernel (:mod:`.factorised`) with
 this proposal. One value-and-gradient evaluation per step.
 """
+
 from __future__ import annotations
 
 import math

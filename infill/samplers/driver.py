@@ -5,6 +5,7 @@ A sampler wrapped in its adaptation (:class:`~.adaptive.Adapted`) runs in two ph
 ``burn_in`` steps, each with the kernel of the settings tuned so far, then sampling with the fixed kernel of the
 tuned settings (moved only by a schedule fixed in advance), so the trace after ``burn_in`` is an exact chain.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -40,8 +41,9 @@ class Steps:
     ended: bool = False
     kept: dict = field(default_factory=dict)
 
-    def take(self, kernel: Sampler, energy: Energy, state: State,
-             generator: Optional[torch.Generator]) -> tuple[State, Optional[StepInfo]]:
+    def take(
+        self, kernel: Sampler, energy: Energy, state: State, generator: Optional[torch.Generator]
+    ) -> tuple[State, Optional[StepInfo]]:
         """One step of ``kernel`` from ``state``, recorded; ``(state, None)`` where the meter refused it (the
         exception goes on if no step was taken)."""
         try:
@@ -53,8 +55,14 @@ class Steps:
             return state, None
         self.taken += 1
         self.evaluations += info.evaluations
-        values = {"samples": new.x, "energies": new.energy, "accepted": info.accepted, "hops": info.hops,
-                  "proposals": info.proposal, "proposal_energies": info.proposal_energy}
+        values = {
+            "samples": new.x,
+            "energies": new.energy,
+            "accepted": info.accepted,
+            "hops": info.hops,
+            "proposals": info.proposal,
+            "proposal_energies": info.proposal_energy,
+        }
         for name in self.fields + (("proposal_energies",) if "proposals" in self.fields else ()):
             self.kept.setdefault(name, []).append(values[name])
         if self.callback is not None:
@@ -67,8 +75,9 @@ class Steps:
         return None if values is None or any(v is None for v in values) else torch.stack(values)
 
 
-def warmup(adapted: Adapted, energy: Energy, state: State, steps: int, generator: Optional[torch.Generator],
-           taken: Steps) -> tuple[State, Tuning]:
+def warmup(
+    adapted: Adapted, energy: Energy, state: State, steps: int, generator: Optional[torch.Generator], taken: Steps
+) -> tuple[State, Tuning]:
     """The warmup of a run of ``steps`` steps: the adaptation's first ``burn_in`` steps (fewer where the run
     ends), each with the kernel of the settings tuned so far. Returns the state and the tuning reached."""
     tuning = adapted.adaptation.init(adapted.start_value(), steps)
@@ -80,9 +89,16 @@ def warmup(adapted: Adapted, energy: Energy, state: State, steps: int, generator
     return state, tuning
 
 
-def sample(sampler: Union[Sampler, Adapted], energy: Energy, x0: Tensor, steps: int,
-           generator: Optional[torch.Generator] = None, fields: tuple = FIELDS,
-           callback: Optional[Callback] = None, stop: Optional[Callable[[State], bool]] = None) -> Trace:
+def sample(
+    sampler: Union[Sampler, Adapted],
+    energy: Energy,
+    x0: Tensor,
+    steps: int,
+    generator: Optional[torch.Generator] = None,
+    fields: tuple = FIELDS,
+    callback: Optional[Callback] = None,
+    stop: Optional[Callable[[State], bool]] = None,
+) -> Trace:
     """Run ``steps`` steps of ``sampler`` from ``x0 (B, d)``, or fewer where ``stop(state)`` says so after a
     step, or where the energy's meter refuses a step's pass (the run ends at the state before that step, and
     the exception goes on if no step was taken); ``callback(t, state, info)`` after each (e.g. progress).
@@ -95,8 +111,9 @@ def sample(sampler: Union[Sampler, Adapted], energy: Energy, x0: Tensor, steps: 
     adapted = sampler if isinstance(sampler, Adapted) else None
     kernel = sampler if adapted is None else adapted.sampler
     state = kernel.init(energy, x0)
-    taken = Steps(tuple(fields), kernel.init_evaluations(energy, state.x.shape[1], state.num_categories), callback,
-                  stop)
+    taken = Steps(
+        tuple(fields), kernel.init_evaluations(energy, state.x.shape[1], state.num_categories), callback, stop
+    )
     tuning = None
     if adapted is not None:
         state, tuning = warmup(adapted, energy, state, steps, generator, taken)
@@ -109,7 +126,16 @@ def sample(sampler: Union[Sampler, Adapted], energy: Energy, x0: Tensor, steps: 
             kernel = kernel if scheduled.value == tuning.value else adapted.kernel(scheduled)
             tuning = scheduled
     return Trace(
-        samples=taken.stacked("samples"), energies=taken.stacked("energies"), accepted=taken.stacked("accepted"),
-        hops=taken.stacked("hops"), evaluations=taken.evaluations, final_state=state, steps=taken.taken,
-        burn_in=burn_in, proposals=taken.stacked("proposals"), proposal_energies=taken.stacked("proposal_energies"),
-        temperature=energy.temperature if isinstance(energy, Tempered) else 1.0, tuning=tuning)
+        samples=taken.stacked("samples"),
+        energies=taken.stacked("energies"),
+        accepted=taken.stacked("accepted"),
+        hops=taken.stacked("hops"),
+        evaluations=taken.evaluations,
+        final_state=state,
+        steps=taken.taken,
+        burn_in=burn_in,
+        proposals=taken.stacked("proposals"),
+        proposal_energies=taken.stacked("proposal_energies"),
+        temperature=energy.temperature if isinstance(energy, Tempered) else 1.0,
+        tuning=tuning,
+    )

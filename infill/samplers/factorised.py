@@ -7,6 +7,7 @@ whether the MH test is applied (``adjusted``) and the default of its tuned argum
 (:mod:`.adaptive`). One
 evaluation of the proposal's energy and scores per step (the current state's are cached).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -50,5 +51,14 @@ class Factorised(Sampler):
         y = sample_categorical(log_fwd, generator)
         y_energy, y_scores = self.score_source.evaluate(energy, y, k)
         log_rev = self.log_proposal(y, y_scores, value)
-        return mh_transition(state, y, y_energy, y_scores, gather_sum(log_fwd, y), gather_sum(log_rev, x),
-                             self.score_source.evaluations(x.shape[1], k), generator, self.adjusted)
+        return mh_transition(
+            state,
+            y,
+            y_energy,
+            y_scores,
+            gather_sum(log_fwd, y),
+            gather_sum(log_rev, x),
+            self.score_source.evaluations(x.shape[1], k),
+            generator,
+            self.adjusted,
+        )

@@ -12,6 +12,7 @@
 Plain Gibbs with the model's proposal never needs the energy: it costs one forward pass per step, and its
 ``State.energy`` (hence ``Trace.energies``) is NaN. Compute the energies of the states you use.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -80,5 +81,14 @@ class Gibbs(Sampler):
         else:
             y_energy, evaluations = torch.full_like(state.energy, float("nan")), 1
         log_q = torch.log_softmax(logits.to(y_energy.dtype), dim=-1)
-        return mh_transition(state, y, y_energy, None, log_q[rows, value], log_q[rows, x[rows, i]], evaluations,
-                             generator, self.corrected)
+        return mh_transition(
+            state,
+            y,
+            y_energy,
+            None,
+            log_q[rows, value],
+            log_q[rows, x[rows, i]],
+            evaluations,
+            generator,
+            self.corrected,
+        )

@@ -6,6 +6,7 @@ variable is one-hot, so a change costs 2. The discrete Langevin proposal writes 
 with step ``alpha``, a change costing ``1/alpha``; hence NCG(eps) is DMALA(alpha = 2 eps) for ``K = 2`` and
 DMALA(alpha = eps) for ``K > 2``.
 """
+
 from __future__ import annotations
 
 import torch

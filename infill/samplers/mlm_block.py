@@ -16,6 +16,7 @@ any other proposes each blank from its ``conditional_logits`` or its exact condi
 variables' current values (masked blanks then read their current tokens), and the reverse path is replayed
 the same way.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,8 +56,15 @@ def proposal_logits(energy: Energy, k: int):
     return lambda z, masked, read: torch.stack([single(z, read[:, s]) for s in range(read.shape[1])], 1)
 
 
-def accept(energy: Energy, state: State, y: Tensor, log_q_fwd: Tensor, log_q_rev: Tensor, evaluations: int,
-           generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
+def accept(
+    energy: Energy,
+    state: State,
+    y: Tensor,
+    log_q_fwd: Tensor,
+    log_q_rev: Tensor,
+    evaluations: int,
+    generator: Optional[torch.Generator],
+) -> tuple[State, StepInfo]:
     """The MH step to ``y``, its energy evaluated."""
     y_energy = evaluate(energy, one_hot(y, state.num_categories))
     return mh_transition(state, y, y_energy, None, log_q_fwd, log_q_rev.to(log_q_fwd.dtype), evaluations, generator)
@@ -79,7 +87,7 @@ def replay_batched(logits, x: Tensor, y: Tensor, blocks: Tensor, first: Optional
         masks.append(masked)
     parts = [] if first is None else [first[:, 0]]
     if contexts:
-        read = torch.cat([blocks[:, t:t + 1] for t in steps])
+        read = torch.cat([blocks[:, t : t + 1] for t in steps])
         parts += list(logits(torch.cat(contexts), torch.cat(masks), read)[:, 0].split(b))
     log_p = torch.log_softmax(torch.stack(parts, 1).float(), dim=-1)  # (B, m, K)
     return log_p.gather(-1, x.gather(1, blocks)[..., None]).squeeze(-1).sum(1)
@@ -154,11 +162,9 @@ class MLMIndependence(Sampler):
         log_q_rev = self.reverse(logits, x, y, blanks, confident, first)
         return accept(energy, state, y, log_q_fwd, log_q_rev, 2 * d + (first is None), generator)
 
-    def reverse(self, logits, x: Tensor, y: Tensor, blanks: Tensor, confident: bool,
-                first: Optional[Tensor]) -> Tensor:
+    def reverse(self, logits, x: Tensor, y: Tensor, blanks: Tensor, confident: bool, first: Optional[Tensor]) -> Tensor:
         """``log q(x | y)``: ``x`` replayed along its own order from ``y`` (step by step where the order
         depends on the tokens, else in one batch)."""
         if confident:
             return mlm_draws.fill(logits, y, blanks, True, None, values=x, first=first)[1]
         return replay_batched(logits, x, y, blanks, first)
-

@@ -1,4 +1,5 @@
 """Energies of all Hamming-1 neighbours of a state, for samplers that need no gradient (``una``, ``mana``, ``lb``)."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -11,8 +12,9 @@ from ..energies.base import Energy, evaluate, one_hot
 _CHUNK_ELEMENTS = 1 << 24
 
 
-def neighbour_values(energy: Energy, x_idx: Tensor, k: int,
-                     include_self: bool = True) -> tuple[Optional[Tensor], Tensor]:
+def neighbour_values(
+    energy: Energy, x_idx: Tensor, k: int, include_self: bool = True
+) -> tuple[Optional[Tensor], Tensor]:
     """Energy of every Hamming-1 neighbour of each state, in one batched evaluation.
 
     Returns ``(value, table)``: ``value (B,)`` the energy of ``x_idx`` itself (``None`` unless
@@ -20,11 +22,11 @@ def neighbour_values(energy: Energy, x_idx: Tensor, k: int,
     entries at the current categories are filled with ``value`` (or ``nan`` without ``include_self``).
     """
     b, d = x_idx.shape
-    shifts = torch.arange(1, k, device=x_idx.device)                              # (K-1,)
-    alt = (x_idx[:, :, None] + shifts) % k                                         # (B, d, K-1)
-    nb = x_idx[:, None, None, :].expand(b, d, k - 1, d).clone()                    # (B, d, K-1, d)
+    shifts = torch.arange(1, k, device=x_idx.device)  # (K-1,)
+    alt = (x_idx[:, :, None] + shifts) % k  # (B, d, K-1)
+    nb = x_idx[:, None, None, :].expand(b, d, k - 1, d).clone()  # (B, d, K-1, d)
     coord = torch.arange(d, device=x_idx.device)
-    nb[:, coord, :, coord] = alt.permute(1, 0, 2)                                  # set x_i := alt
+    nb[:, coord, :, coord] = alt.permute(1, 0, 2)  # set x_i := alt
     batch = nb.reshape(-1, d)
     if include_self:
         batch = torch.cat([x_idx, batch])

@@ -19,6 +19,7 @@ the last blank every run is weighted by the target; ``moves`` steps of an exact 
 The energy must offer ``blank_logits(x_idx, masked, read)`` (a masked LM:
 :class:`~infill.energies.masked_lm.MaskedLMEnergy`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -99,8 +100,14 @@ class SMC:
         return (d - 1) + d + partial + self.moves * (d + 1)
 
 
-def smc(energy: Energy, settings: SMC, runs: int, particles: int, generator: Optional[torch.Generator],
-        temperature: float = 1.0) -> Particles:
+def smc(
+    energy: Energy,
+    settings: SMC,
+    runs: int,
+    particles: int,
+    generator: Optional[torch.Generator],
+    temperature: float = 1.0,
+) -> Particles:
     """``runs`` independent runs of ``particles`` particles through the blanks of ``energy`` (module docstring)."""
     first = mlm_draws.all_masked_logits(energy, 1)[0]  # (d, K): every particle's first pass
     d, k = first.shape
@@ -109,13 +116,14 @@ def smc(energy: Energy, settings: SMC, runs: int, particles: int, generator: Opt
     rows = torch.arange(n, device=device)
     z = torch.zeros(n, d, dtype=torch.long, device=device)
     masked = torch.ones(n, d, dtype=torch.bool, device=device)
-    order = torch.rand(n, d, generator=generator, device=device).argsort(-1) if settings.order == "random-order" \
-        else None
+    order = (
+        torch.rand(n, d, generator=generator, device=device).argsort(-1) if settings.order == "random-order" else None
+    )
     log_gamma = torch.zeros(n, device=device)  # the intermediate target of each particle's partial filling
     log_weight = torch.zeros(runs, particles, device=device)
     confident, blanks = order is None, torch.arange(d, device=device).expand(n, d)
     for t in range(d):
-        read = mlm_draws.still_masked(blanks, masked, d - t) if confident else order[:, t:t + 1]  # no filled blank
+        read = mlm_draws.still_masked(blanks, masked, d - t) if confident else order[:, t : t + 1]  # no filled blank
         if t == 0:  # the first pass, shared: (1, d, K) until a particle's own row is taken
             logits = first[None] if confident else first[order[:, 0]][:, None]
         else:
@@ -154,8 +162,15 @@ def smc(energy: Energy, settings: SMC, runs: int, particles: int, generator: Opt
         trace = sample(make_sampler(settings.move), target, samples, settings.moves, generator, ("samples", "energies"))
         visited, visited_energy = trace.samples.flatten(0, 1), trace.energies.flatten() * temperature
         samples, sample_energy = trace.final_state.x, trace.final_state.energy * temperature
-    return Particles(z.view(runs, particles, d), energies.view(runs, particles), log_weight, visited, visited_energy,
-                     samples.view(runs, particles, d), sample_energy.view(runs, particles))
+    return Particles(
+        z.view(runs, particles, d),
+        energies.view(runs, particles),
+        log_weight,
+        visited,
+        visited_energy,
+        samples.view(runs, particles, d),
+        sample_energy.view(runs, particles),
+    )
 
 
 def _flat(ancestors: Tensor) -> Tensor:
@@ -181,4 +196,3 @@ def _partial_pll(energy: Energy, z: Tensor, masked: Tensor, filled: int) -> Tens
     logits = energy.blank_logits(z.repeat_interleave(filled, 0), copies, at.flatten()[:, None])[:, 0]
     log_p = torch.log_softmax(logits.float(), -1).gather(-1, z.gather(1, at).flatten()[:, None])
     return log_p.view(n, filled).sum(1)
-

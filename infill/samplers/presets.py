@@ -5,6 +5,7 @@ Every step size (and PAS's path length) adapts during the first half of a run by
 the ``step_size`` given is where the adaptation starts; ``adapt_steps=0`` keeps it fixed. A preset's
 ``adaptation`` is its default adaptation, whose options are the sampler's too.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,15 +44,21 @@ class Langevin(Factorised):
     def __post_init__(self):
         super().__post_init__()
         g = self.preconditioner
-        if g is not None and (isinstance(g, (str, bytes)) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in g)):
+        if g is not None and (
+            isinstance(g, (str, bytes))
+            or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in g
+            )
+        ):
             raise InfillError(f"preconditioner must be a list of positive numbers, one per variable, got {g!r}")
 
     def check_variables(self, d: int) -> None:
         if self.preconditioner is not None and len(self.preconditioner) != d:
             n = len(self.preconditioner)
-            raise InfillError(f"preconditioner has {n} entr{'y' if n == 1 else 'ies'} for {d} "
-                              f"variable{'s' * (d != 1)}: give one per variable")
+            raise InfillError(
+                f"preconditioner has {n} entr{'y' if n == 1 else 'ies'} for {d} "
+                f"variable{'s' * (d != 1)}: give one per variable"
+            )
 
     def log_proposal(self, x: Tensor, scores: Tensor, value: float) -> Tensor:
         if self.preconditioner is None:

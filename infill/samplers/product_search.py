@@ -19,6 +19,7 @@ the budget lasts, the rest are left out. The search ignores the temperature: it 
 fillings. The energy must offer ``blank_logits`` and a ``meter`` with a limit
 (:class:`~infill.energies.masked_lm.MaskedLMEnergy`).
 """
+
 from __future__ import annotations
 
 import math
@@ -46,7 +47,7 @@ PASS = 512
 
 def cost(sizes: list[int]) -> int:
     """Sequences that score every filling of a product of sets of ``sizes``: ``sum_j prod_{i != j} sizes[i]``."""
-    return sum(math.prod(sizes[:j] + sizes[j + 1:]) for j in range(len(sizes)))
+    return sum(math.prod(sizes[:j] + sizes[j + 1 :]) for j in range(len(sizes)))
 
 
 def grow(sets: list[list[int]], offers: list[list[tuple[float, int]]], allowance: int) -> int:
@@ -64,7 +65,7 @@ def grow(sets: list[list[int]], offers: list[list[tuple[float, int]]], allowance
         heads[j] += 1
         if token in sets[j]:
             continue
-        grown = sizes[:j] + [sizes[j] + 1] + sizes[j + 1:]
+        grown = sizes[:j] + [sizes[j] + 1] + sizes[j + 1 :]
         extra = cost(grown) - cost(sizes)
         if used + extra > allowance or math.prod(grown) > MAX_FILLINGS or grown[j] > MAX_VALUES:
             open_.discard(j)  # a larger set of j costs more still

@@ -1,4 +1,5 @@
 """The name -> sampler (or kernel) class registry."""
+
 from __future__ import annotations
 
 SAMPLERS: dict[str, type] = {}

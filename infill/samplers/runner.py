@@ -1,4 +1,5 @@
 """One annealed run in stages, shared by infilling and summaries."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,10 +18,16 @@ from .driver import FIELDS, sample
 SamplerForStage = Union[Sampler, Adapted, Callable[[Energy, Tensor], Union[Sampler, Adapted]]]
 
 
-def run_annealed(sampler: SamplerForStage, energy: Energy, x0: Tensor, schedule: Sequence[tuple[float, int]],
-                 generator: Optional[torch.Generator],
-                 callback: Optional[Callable[[int, State, StepInfo], None]] = None,
-                 stop: Optional[Callable[[State], bool]] = None, fields: tuple = FIELDS) -> Trace:
+def run_annealed(
+    sampler: SamplerForStage,
+    energy: Energy,
+    x0: Tensor,
+    schedule: Sequence[tuple[float, int]],
+    generator: Optional[torch.Generator],
+    callback: Optional[Callable[[int, State, StepInfo], None]] = None,
+    stop: Optional[Callable[[State], bool]] = None,
+    fields: tuple = FIELDS,
+) -> Trace:
     """Run ``sampler`` through the ``(temperature, steps)`` stages of ``schedule``: each stage a fresh run on
     ``energy`` tempered by ``1 / temperature`` (the energy itself at temperature 1) from the previous stage's
     final state, ``x0`` for the first. ``sampler`` is a sampler, or a function of a stage's energy and start
@@ -37,8 +44,7 @@ def run_annealed(sampler: SamplerForStage, energy: Energy, x0: Tensor, schedule:
         target = energy if temperature == 1 else Tempered(energy, temperature)
         stage_sampler = sampler if isinstance(sampler, (Sampler, Adapted)) else sampler(target, x)
         offset = done
-        stage_callback = None if callback is None else (
-            lambda t, state, info: callback(offset + t, state, info))
+        stage_callback = None if callback is None else (lambda t, state, info: callback(offset + t, state, info))
         trace = sample(stage_sampler, target, x, steps, generator, fields, stage_callback, stop)
         x, evaluations, done = trace.final_state.x, evaluations + trace.evaluations, done + steps
     return dataclasses.replace(trace, evaluations=evaluations)

@@ -9,6 +9,7 @@ when ``x_i`` is set to ``k`` (up to a constant per variable):
   zero at the current categories); no gradient, one batch of ``1 + d (K - 1)`` values per state, or
   ``d (K - 1)`` where the state's own value is already known.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,8 +27,7 @@ class ScoreSource:
 
     exact: bool
 
-    def evaluate(self, energy: Energy, x_idx: Tensor, k: int,
-                 value: Optional[Tensor] = None) -> tuple[Tensor, Tensor]:
+    def evaluate(self, energy: Energy, x_idx: Tensor, k: int, value: Optional[Tensor] = None) -> tuple[Tensor, Tensor]:
         """Energy ``(B,)`` and scores ``(B, d, K)`` of ``x_idx``; ``value``, where known, saves an evaluation
         of exact differences."""
         if not self.exact:

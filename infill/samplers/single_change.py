@@ -22,6 +22,7 @@ Gradients (Grathwohl et al., 2021) with the gradient and Zanella's locally balan
 differences; with exact differences and ``R = 1`` the proposal's value is known (it is a neighbour), so a step
 costs ``d (K - 1)`` evaluations.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -4,6 +4,7 @@
 :class:`~infill.serve.queue.RunQueue`; the page is ``static/index.html``, a plain page with a small
 script that draws its plots as SVG.
 """
+
 from .app import create_app
 
 __all__ = ["create_app"]

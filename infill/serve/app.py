@@ -14,6 +14,7 @@ Bad input is HTTP 400 with ``{"error": one line}`` (checked by :mod:`infill.serv
 503; a body over the cap 413; a run past the time limit 503. Every run goes through
 :class:`~infill.serve.queue.RunQueue`, one at a time.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -126,15 +127,25 @@ class Service:
         from ..samplers import SAMPLERS
 
         config = RunConfig.create()
-        defaults = {name: getattr(config, name) for name in ("method", "num_samples", "steps", "top", "seed",
-                                                             "temperature")}
+        defaults = {
+            name: getattr(config, name) for name in ("method", "num_samples", "steps", "top", "seed", "temperature")
+        }
         limits = {"queue": self.queue.size, "seconds": self.queue.time_limit, "body_bytes": self.max_body}
-        return JSONResponse({"model": shown_name(self.infiller.model_name), "defaults": defaults, "fast": FAST,
-                             "rewrite": REWRITE_DEFAULTS, "methods": [AUTO, *sorted(SAMPLERS), *BASELINES],
-                             "examples": EXAMPLES, "limits": limits})
+        return JSONResponse(
+            {
+                "model": shown_name(self.infiller.model_name),
+                "defaults": defaults,
+                "fast": FAST,
+                "rewrite": REWRITE_DEFAULTS,
+                "methods": [AUTO, *sorted(SAMPLERS), *BASELINES],
+                "examples": EXAMPLES,
+                "limits": limits,
+            }
+        )
 
     def answer(self, task: str):
         """``POST /api/TASK``: the run's result when it is done."""
+
         async def endpoint(request: Request):
             job = self.submit(task, await read_json(request, self.max_body), extras=False)
             try:
@@ -163,9 +174,13 @@ class Service:
 
     async def job_status(self, request: Request):
         job = self.find(request)
-        status = {"id": job.id, "state": job.state, "progress": list(job.progress),
-                  "position": self.queue.position(job),
-                  "elapsed": None if job.started is None else round(time.monotonic() - job.started, 3)}
+        status = {
+            "id": job.id,
+            "state": job.state,
+            "progress": list(job.progress),
+            "position": self.queue.position(job),
+            "elapsed": None if job.started is None else round(time.monotonic() - job.started, 3),
+        }
         if job.future.done():
             if job.future.exception() is None:
                 status["result"] = job.future.result()
@@ -191,14 +206,25 @@ def create_app(infiller, queue_size: int = 32, time_limit: float = 60.0, max_bod
         yield
         queue.close()
 
-    routes = [Route("/", index), Route("/api/info", service.info),
-              *(Route(f"/api/{task}", service.answer(task), methods=["POST"]) for task in TASKS),
-              Route("/api/jobs", service.create_job, methods=["POST"]),
-              Route("/api/jobs/{id}", service.job_status, methods=["GET"]),
-              Route("/api/jobs/{id}", service.cancel_job, methods=["DELETE"]),
-              Mount("/static", StaticFiles(directory=STATIC))]
-    app = Starlette(routes=routes, exception_handlers={Exception: http_error, HTTPError: http_error,
-                                                       InfillError: http_error, 404: not_found, 405: not_found},
-                    lifespan=lifespan)
+    routes = [
+        Route("/", index),
+        Route("/api/info", service.info),
+        *(Route(f"/api/{task}", service.answer(task), methods=["POST"]) for task in TASKS),
+        Route("/api/jobs", service.create_job, methods=["POST"]),
+        Route("/api/jobs/{id}", service.job_status, methods=["GET"]),
+        Route("/api/jobs/{id}", service.cancel_job, methods=["DELETE"]),
+        Mount("/static", StaticFiles(directory=STATIC)),
+    ]
+    app = Starlette(
+        routes=routes,
+        exception_handlers={
+            Exception: http_error,
+            HTTPError: http_error,
+            InfillError: http_error,
+            404: not_found,
+            405: not_found,
+        },
+        lifespan=lifespan,
+    )
     app.state.queue = queue
     return app

@@ -5,6 +5,7 @@ call after every sampler step, which records the progress and raises :class:`Sto
 cancelled or past its deadline, so that the run ends at its next step. The asyncio side waits on
 ``job.future``; nothing of the model is touched outside the worker thread.
 """
+
 from __future__ import annotations
 
 import collections
@@ -49,9 +50,11 @@ class Job:
         if self.cancelled:
             raise Stopped("the run was cancelled")
         if time.monotonic() > self.deadline:
-            raise Stopped(f"the run took longer than the server's time limit of {self.time_limit:g} s (waiting "
-                          "included); ask for fewer steps or samples, or start the server with a longer "
-                          "`infill serve --time-limit SECONDS`")
+            raise Stopped(
+                f"the run took longer than the server's time limit of {self.time_limit:g} s (waiting "
+                "included); ask for fewer steps or samples, or start the server with a longer "
+                "`infill serve --time-limit SECONDS`"
+            )
 
 
 class RunQueue:
@@ -73,8 +76,9 @@ class RunQueue:
         """Queue ``run(step)``; raises :class:`QueueFull` when ``size`` jobs are already waiting."""
         with self._lock:
             if len(self._waiting) >= self.size:
-                raise QueueFull(f"the server is busy ({len(self._waiting)} waiting behind the running one); try again "
-                                "shortly")
+                raise QueueFull(
+                    f"the server is busy ({len(self._waiting)} waiting behind the running one); try again shortly"
+                )
             job = Job(str(next(self._ids)), run, time.monotonic() + self.time_limit, self.time_limit)
             self._waiting.append(job)
             self._jobs[job.id] = job
@@ -130,8 +134,12 @@ class RunQueue:
             except Stopped as exc:
                 outcome, state = exc, "cancelled" if job.cancelled else "failed"
                 if not job.cancelled:
-                    log.warning("run %s stopped after %.1f s: past the time limit of %g s", job.id,
-                                time.monotonic() - job.started, job.time_limit)
+                    log.warning(
+                        "run %s stopped after %.1f s: past the time limit of %g s",
+                        job.id,
+                        time.monotonic() - job.started,
+                        job.time_limit,
+                    )
             except InfillError as exc:  # bad input: a 400, nothing to log
                 outcome, state = exc, "failed"
             except Exception as exc:  # a bug: logged once here, reported to the request; the worker goes on

@@ -12,6 +12,7 @@ run option); the rest is checked by the :class:`~infill.Infiller` method in the 
 input is one :class:`InfillError` line. ``extras`` adds what only the page shows: the chains' ``trace``
 and, per span blank, the ``lengths`` of its fills.
 """
+
 from __future__ import annotations
 
 import math
@@ -84,14 +85,14 @@ def result_payload(result, blanks, extras: bool) -> dict:
 def _body(data: Any, needs: str, example: str) -> dict:
     """The request's fields, ``-`` in keys read as ``_`` (as JSON lines allow)."""
     if not isinstance(data, dict):
-        raise InfillError(f"the body must be a JSON object with a \"{needs}\" field, e.g. {example}")
+        raise InfillError(f'the body must be a JSON object with a "{needs}" field, e.g. {example}')
     return {str(k).replace("-", "_"): v for k, v in data.items()}
 
 
 def _string(fields: dict, name: str, example: str) -> str:
     value = fields.pop(name, None)
     if not isinstance(value, str):
-        raise InfillError(f"the body needs a \"{name}\" string, e.g. {example}")
+        raise InfillError(f'the body needs a "{name}" string, e.g. {example}')
     return value
 
 
@@ -175,8 +176,12 @@ def score(data: Any) -> Run:
             raise InfillError(f"sentence {n} is empty")
 
     def run(infiller, step, extras):
-        return {"scores": [{"text": text, "score": s.total, "mode": mode, "tokens": _tokens(s)}
-                           for text, s in zip(texts, infiller.score(texts, mode))]}
+        return {
+            "scores": [
+                {"text": text, "score": s.total, "mode": mode, "tokens": _tokens(s)}
+                for text, s in zip(texts, infiller.score(texts, mode))
+            ]
+        }
 
     return run
 
@@ -190,8 +195,12 @@ def rank(data: Any) -> Run:
     splice(template, options)  # one blank, no empty option
 
     def run(infiller, step, extras):
-        return {"ranked": [{"option": r.option, "text": r.text, "score": r.score.total, "mode": mode,
-                            "tokens": _tokens(r.score)} for r in infiller.rank(template, options, mode)]}
+        return {
+            "ranked": [
+                {"option": r.option, "text": r.text, "score": r.score.total, "mode": mode, "tokens": _tokens(r.score)}
+                for r in infiller.rank(template, options, mode)
+            ]
+        }
 
     return run
 

@@ -38,12 +38,29 @@ per-word bonus; the default is chosen in ``eval/spans-calibration.md``), :mod:`.
 appear, whole words of any pieces: the include term added to the energy, and chain starts that hold them),
 :mod:`.sample` (chain starts, the two methods, :class:`SpanRun`, :func:`best`).
 """
+
 from .fills import EMPTY, MASK, Fills, SpanSpace
 from .include import SpanInclude, plant
 from .kernel import MOVES, SpanEnergy, SpanSampler
 from .mlm import MaskedLMSpanEnergy
 from .sample import MAX_PIECES, SpanRun, best, sample_spans, span_energy, span_run, span_space
 
-__all__ = ["EMPTY", "MASK", "MAX_PIECES", "MOVES", "Fills", "MaskedLMSpanEnergy", "SpanEnergy", "SpanInclude",
-           "SpanRun", "SpanSampler", "SpanSpace", "best", "plant", "sample_spans", "span_energy", "span_run",
-           "span_space"]
+__all__ = [
+    "EMPTY",
+    "MASK",
+    "MAX_PIECES",
+    "MOVES",
+    "Fills",
+    "MaskedLMSpanEnergy",
+    "SpanEnergy",
+    "SpanInclude",
+    "SpanRun",
+    "SpanSampler",
+    "SpanSpace",
+    "best",
+    "plant",
+    "sample_spans",
+    "span_energy",
+    "span_run",
+    "span_space",
+]

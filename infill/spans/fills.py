@@ -7,6 +7,7 @@ left-to-right starts); :meth:`Fills.pack` makes them one integer row per chain, 
 a unit being a token (token blanks) or a word (word blanks): a word-start category followed by at most
 ``pieces - 1`` continuation categories.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -84,8 +85,10 @@ class Fills:
 
     def where(self, choose: Tensor, other: "Fills") -> "Fills":
         """Per chain: these fills where ``choose (B,)``, else ``other``'s."""
-        return Fills(torch.where(choose[:, None, None], self.tokens, other.tokens),
-                     torch.where(choose[:, None], self.lengths, other.lengths))
+        return Fills(
+            torch.where(choose[:, None, None], self.tokens, other.tokens),
+            torch.where(choose[:, None], self.lengths, other.lengths),
+        )
 
     def pack(self) -> Tensor:
         """One integer row per chain, ``(B, J * C + J)``: the tokens, then the lengths (a sampler's state)."""
@@ -95,7 +98,7 @@ class Fills:
     def unpack(cls, x: Tensor, blanks: int) -> "Fills":
         """The fills of ``J = blanks`` blanks packed in ``x`` by :meth:`pack`."""
         width = (x.shape[1] - blanks) // blanks
-        return cls(x[:, :blanks * width].reshape(len(x), blanks, width), x[:, blanks * width:])
+        return cls(x[:, : blanks * width].reshape(len(x), blanks, width), x[:, blanks * width :])
 
     def to_lists(self) -> list[list[list[int]]]:
         """Per chain, per blank, the category indices of the fill."""

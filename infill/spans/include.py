@@ -6,6 +6,7 @@ one of the word's forms (its piece sequences, e.g. ``so ##uven ##ir`` and ``So #
 is unchanged, so it targets the sum exactly; :func:`plant` makes the chains start from fills that hold
 every word, which the masked LM's conditional alone would rarely propose.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -49,8 +50,9 @@ class SpanInclude:
         return self.energy.proposal_logits(fills, blank, slot)
 
 
-def plant(lengths: Tensor, space: SpanSpace, words: Sequence[Sequence[Form]],
-          generator: Optional[torch.Generator]) -> Fills:
+def plant(
+    lengths: Tensor, space: SpanSpace, words: Sequence[Sequence[Form]], generator: Optional[torch.Generator]
+) -> Fills:
     """Chain starts ``(B, J)`` of ``lengths`` words (raised, within the blanks' bounds, where a chain has
     fewer word slots than ``words``), each of the ``words`` put at a distinct word slot drawn uniformly in
     a form drawn uniformly, the other slots :data:`~.fills.MASK` (one piece each) for the masked LM to
@@ -62,7 +64,7 @@ def plant(lengths: Tensor, space: SpanSpace, words: Sequence[Sequence[Form]],
             extra = min(len(words) - sum(chain_lengths), int(space.high[b, j]) - chain_lengths[j])
             chain_lengths[j] += max(0, extra)
         slots = [(j, k) for j, n in enumerate(chain_lengths) for k in range(n)]
-        chosen = torch.randperm(len(slots), generator=generator)[:len(words)].tolist()
+        chosen = torch.randperm(len(slots), generator=generator)[: len(words)].tolist()
         forms = [forms[int(torch.randint(len(forms), (1,), generator=generator))] for forms in words]
         fill = [[[MASK] for _ in range(n)] for n in chain_lengths]
         for slot, form in zip(chosen, forms):
@@ -72,5 +74,5 @@ def plant(lengths: Tensor, space: SpanSpace, words: Sequence[Sequence[Form]],
     tokens = torch.full((len(rows), lengths.shape[1], space.width), EMPTY, dtype=torch.long)
     for b, chain in enumerate(rows):
         for j, row in enumerate(chain):
-            tokens[b, j, :len(row)] = torch.tensor(row, dtype=torch.long)
+            tokens[b, j, : len(row)] = torch.tensor(row, dtype=torch.long)
     return Fills(tokens.to(lengths.device), torch.tensor([[len(r) for r in c] for c in rows]).to(lengths.device))

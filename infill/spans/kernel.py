@@ -17,6 +17,7 @@ proposed except by a delete, which is then refused without evaluating it.
 The energy (:class:`SpanEnergy`) gives the log-probability of fills and the proposal's logits at a mask; the
 kernel knows nothing about text.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -61,8 +62,9 @@ class SpanSampler(Sampler):
 
     def __post_init__(self):
         if len(self.move_weights) != 3 or min(self.move_weights) < 0 or max(self.move_weights) <= 0:
-            raise InfillError(f"move_weights must be 3 non-negative weights (insert, delete, replace), "
-                              f"got {self.move_weights}")
+            raise InfillError(
+                f"move_weights must be 3 non-negative weights (insert, delete, replace), got {self.move_weights}"
+            )
 
     def hyperparameters(self) -> dict:
         return {"move_weights": self.move_weights}
@@ -84,13 +86,15 @@ class SpanSampler(Sampler):
     def move_log_probs(self, lengths: Tensor, blank: Tensor, chains: Tensor) -> Tensor:
         """Log-probabilities ``(B, 3)`` of each move at fill length ``lengths (B,)`` (``-inf``: impossible)."""
         space = self.space
-        possible = torch.stack([lengths < space.capacity[chains, blank], lengths > space.low[chains, blank],
-                                lengths > 0], 1)
+        possible = torch.stack(
+            [lengths < space.capacity[chains, blank], lengths > space.low[chains, blank], lengths > 0], 1
+        )
         weights = torch.tensor(self.move_weights, dtype=torch.float64, device=lengths.device) * possible
         return torch.log(weights / weights.sum(1, keepdim=True).clamp_min(1e-300))
 
-    def log_proposals(self, move: Tensor, n: Tensor, log_p_x: Tensor, log_p_y: Tensor, log_q_new: Tensor,
-                      log_q_old: Tensor) -> tuple[Tensor, Tensor]:
+    def log_proposals(
+        self, move: Tensor, n: Tensor, log_p_x: Tensor, log_p_y: Tensor, log_q_new: Tensor, log_q_old: Tensor
+    ) -> tuple[Tensor, Tensor]:
         """``(log q(y | x), log q(x | y))`` of labelled moves ``move`` from fill length ``n``: the move's
         choice, its position among the slots, and the drawn category (inserts and replaces forward, deletes
         and replaces backward)."""
@@ -117,8 +121,17 @@ class SpanSampler(Sampler):
         slot = (torch.rand(b, generator=generator, device=device, dtype=torch.float64) * slots).long()
         return blank, move, torch.minimum(slot, (slots - 1).clamp_min(0)), log_p
 
-    def propose(self, energy: SpanEnergy, x: Fills, chains: Tensor, blank: Tensor, move: Tensor,
-                slot: Tensor, log_p_x: Tensor, generator: Optional[torch.Generator]):
+    def propose(
+        self,
+        energy: SpanEnergy,
+        x: Fills,
+        chains: Tensor,
+        blank: Tensor,
+        move: Tensor,
+        slot: Tensor,
+        log_p_x: Tensor,
+        generator: Optional[torch.Generator],
+    ):
         """The proposals ``y`` from fills ``x`` of ``chains`` (moves chosen), whether each is valid, and
         ``(log q(y | x), log q(x | y))``."""
         rows, space = torch.arange(len(chains), device=chains.device), self.space
@@ -133,8 +146,9 @@ class SpanSampler(Sampler):
         deleted = x.delete(blank, slot)
         y = x.insert(blank, slot, drawn).where(insert, x.put(blank, slot, drawn)).where(move != 1, deleted)
         n_y = y.lengths[rows, blank]
-        valid = torch.where(move == 1, space.valid(space.kinds(deleted.rows(blank), blank), n_y, blank, chains),
-                            allowed.any(1))
+        valid = torch.where(
+            move == 1, space.valid(space.kinds(deleted.rows(blank), blank), n_y, blank, chains), allowed.any(1)
+        )
         log_p_y = self.move_log_probs(n_y, blank, chains)
         return y, valid, *self.log_proposals(move, n, log_p_x, log_p_y, log_q[rows, drawn], log_q[rows, old])
 
@@ -154,8 +168,15 @@ class SpanSampler(Sampler):
         log_ratio = torch.where(valid, energy_y - state.energy[a] + reverse - forward, float("-inf"))
         return self.transition(state, a, y.pack(), energy_y, log_ratio, generator)
 
-    def transition(self, state: State, a: Tensor, y: Tensor, energy_y: Tensor, log_ratio: Tensor,
-                   generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
+    def transition(
+        self,
+        state: State,
+        a: Tensor,
+        y: Tensor,
+        energy_y: Tensor,
+        log_ratio: Tensor,
+        generator: Optional[torch.Generator],
+    ) -> tuple[State, StepInfo]:
         """The MH test of the proposals ``y`` (packed) of the chains ``a``; the other chains stay."""
         accept = mh_accept(log_ratio, generator)
         accepted = torch.zeros(len(state.x), dtype=torch.bool, device=state.x.device)

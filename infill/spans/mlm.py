@@ -18,6 +18,7 @@ Every sequence that goes through the encoder (masked copies and proposal forward
 :class:`~infill.energies.budget.BudgetSpent` and runs nothing. A fill already scored is not scored again.
 ``name`` says which energy it is, for diagnostics and report signatures.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -48,10 +49,23 @@ class MaskedLMSpanEnergy:
     ``special``: per segment, its special tokens (never scored); ``meter`` counts (and may cap) the encoder
     sequences, shared with the run's other energies."""
 
-    def __init__(self, model: nn.Module, segments: Sequence[Tensor], category_ids: Tensor, word_starts: Tensor,
-                 text_starts: Sequence[Tensor], special: Sequence[Tensor], unit_starts: Tensor, mask_token_id: int,
-                 pad_token_id: int, scoring: str = DEFAULTS["scoring"], window: Optional[int] = DEFAULTS["window"],
-                 word_bonus: float = DEFAULTS["word_bonus"], max_copies: int = 512, meter: Optional[Meter] = None):
+    def __init__(
+        self,
+        model: nn.Module,
+        segments: Sequence[Tensor],
+        category_ids: Tensor,
+        word_starts: Tensor,
+        text_starts: Sequence[Tensor],
+        special: Sequence[Tensor],
+        unit_starts: Tensor,
+        mask_token_id: int,
+        pad_token_id: int,
+        scoring: str = DEFAULTS["scoring"],
+        window: Optional[int] = DEFAULTS["window"],
+        word_bonus: float = DEFAULTS["word_bonus"],
+        max_copies: int = 512,
+        meter: Optional[Meter] = None,
+    ):
         if scoring not in SCORINGS:
             raise InfillError(f"span scoring must be one of {', '.join(SCORINGS)}, got {scoring!r}")
         if window is not None and window < 0:
@@ -104,8 +118,12 @@ class MaskedLMSpanEnergy:
         tokens = fills.tokens.to(self.device)
         for k, segment in enumerate(self.segments):
             pos = cursor[:, None] + torch.arange(len(segment), device=self.device)
-            for out, values in ((ids, segment), (scored, self.text_scored[k]), (starts, self.text_starts[k]),
-                                (attention, torch.ones_like(segment, dtype=torch.bool))):
+            for out, values in (
+                (ids, segment),
+                (scored, self.text_scored[k]),
+                (starts, self.text_starts[k]),
+                (attention, torch.ones_like(segment, dtype=torch.bool)),
+            ):
                 out.scatter_(1, pos, values.expand(b, -1))
             cursor = cursor + len(segment)
             if k == j:
@@ -116,8 +134,12 @@ class MaskedLMSpanEnergy:
             pos = torch.where(inside, cursor[:, None] + torch.arange(c, device=self.device), width)
             category = tokens[:, k].clamp_min(0)
             values = torch.where(tokens[:, k] == MASK, self.mask_token_id, self.category_ids[category])
-            for out, value in ((ids, values), (scored, inside), (starts, self.word_starts[category] | ~inside),
-                               (attention, inside)):
+            for out, value in (
+                (ids, values),
+                (scored, inside),
+                (starts, self.word_starts[category] | ~inside),
+                (attention, inside),
+            ):
                 out.scatter_(1, pos, value)
             cursor = cursor + n
         return ids[:, :width], attention[:, :width], scored[:, :width], starts[:, :width], begins
@@ -142,9 +164,17 @@ class MaskedLMSpanEnergy:
 
     def _evaluate(self, fills: Fills) -> Tensor:
         ids, attention, scored, starts, _ = self.layout(fills)
-        scores, _ = token_scores(self.model, ids, attention.long(), scored, word_l2r=self.scoring == "word-l2r",
-                                 word_starts=starts, max_copies=self.max_copies, mask_token_id=self.mask_token_id,
-                                 charge=self.meter.spend)
+        scores, _ = token_scores(
+            self.model,
+            ids,
+            attention.long(),
+            scored,
+            word_l2r=self.scoring == "word-l2r",
+            word_starts=starts,
+            max_copies=self.max_copies,
+            mask_token_id=self.mask_token_id,
+            charge=self.meter.spend,
+        )
         return scores.double().sum(1) + self.word_bonus * self.units(fills)
 
     @torch.no_grad()

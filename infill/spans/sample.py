@@ -1,6 +1,7 @@
 """A run of the span sampler on a template's blanks, lengths included: :func:`span_run` builds the sampler, the
 energy and the chain starts (:class:`SpanRun`), which the samplers' driver runs (:func:`sample_spans` at one
 temperature); :func:`best` chooses the states to report from the :class:`~infill.samplers.Trace`."""
+
 from __future__ import annotations
 
 import itertools
@@ -29,8 +30,9 @@ MAX_COMBINATIONS = 64  # length combinations the per-length method runs at once
 MAX_PIECES = 4  # pieces a word of a word blank may take
 
 
-def span_space(template: Template, tokenizer, categories: Tensor, chains: int,
-               max_pieces: int = MAX_PIECES) -> SpanSpace:
+def span_space(
+    template: Template, tokenizer, categories: Tensor, chains: int, max_pieces: int = MAX_PIECES
+) -> SpanSpace:
     """The fills ``template``'s blanks may take for ``chains`` chains over the token ids ``categories``: a word
     blank takes word starts and continuation pieces, at most ``max_pieces`` a word; a token blank takes any
     category as one unit where every blank is a token blank, else the word starts only."""
@@ -42,13 +44,18 @@ def span_space(template: Template, tokenizer, categories: Tensor, chains: int,
         else:
             rows.append((torch.ones_like(starts) if template.fixed else starts, torch.ones_like(starts), 1))
     bounds = torch.tensor([[b.min, b.max] for b in template.blanks])
-    return SpanSpace(torch.stack([r[0] for r in rows]), torch.stack([r[1] for r in rows]),
-                     torch.tensor([r[2] for r in rows]), bounds[:, 0].expand(chains, -1).clone(),
-                     bounds[:, 1].expand(chains, -1).clone())
+    return SpanSpace(
+        torch.stack([r[0] for r in rows]),
+        torch.stack([r[1] for r in rows]),
+        torch.tensor([r[2] for r in rows]),
+        bounds[:, 0].expand(chains, -1).clone(),
+        bounds[:, 1].expand(chains, -1).clone(),
+    )
 
 
-def span_energy(model: nn.Module, tokenizer, template: Template, categories: Tensor, space: SpanSpace,
-                **options) -> MaskedLMSpanEnergy:
+def span_energy(
+    model: nn.Module, tokenizer, template: Template, categories: Tensor, space: SpanSpace, **options
+) -> MaskedLMSpanEnergy:
     """The masked-LM span energy of ``template`` (``options``: ``scoring``, ``window``, ``word_bonus``,
     ``max_copies``, see :class:`MaskedLMSpanEnergy`)."""
     word_starts = token_words(tokenizer)[1]
@@ -56,8 +63,18 @@ def span_energy(model: nn.Module, tokenizer, template: Template, categories: Ten
     text_starts = [torch.tensor([i in word_starts for i in s.tolist()], dtype=torch.bool) for s in template.segments]
     specials = [torch.tensor([i in special for i in s.tolist()], dtype=torch.bool) for s in template.segments]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.mask_token_id
-    return MaskedLMSpanEnergy(model, template.segments, categories, piece_kinds(tokenizer, categories.cpu())[0],
-                              text_starts, specials, space.starts, tokenizer.mask_token_id, pad, **options)
+    return MaskedLMSpanEnergy(
+        model,
+        template.segments,
+        categories,
+        piece_kinds(tokenizer, categories.cpu())[0],
+        text_starts,
+        specials,
+        space.starts,
+        tokenizer.mask_token_id,
+        pad,
+        **options,
+    )
 
 
 def start_lengths(space: SpanSpace) -> Tensor:
@@ -70,8 +87,14 @@ def start_lengths(space: SpanSpace) -> Tensor:
     return space.low + (chain // stride) % span
 
 
-def draw_starts(energy: SpanEnergy, space: SpanSpace, lengths: Tensor, init: str,
-                generator: Optional[torch.Generator], planted: Optional[Fills] = None) -> Fills:
+def draw_starts(
+    energy: SpanEnergy,
+    space: SpanSpace,
+    lengths: Tensor,
+    init: str,
+    generator: Optional[torch.Generator],
+    planted: Optional[Fills] = None,
+) -> Fills:
     """Fills of one-piece units, ``lengths (B, J)`` of them (or the masks of ``planted``, whose other pieces
     stay): drawn uniformly (``uniform``) or from the masked LM's conditional at each position (one forward
     pass per position of the longest chain), given the earlier ones as drawn and the later ones masked
@@ -108,8 +131,10 @@ def length_combinations(space: SpanSpace, chains: int) -> Tensor:
     for r in ranges:
         count *= len(r)
     if count > MAX_COMBINATIONS:
-        raise InfillError(f"the blanks' lengths make {count} combinations, more than the {MAX_COMBINATIONS} the "
-                          "per-length method runs; use method 'rjmcmc' or narrower spans")
+        raise InfillError(
+            f"the blanks' lengths make {count} combinations, more than the {MAX_COMBINATIONS} the "
+            "per-length method runs; use method 'rjmcmc' or narrower spans"
+        )
     return torch.tensor(list(itertools.product(*ranges)), dtype=torch.long).reshape(count, len(ranges))
 
 
@@ -126,11 +151,23 @@ class SpanRun:
     x0: Tensor
 
 
-def span_run(model: nn.Module, tokenizer, template: Template, categories: Tensor, chains: int,
-             generator: Optional[torch.Generator] = None, temperature: float = 1.0, init: str = "left-to-right",
-             method: str = "rjmcmc", max_pieces: int = MAX_PIECES,
-             move_weights: tuple[float, float, float] = (1.0, 1.0, 1.0), include: Sequence[Sequence[Form]] = (),
-             include_weight: float = INCLUDE_WEIGHT, meter: Optional[Meter] = None, **energy_options) -> SpanRun:
+def span_run(
+    model: nn.Module,
+    tokenizer,
+    template: Template,
+    categories: Tensor,
+    chains: int,
+    generator: Optional[torch.Generator] = None,
+    temperature: float = 1.0,
+    init: str = "left-to-right",
+    method: str = "rjmcmc",
+    max_pieces: int = MAX_PIECES,
+    move_weights: tuple[float, float, float] = (1.0, 1.0, 1.0),
+    include: Sequence[Sequence[Form]] = (),
+    include_weight: float = INCLUDE_WEIGHT,
+    meter: Optional[Meter] = None,
+    **energy_options,
+) -> SpanRun:
     """The sampler, energy and chain starts (drawn at ``temperature``, charged to ``meter``) of ``template``'s
     blanks over the token ids ``categories`` (see the package docstring); ``energy_options`` go to
     :class:`MaskedLMSpanEnergy`. With ``include`` (per word, its forms as category indices), the target adds
@@ -141,8 +178,10 @@ def span_run(model: nn.Module, tokenizer, template: Template, categories: Tensor
     longest = sum(len(s) for s in template.segments) + int(space.capacity[0].sum())
     limit = max_length(tokenizer, model.config)
     if longest > limit:
-        raise InfillError(f"the template's longest filling is {longest} tokens, more than the model's maximum of "
-                          f"{limit}; use shorter spans or fewer pieces per word")
+        raise InfillError(
+            f"the template's longest filling is {longest} tokens, more than the model's maximum of "
+            f"{limit}; use shorter spans or fewer pieces per word"
+        )
     if method == "per-length":
         pinned = length_combinations(space, chains).repeat_interleave(chains, 0)
         space = SpanSpace(space.allowed, space.starts, space.pieces, pinned, pinned)
@@ -164,10 +203,18 @@ def check_options(method: str, init: str, chains: int, max_pieces: int) -> None:
     check(is_integer(max_pieces, 1), f"a word takes at least one piece: max_pieces must be >= 1, got {max_pieces}")
 
 
-def sample_spans(model: nn.Module, tokenizer, template: Template, categories: Tensor, chains: int, steps: int,
-                 generator: Optional[torch.Generator] = None, temperature: float = 1.0,
-                 on_step: Optional[Callable[[int, State, StepInfo], None]] = None,
-                 **options) -> tuple[SpanRun, Trace]:
+def sample_spans(
+    model: nn.Module,
+    tokenizer,
+    template: Template,
+    categories: Tensor,
+    chains: int,
+    steps: int,
+    generator: Optional[torch.Generator] = None,
+    temperature: float = 1.0,
+    on_step: Optional[Callable[[int, State, StepInfo], None]] = None,
+    **options,
+) -> tuple[SpanRun, Trace]:
     """:func:`span_run` (``options``) and its ``steps`` steps at ``temperature``, by
     :func:`~infill.samplers.run_annealed` (``on_step(t, state, info)`` after each)."""
     positive_integer("steps", steps)

@@ -10,11 +10,27 @@
 - :mod:`.chain_stats`: effective sample size
 - :mod:`.aclsum_data`: the ACLSum data set (introduction + conclusion -> abstract)
 """
+
 from .baselines import brute_force, greedy, lead
 from .decoding import DECODINGS, ChainResult, ChainSettings, run_chains, selected_sentences
 from .objective import Budget, ObjectiveConfig, SummaryObjective
 from .sentences import SentenceSet, clean_sentences, decode_text, split_sentences, word_count
 
-__all__ = ["Budget", "ChainResult", "ChainSettings", "DECODINGS", "ObjectiveConfig", "SentenceSet", "SummaryObjective",
-           "brute_force", "clean_sentences", "decode_text", "greedy", "lead", "run_chains", "selected_sentences",
-           "split_sentences", "word_count"]
+__all__ = [
+    "Budget",
+    "ChainResult",
+    "ChainSettings",
+    "DECODINGS",
+    "ObjectiveConfig",
+    "SentenceSet",
+    "SummaryObjective",
+    "brute_force",
+    "clean_sentences",
+    "decode_text",
+    "greedy",
+    "lead",
+    "run_chains",
+    "selected_sentences",
+    "split_sentences",
+    "word_count",
+]

@@ -4,6 +4,7 @@ The package's data files are read directly (importing ``aclsum`` needs ``sienna`
 installed); its text is pre-tokenized (``"setup ( NER ) ."``) and is detokenized with nltk's Treebank
 detokenizer (no download needed).
 """
+
 from __future__ import annotations
 
 import importlib.util

@@ -1,4 +1,5 @@
 """Deterministic baselines: LEAD and the budgeted greedy maximisation of F (Lin & Bilmes 2010)."""
+
 from __future__ import annotations
 
 import itertools

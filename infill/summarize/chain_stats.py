@@ -1,4 +1,5 @@
 """Effective sample size of a scalar statistic along MCMC chains."""
+
 from __future__ import annotations
 
 import numpy as np

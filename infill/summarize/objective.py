@@ -27,6 +27,7 @@ budget (from there every single addition is otherwise rejected); the linear part
 states back. The penalty is finite so that every sampler (UNA included) sees finite energies; decoding only
 returns feasible selections (see :mod:`infill.summarize.decoding`).
 """
+
 from __future__ import annotations
 
 import math
@@ -49,14 +50,14 @@ SIMILARITIES = ("tfidf", "minilm")
 class ObjectiveConfig:
     """Parameters of F and of the energy built on it (see the module docstring for the defaults)."""
 
-    a: float = 13.0                 # alpha = a / N
-    alpha: Optional[float] = None   # overrides a / N when given
-    lam: float = 0.0                # weight of the diversity reward
-    cluster_fraction: float = 0.2   # number of k-means clusters = round(fraction * N), at least 1
-    temperature: float = 0.1        # in units of F1 (the best single sentence's F)
-    penalty: float = 0.3            # budget penalty, in units of F1 (see the module docstring)
+    a: float = 13.0  # alpha = a / N
+    alpha: Optional[float] = None  # overrides a / N when given
+    lam: float = 0.0  # weight of the diversity reward
+    cluster_fraction: float = 0.2  # number of k-means clusters = round(fraction * N), at least 1
+    temperature: float = 0.1  # in units of F1 (the best single sentence's F)
+    penalty: float = 0.3  # budget penalty, in units of F1 (see the module docstring)
     kmeans_seed: int = 0
-    similarity: str = "tfidf"       # "tfidf" or "minilm" (sentence embeddings)
+    similarity: str = "tfidf"  # "tfidf" or "minilm" (sentence embeddings)
 
     def __post_init__(self):
         values = [self.a, self.lam, self.cluster_fraction, self.temperature, self.penalty, self.alpha or 1.0]
@@ -145,8 +146,8 @@ class SummaryObjective:
         vectors, w = similarity_matrix(self.sentences, config.similarity)
         self.w = torch.tensor(w, dtype=torch.float32)
         self.alpha = config.alpha if config.alpha is not None else min(1.0, config.a / n)
-        self.coverage_cap = self.alpha * self.w.sum(1)            # alpha * C_i(V)
-        self.reward = self.w.mean(0)                              # r_j = (1/N) sum_i w_ij
+        self.coverage_cap = self.alpha * self.w.sum(1)  # alpha * C_i(V)
+        self.reward = self.w.mean(0)  # r_j = (1/N) sum_i w_ij
         # without the diversity term the clusters do not matter: skip k-means (seconds on long documents)
         n_clusters = max(1, min(n, round(config.cluster_fraction * n))) if config.lam > 0 else 1
         self.labels = torch.from_numpy(cluster_labels(vectors, n_clusters, config.kmeans_seed))
@@ -172,11 +173,11 @@ class SummaryObjective:
         """``F(S + {k}) - F(S)`` for every sentence ``k`` (0 for ``k`` in ``S``) of one selection ``s (N,)``,
         in ``O(N^2)``: the greedy step."""
         s = s.to(self.w.dtype)
-        current = s @ self.w                                                   # C_i(S)
+        current = s @ self.w  # C_i(S)
         cap = self.coverage_cap
         before = torch.minimum(current, cap)[:, None]
         coverage = (torch.minimum(current[:, None] + self.w, cap[:, None]) - before).sum(0)
-        mass = (self.clusters @ (s * self.reward))[self.labels]               # mass of k's cluster
+        mass = (self.clusters @ (s * self.reward))[self.labels]  # mass of k's cluster
         diversity = torch.sqrt(mass + self.reward + _EPS) - torch.sqrt(mass + _EPS)
         return (coverage + self.config.lam * diversity) * (1 - s)
 

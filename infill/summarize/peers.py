@@ -6,6 +6,7 @@ Snowball) English stemmer and sumy's English stop words are removed. Each summar
 sentences; sentences are taken in rank order while they fit in the budget (a sentence that does not
 fit is skipped), and the summary keeps document order.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -16,8 +17,12 @@ from torch import Tensor
 
 from .objective import SummaryObjective
 
-PEERS = {"lexrank": "lex_rank.LexRankSummarizer", "textrank": "text_rank.TextRankSummarizer",
-         "luhn": "luhn.LuhnSummarizer", "lsa": "lsa.LsaSummarizer"}
+PEERS = {
+    "lexrank": "lex_rank.LexRankSummarizer",
+    "textrank": "text_rank.TextRankSummarizer",
+    "luhn": "luhn.LuhnSummarizer",
+    "lsa": "lsa.LsaSummarizer",
+}
 REQUIREMENT = "sumy>=0.11"
 
 

@@ -1,4 +1,5 @@
 """Raw text -> sentences (pysbd; nltk's punkt needs a download), the cleaned sentence set, word counts."""
+
 from __future__ import annotations
 
 import functools
@@ -38,7 +39,7 @@ def _segment(paragraph: str) -> list[str]:
     boundaries the result differs from one pysbd call on the whole paragraph."""
     out, start, size = [], 0, _WINDOW
     while start < len(paragraph):
-        parts = _segmenter().segment(paragraph[start:start + size])
+        parts = _segmenter().segment(paragraph[start : start + size])
         if start + size >= len(paragraph):
             return out + parts
         if len(parts) < 2:  # one sentence longer than the window

@@ -6,6 +6,7 @@
 glued to a letter or digit (``un[MASK]``). :func:`scan` raises one line for every error it can find
 from the text alone, so the CLI answers them before it loads anything (see :mod:`infill.text.template`).
 """
+
 from __future__ import annotations
 
 import re
@@ -42,16 +43,20 @@ def scan(text: str, blank_unit: str = "token") -> tuple[Blank, ...]:
     rest = BLANK.sub(" ", text)
     if "[MASK" in rest.upper():
         bad = re.search(r"\[MASK[^\]\[]*\]?", rest, re.IGNORECASE)
-        raise InfillError(f"malformed blank {bad.group()!r} in {quote(text, bad.start())}; write [MASK], "
-                          "[MASK*N], [MASK*M-N] or [MASK*?]")
+        raise InfillError(
+            f"malformed blank {bad.group()!r} in {quote(text, bad.start())}; write [MASK], "
+            "[MASK*N], [MASK*M-N] or [MASK*?]"
+        )
     if not blanks:
         raise InfillError(f"template has no [MASK] blank: {quote(text)}")
     if not rest.strip():
         raise InfillError(f"template is only blanks; give some context around them: {quote(text)}")
     for b in blanks:
         if _glued(text, b):
-            raise InfillError(f"blank {text[b.start:b.end]} is glued to {_glued(text, b)!r} in "
-                              f"{quote(text, b.start)}; a blank fills whole words: put a space between them")
+            raise InfillError(
+                f"blank {text[b.start : b.end]} is glued to {_glued(text, b)!r} in "
+                f"{quote(text, b.start)}; a blank fills whole words: put a space between them"
+            )
     return blanks
 
 
@@ -71,8 +76,10 @@ def _blank(m: re.Match, unit: str, text: str) -> Blank:
         return Blank(m.start(), m.end(), "word", low, high)
     n = int(count or 1)
     if n < 1:
-        raise InfillError(f"a blank must have at least one {unit}, got {m.group()} in {where}; write "
-                          "[MASK*0-N] for a span that may vanish")
+        raise InfillError(
+            f"a blank must have at least one {unit}, got {m.group()} in {where}; write "
+            "[MASK*0-N] for a span that may vanish"
+        )
     return Blank(m.start(), m.end(), unit, n, n)
 
 
@@ -82,10 +89,10 @@ def quote(text: str, at: Optional[int] = None) -> str:
     if len(text) <= QUOTED:
         return repr(text)
     start = 0 if at is None else max(0, min(at - QUOTED // 2, len(text) - QUOTED))
-    return ("..." if start else "") + repr(text[start:start + QUOTED]) + ("..." if start + QUOTED < len(text) else "")
+    return ("..." if start else "") + repr(text[start : start + QUOTED]) + ("..." if start + QUOTED < len(text) else "")
 
 
 def _glued(text: str, blank: Blank) -> str:
     """The letter or digit a blank is glued to (``un[MASK]``, ``[MASK]ing``), or ``""``."""
-    around = text[blank.start - 1:blank.start] + text[blank.end:blank.end + 1]
+    around = text[blank.start - 1 : blank.start] + text[blank.end : blank.end + 1]
     return next((c for c in around if c.isalnum()), "")

@@ -9,6 +9,7 @@ twice, while a reader keeps neither.
 Interface: :func:`repeats` ``(tokenizer, categories, template) -> Repeats``; :meth:`Repeats.of` ``(rows) -> (N,)``
 bool, which of the fillings ``rows (N, d)`` (indices into ``categories``) repeat one.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,8 +45,10 @@ def repeats(tokenizer, categories: Tensor, template: Template) -> Repeats:
     """The content words of ``categories`` (token ids) and those of ``template`` outside its blanks."""
     words = content_words(tokenizer)
     numbers: dict[str, int] = {}
-    keys = torch.tensor([numbers.setdefault(words[i], len(numbers)) if i in words else NONE
-                         for i in categories.tolist()], dtype=torch.long)
+    keys = torch.tensor(
+        [numbers.setdefault(words[i], len(numbers)) if i in words else NONE for i in categories.tolist()],
+        dtype=torch.long,
+    )
     own = _template_words(tokenizer, template, words)
     echoes = torch.tensor([words.get(i) in own for i in categories.tolist()], dtype=torch.bool)
     return Repeats(keys, echoes)
@@ -58,13 +61,19 @@ def content_words(tokenizer) -> dict[int, str]:
 
     stop = frozenset(get_stopwords(LANGUAGE))
     texts, starts = token_words(tokenizer)
-    return {i: texts[i].casefold() for i in starts
-            if len(texts[i]) >= 3 and texts[i].isalpha() and texts[i].casefold() not in stop}
+    return {
+        i: texts[i].casefold()
+        for i in starts
+        if len(texts[i]) >= 3 and texts[i].isalpha() and texts[i].casefold() not in stop
+    }
 
 
 def _template_words(tokenizer, template: Template, words: dict[int, str]) -> set[str]:
     """The content words the template's text holds outside its blanks: whole words, one token each."""
     ids, blanks = template.input_ids.tolist(), set(template.blank_positions.tolist())
     pieces = continuation_pieces(tokenizer)
-    return {words[i] for p, i in enumerate(ids) if i in words and p not in blanks
-            and (p + 1 == len(ids) or ids[p + 1] not in pieces)}
+    return {
+        words[i]
+        for p, i in enumerate(ids)
+        if i in words and p not in blanks and (p + 1 == len(ids) or ids[p + 1] not in pieces)
+    }

@@ -38,6 +38,7 @@ tokenizer's for the text with a word in each blank token, that word's token repl
 the bare space pieces (``Ġ``, ``▁``) that some tokenizers put next to a mask token, and that a word would
 absorb, are dropped.
 """
+
 from __future__ import annotations
 
 import re
@@ -99,8 +100,13 @@ class Template:
         ids = torch.cat(parts)
         lead, trail = int(self.content[0]), self.length - 1 - int(self.content[-1])  # special tokens at the ends
         content = torch.arange(lead, len(ids) - trail)
-        return replace(self, input_ids=ids, blank_positions=torch.tensor(positions, dtype=torch.long),
-                       spans=tuple(spans), content=content)
+        return replace(
+            self,
+            input_ids=ids,
+            blank_positions=torch.tensor(positions, dtype=torch.long),
+            spans=tuple(spans),
+            content=content,
+        )
 
     def sequence(self, pieces: Sequence[Sequence[int]]) -> Tensor:
         """The token ids ``(L,)`` of the template with ``pieces[k]`` (token ids, empty for a vanished span)
@@ -121,10 +127,10 @@ class Template:
         """``(text, fills as spliced)``."""
         if len(fills) != len(self.blanks):
             raise ValueError(f"{len(fills)} fills for {len(self.blanks)} blanks")
-        out, written = self.text[:self.blanks[0].start], []
+        out, written = self.text[: self.blanks[0].start], []
         ends = [b.start for b in self.blanks[1:]] + [len(self.text)]
         for blank, fill, end in zip(self.blanks, fills, ends):
-            fill, right = fill.strip(), self.text[blank.end:end]
+            fill, right = fill.strip(), self.text[blank.end : end]
             if fill and self.capitalize and SENTENCE_START.search(out):
                 fill = fill[0].upper() + fill[1:]
             if not fill and right[:1].isspace() and (not out.strip() or out[-1].isspace() or out[-1] in "([{"):
@@ -148,17 +154,28 @@ def parse(text: str, tokenizer, max_length: int, blank_unit: str = "token") -> T
         raise InfillError("this model's tokenizer has no mask token; use a masked language model")
     fewest = sum(b.min for b in blanks)
     if fewest > max_length:
-        raise InfillError(f"template's blanks take at least {fewest} tokens, more than the model's maximum of "
-                          f"{max_length}")
-    special = next((token for token in tokenizer.all_special_tokens  # [UNK] is text the vocabulary lacks
-                    if token in rest and token != tokenizer.unk_token), None)
+        raise InfillError(
+            f"template's blanks take at least {fewest} tokens, more than the model's maximum of {max_length}"
+        )
+    special = next(
+        (
+            token
+            for token in tokenizer.all_special_tokens  # [UNK] is text the vocabulary lacks
+            if token in rest and token != tokenizer.unk_token
+        ),
+        None,
+    )
     if special:
-        raise InfillError(f"template contains the special token {special!r} outside a blank: "
-                          f"{quote(text, rest.index(special))}; write plain text around the [MASK] blanks")
+        raise InfillError(
+            f"template contains the special token {special!r} outside a blank: "
+            f"{quote(text, rest.index(special))}; write plain text around the [MASK] blanks"
+        )
     slots = [b.max if b.unit == "token" else 1 for b in blanks]  # mask tokens standing for each blank
     spaced = " ".join(text.split())  # a run of spaces is one space (byte-level BPE would keep a token for it)
-    masked, probed = (tokenizer(_words_in_blanks(spaced, slots, word), verbose=False)["input_ids"]
-                      for word in (tokenizer.mask_token, "a"))
+    masked, probed = (
+        tokenizer(_words_in_blanks(spaced, slots, word), verbose=False)["input_ids"]
+        for word in (tokenizer.mask_token, "a")
+    )
     ids = _align(masked, probed, tokenizer, text)
     positions = [p for p, i in enumerate(ids) if i == tokenizer.mask_token_id]
     ends = list(accumulate(slots))  # blank k's mask tokens are positions[ends[k] - slots[k]:ends[k]]
@@ -167,8 +184,17 @@ def parse(text: str, tokenizer, max_length: int, blank_unit: str = "token") -> T
     special = set(tokenizer.all_special_ids) - {tokenizer.mask_token_id, tokenizer.unk_token_id}
     content = torch.tensor([p for p, i in enumerate(ids) if i not in special], dtype=torch.long)
     capitalize = lowercases(tokenizer) and any(c.isupper() for c in rest)
-    template = Template(text, torch.tensor(ids, dtype=torch.long), torch.empty(0, dtype=torch.long), (), content,
-                        blanks, segments, tokenizer.mask_token_id, capitalize)
+    template = Template(
+        text,
+        torch.tensor(ids, dtype=torch.long),
+        torch.empty(0, dtype=torch.long),
+        (),
+        content,
+        blanks,
+        segments,
+        tokenizer.mask_token_id,
+        capitalize,
+    )
     template = template.with_lengths([b.min for b in blanks])
     if template.length > max_length:
         raise InfillError(f"template is {template.length} tokens, longer than the model's maximum of {max_length}")
@@ -190,17 +216,19 @@ def _align(masked: list[int], probed: list[int], tokenizer, text: str) -> list[i
     first = tokenizer("a")["input_ids"]  # "a" opening the text, after the special tokens
     out, j = [], 0
     for n, i in enumerate(masked):
-        fits = j < len(probed) and (probed[j] == word_start or probed[:j + 1] == first[:j + 1])
+        fits = j < len(probed) and (probed[j] == word_start or probed[: j + 1] == first[: j + 1])
         if (i == mask and fits) or (j < len(probed) and i == probed[j] != mask):
             out.append(i)
             j += 1
-        elif mask not in masked[max(n - 1, 0):n + 2] or tokenizer.decode([i]).strip():
+        elif mask not in masked[max(n - 1, 0) : n + 2] or tokenizer.decode([i]).strip():
             break
     else:
         if j == len(probed):
             return out
-    raise InfillError(f"a blank of {quote(text)} is glued to the text next to it: the tokenizer would not keep a "
-                      "word there whole; put a space between the blank and that text")
+    raise InfillError(
+        f"a blank of {quote(text)} is glued to the text next to it: the tokenizer would not keep a "
+        "word there whole; put a space between the blank and that text"
+    )
 
 
 @lru_cache(maxsize=8)
@@ -213,8 +241,9 @@ def detokenize(tokenizer, ids) -> str:
     """Text of token ids by the tokenizer's ``decode``; where decoding spaces out punctuation (WordPiece), with
     its clean-up of those spaces (``"don ' t"`` -> ``"don't"``, ``"sir ?"`` -> ``"sir?"``; brackets and quotes
     keep theirs). Byte-level BPE and SentencePiece decode the text exactly and get no clean-up."""
-    return tokenizer.decode(list(ids), skip_special_tokens=False,
-                            clean_up_tokenization_spaces=_spaces_punctuation(tokenizer)).strip()
+    return tokenizer.decode(
+        list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=_spaces_punctuation(tokenizer)
+    ).strip()
 
 
 def _fill_text(tokenizer, ids: list[int]) -> str:
@@ -224,7 +253,7 @@ def _fill_text(tokenizer, ids: list[int]) -> str:
         return ""
     a = word_start_a(tokenizer)
     prefix, text = detokenize(tokenizer, [a]), detokenize(tokenizer, [a] + list(ids))
-    return text[len(prefix):].strip() if text.startswith(prefix) else detokenize(tokenizer, ids)
+    return text[len(prefix) :].strip() if text.startswith(prefix) else detokenize(tokenizer, ids)
 
 
 def fill_pieces(template: Template, tokenizer, pieces: Sequence[Sequence[int]]) -> tuple[str, list[str]]:
@@ -236,7 +265,7 @@ def fill_pieces(template: Template, tokenizer, pieces: Sequence[Sequence[int]]) 
 def blank_pieces(template: Template, token_ids: Tensor) -> list[list[int]]:
     """The token ids of each blank's fill in a whole sequence ``token_ids (L,)`` laid out as ``template.input_ids``."""
     blank_ids = token_ids[template.blank_positions].tolist()
-    return [blank_ids[start:start + n] for start, n in template.spans]
+    return [blank_ids[start : start + n] for start, n in template.spans]
 
 
 def fill(template: Template, tokenizer, token_ids: Tensor) -> tuple[str, list[str]]:

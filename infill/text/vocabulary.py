@@ -19,6 +19,7 @@ Interface:
 - :func:`piece_kinds` ``(tokenizer, ids) -> (starts, continuations)``: boolean masks over ``ids``.
 - :func:`token_words`, :func:`continuation_pieces`, :func:`lowercases`: what these are computed from.
 """
+
 from __future__ import annotations
 
 import re
@@ -57,8 +58,11 @@ def continuation_pieces(tokenizer) -> dict[int, str]:
     prefix = tokenizer.decode([a], clean_up_tokenization_spaces=False)
     ids = [i for i in texts if i not in word_starts]
     joined = tokenizer.batch_decode([[a, i] for i in ids], clean_up_tokenization_spaces=False)
-    pieces = {i: text[len(prefix):] for i, text in zip(ids, joined)
-              if text.startswith(prefix) and text[len(prefix):].strip() == text[len(prefix):] != ""}
+    pieces = {
+        i: text[len(prefix) :]
+        for i, text in zip(ids, joined)
+        if text.startswith(prefix) and text[len(prefix) :].strip() == text[len(prefix) :] != ""
+    }
     lower = lowercases(tokenizer)
     return {i: text for i, text in pieces.items() if "\ufffd" not in text and not (lower and text != text.lower())}
 
@@ -79,7 +83,7 @@ def spelled(tokenizer, words: Iterable[str]) -> list[list[int]]:
     """The ids of each of ``words`` as a word of running text, after a space (``souvenir``: ``so ##uven ##ir``,
     ``Ġsouven ir``, ``▁so u ve n ir``), in one call of the tokenizer."""
     probe, *encoded = tokenizer(["a", *(f"a {word}" for word in words)], add_special_tokens=False)["input_ids"]
-    return [ids[len(probe):] for ids in encoded]
+    return [ids[len(probe) :] for ids in encoded]
 
 
 def _encode(tokenizer, texts: list[str]) -> list[list[int]]:
@@ -103,8 +107,9 @@ def _is_word(text: str) -> bool:
     return any(c.isalnum() for c in text)
 
 
-def sampleable_token_ids(tokenizer, allow_subwords: bool = False, forbid: Iterable[str] = (),
-                         allow_punctuation: bool = False) -> Tensor:
+def sampleable_token_ids(
+    tokenizer, allow_subwords: bool = False, forbid: Iterable[str] = (), allow_punctuation: bool = False
+) -> Tensor:
     """Sorted ids of the tokens a token blank may take: the word starts of :func:`token_words` (with
     ``allow_subwords``, every ordinary token, continuation pieces included) whose text has a letter or digit
     (any, with ``allow_punctuation``), minus every form of each ``forbid`` word (``the``, ``Ġthe``,
@@ -124,8 +129,9 @@ def word_piece_ids(tokenizer, forbid: Iterable[str] = (), allow_punctuation: boo
     (punctuation only with ``allow_punctuation``), else :class:`InfillError`."""
     texts, word_starts = token_words(tokenizer)
     pieces = continuation_pieces(tokenizer)
-    return _sorted(_kept(tokenizer, set(word_starts) | set(pieces), texts | pieces, forbid, allow_punctuation,
-                         pieces=True))
+    return _sorted(
+        _kept(tokenizer, set(word_starts) | set(pieces), texts | pieces, forbid, allow_punctuation, pieces=True)
+    )
 
 
 def piece_kinds(tokenizer, ids: Tensor) -> tuple[Tensor, Tensor]:
@@ -133,12 +139,20 @@ def piece_kinds(tokenizer, ids: Tensor) -> tuple[Tensor, Tensor]:
     starts and of the continuation pieces. A token is at most one of the two."""
     word_starts, pieces = token_words(tokenizer)[1], continuation_pieces(tokenizer)
     listed = ids.tolist()
-    return (torch.tensor([i in word_starts for i in listed], dtype=torch.bool),
-            torch.tensor([i in pieces for i in listed], dtype=torch.bool))
+    return (
+        torch.tensor([i in word_starts for i in listed], dtype=torch.bool),
+        torch.tensor([i in pieces for i in listed], dtype=torch.bool),
+    )
 
 
-def _kept(tokenizer, allowed: set[int], texts: dict[int, str], forbid: Iterable[str],
-          allow_punctuation: bool, pieces: bool = False) -> set[int]:
+def _kept(
+    tokenizer,
+    allowed: set[int],
+    texts: dict[int, str],
+    forbid: Iterable[str],
+    allow_punctuation: bool,
+    pieces: bool = False,
+) -> set[int]:
     """``allowed`` without punctuation (unless ``allow_punctuation``) and without the forms of ``forbid``:
     the tokens whose ``texts`` equal the word's, ignoring case."""
     words = word_tokens(tokenizer, pieces)
@@ -148,12 +162,16 @@ def _kept(tokenizer, allowed: set[int], texts: dict[int, str], forbid: Iterable[
         forms = word_forms(tokenizer, word, texts)
         if not forms:
             count = len(tokenizer.tokenize(word))
-            why = f"it is {count} tokens for this model, not one" if count > 1 else \
-                "it is no word of this model's vocabulary, so a blank never takes it"
+            why = (
+                f"it is {count} tokens for this model, not one"
+                if count > 1
+                else "it is no word of this model's vocabulary, so a blank never takes it"
+            )
             raise InfillError(f"cannot forbid {word!r}: {why}")
         if not allow_punctuation and not forms & words:
-            raise InfillError(f"cannot forbid {word!r}: a blank never takes punctuation unless allow_punctuation "
-                              "is set")
+            raise InfillError(
+                f"cannot forbid {word!r}: a blank never takes punctuation unless allow_punctuation is set"
+            )
         allowed -= forms
     return allowed
 
