@@ -1,7 +1,7 @@
 """A corpus at the speed of the bare model? Templates per second of ``infill`` against ``pipeline("fill-mask")``.
 
     python -m scripts.bench_corpus [--lines 2000] [--chunk 250] [--default-lines 100] [--processes 2]
-                                   [--check-lines 200] [--model DIR] [--out eval/corpus-minilm]
+                                   [--process-lines N] [--check-lines 200] [--model DIR] [--out eval/corpus-minilm]
 
 The lines come from ``corpora/bert-gen/wiki103.5k.txt``, in file order: sentences of 8 to 40 words, the middle
 word masked (one-blank lines), or the words at a third and two thirds (two-blank lines), a masked word being all
@@ -12,10 +12,12 @@ letters. One torch thread, the dev MLM, in one process:
   two sides run chunk by chunk in turn (A B, then B A), so that the load of a shared machine falls on both alike:
   templates per second over all chunks, and the ratio per chunk (median, range) against fill-mask at its best
   batch size;
-- **two blanks**: ``confident-first`` (``top=5``) and the default (``auto``, 50 samples) on the first
-  ``--default-lines`` lines, each alone;
-- **one process against N** (``--processes``): ``infill sample -f FILE --out OUT --sampler argmax --top 1`` on a
-  quarter of the one-blank lines, alone and under ``torchrun --nproc-per-node N``, in turn, OUT compared;
+- **two blanks**: ``confident-first`` (``top=5``) and the default (``auto``) on the first ``--default-lines``
+  lines, each alone, with their encoder sequences per template, and the bare model's sequences per second on those
+  lines' sequences (:func:`bare_rate`): the ceiling of a method at its sequences per template;
+- **one process against N** (``--processes``): ``infill sample -f FILE --out OUT --sampler argmax --top 1`` on the
+  first ``--process-lines`` one-blank lines (all of them by default: each process's start-up, about ten seconds
+  here, weighs on a short file), alone and under ``torchrun --nproc-per-node N``, in turn, OUT compared;
 - **the packed first pass is exact**: the first ``--check-lines`` one-blank lines' all-masked logits, each
   template alone against all the lines packed (:func:`infill.lm.packed.all_masked_logits`), bit for bit.
 
@@ -97,30 +99,36 @@ def exact_first_passes(infiller, templates: list[str]) -> dict:
     return {"lines": len(pairs), "lengths": len({len(ids) for ids, _ in pairs}), "bitwise_equal": same}
 
 
+def bare_rate(infiller, templates: list[str], sequences: int = 2000) -> float:
+    """Sequences per second of the bare model on ``templates``' all-masked sequences, ``sequences`` of them in
+    passes as large as the energies' (one length a pass, the head only at the blanks): what a method that spends
+    ``n`` sequences a template can reach at most is this over ``n``."""
+    from infill.lm import packed
+    from infill.lm.models import category_head
+    from infill.pipeline.config import RunConfig
+
+    prepared = infiller.prepare(templates, RunConfig.create(method="argmax", top=1))
+    pairs = [(t.input_ids, t.blank_positions) for t in prepared.templates]
+    pairs = (pairs * (sequences // len(pairs) + 1))[:sequences]
+    head, mask = category_head(infiller.model, prepared.categories), infiller.tokenizer.mask_token_id
+    start = time.perf_counter()
+    packed.all_masked_logits(infiller.model, head, pairs, mask, infiller._pass_rows())
+    return len(pairs) / (time.perf_counter() - start)
+
+
+def sample_command(model, source: Path, out: Path, processes: int = 1) -> list[str]:
+    """``infill sample -f SOURCE --out OUT --sampler argmax --top 1`` on ``processes`` (``torchrun`` above one)."""
+    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 else []
+    files = ["-f", str(source), "--out", str(out), "--model", str(model)]
+    return [sys.executable, *launcher, "-m", "infill", "sample", *files, "--sampler", "argmax", "--top", "1", "-q"]
+
+
 def out_run(templates: list[str], processes: int, out: Path, model: str) -> float:
     """Wall seconds of ``infill sample -f FILE --out OUT --sampler argmax --top 1`` on ``processes``."""
     source = out.with_suffix(".txt")
     source.write_text("\n".join(templates) + "\n")
     out.unlink(missing_ok=True)
-    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 else []
-    command = [
-        sys.executable,
-        *launcher,
-        "-m",
-        "infill",
-        "sample",
-        "-f",
-        str(source),
-        "--out",
-        str(out),
-        "--model",
-        model,
-        "--sampler",
-        "argmax",
-        "--top",
-        "1",
-        "-q",
-    ]
+    command = sample_command(model, source, out, processes)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     start = time.perf_counter()
     subprocess.run(command, check=True, env=env, cwd=ROOT, capture_output=True)
@@ -133,6 +141,7 @@ def main() -> int:
     parser.add_argument("--chunk", type=int, default=250)
     parser.add_argument("--default-lines", type=int, default=100)
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--process-lines", type=int, help="one-blank lines the processes fill (default: --lines)")
     parser.add_argument("--check-lines", type=int, default=200)
     parser.add_argument("--model", default=str(DEV_MODEL))
     parser.add_argument("--out", default=str(ROOT / "eval" / "corpus-minilm"))
@@ -150,16 +159,19 @@ def main() -> int:
     rate = {name: len(one) / sum(s) for name, s in seconds.items()}
     best = max((name for name in rate if name.startswith("fill-mask")), key=rate.get)
     ratios = {m: [a / b for a, b in zip(seconds[m], seconds[best])] for m in ONE_PASS}
-    two_blank = {
-        name: len(two) / timed(lambda: infiller.sample_many(two, seed=0, **kw))
-        for name, kw in (("confident-first", {"sampler": "confident-first", "top": 5}), ("auto", {}))
-    }
+    two_blank, sequences = {}, {}
+    for name, kw in (("confident-first", {"sampler": "confident-first", "top": 5}), ("auto", {})):
+        start = time.perf_counter()
+        results = infiller.sample_many(two, seed=0, **kw)
+        two_blank[name] = len(two) / (time.perf_counter() - start)
+        sequences[name] = statistics.fmean(r.diagnostics.encoder_sequences for r in results)
+    bare = bare_rate(infiller, two)
     with tempfile.TemporaryDirectory() as tmp:
-        n, quarter = args.processes, one[: max(args.processes, args.lines // 4)]
+        n, part = args.processes, one[: max(args.processes, args.process_lines or args.lines)]
         walls = {1: [], n: []}
         for k in range(2):
             for p in (1, n) if k == 0 else (n, 1):
-                walls[p].append(out_run(quarter, p, Path(tmp) / f"out{p}.jsonl", args.model))
+                walls[p].append(out_run(part, p, Path(tmp) / f"out{p}.jsonl", args.model))
         same = (Path(tmp) / "out1.jsonl").read_bytes() == (Path(tmp) / f"out{n}.jsonl").read_bytes()
     report = {
         "cpu": cpu_model(),
@@ -175,8 +187,11 @@ def main() -> int:
         },
         "two_blank_lines": len(two),
         "two_blank_per_second": two_blank,
+        "two_blank_sequences_per_template": sequences,
+        "bare_sequences_per_second": bare,
+        "two_blank_ceiling_per_second": {name: bare / n for name, n in sequences.items()},
         "processes": {
-            "lines": len(quarter),
+            "lines": len(part),
             "processes": n,
             "wall": walls,
             "speedup": statistics.median(walls[1]) / statistics.median(walls[n]),
@@ -197,7 +212,11 @@ def markdown(r: dict) -> str:
     ratios = "\n".join(
         f"| {m} | {v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f}) |" for m, v in r["seconds_over_fill_mask"].items()
     )
-    two = "\n".join(f"| {name} | {rate:.2f} |" for name, rate in r["two_blank_per_second"].items())
+    two = "\n".join(
+        f"| {name} | {rate:.2f} | {r['two_blank_sequences_per_template'][name]:.0f} | "
+        f"{r['two_blank_ceiling_per_second'][name]:.2f} |"
+        for name, rate in r["two_blank_per_second"].items()
+    )
     p, x = r["processes"], r["first_pass_exact"]
     walls = lambda w: ", ".join(f"{s:.1f}" for s in w)  # noqa: E731
     return f"""# A corpus: templates per second against `pipeline("fill-mask")` (dev MLM)
@@ -219,8 +238,12 @@ Seconds per chunk over `{r["fill_mask_best"]}`'s (the fill-mask batch size that 
 
 ## Two-blank lines ({r["two_blank_lines"]} lines, each method alone)
 
-| method | templates / s |
-|---|---|
+The ceiling is the bare model's rate on these lines' sequences ({r["bare_sequences_per_second"]:.0f} a second, in
+passes as large as the energies', the head only at the blanks) over a method's sequences per template: no packing
+can take a method past it on this machine at the same budget.
+
+| method | templates / s | encoder sequences / template | ceiling (templates / s) |
+|---|---|---|---|
 {two}
 
 ## One process against {p["processes"]} (`--out`, argmax top-1, {p["lines"]} one-blank lines, in turn)

@@ -30,7 +30,7 @@ import time
 from itertools import cycle, islice
 from pathlib import Path
 
-from scripts.bench_corpus import lines  # the benchmark's lines, for the same corpus
+from scripts.bench_corpus import lines, sample_command  # the benchmark's lines and command
 from scripts.harness import DEV_MODEL, ROOT, cpu_model
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
@@ -69,28 +69,6 @@ def measured(command: list[str]) -> tuple[float, float]:
         raise SystemExit(f"{' '.join(command)} failed: {process.stderr.read().decode()[-2000:]}")
     process.stderr.close()
     return wall, usage.ru_maxrss / 1024
-
-
-def sample_command(model: Path, source: Path, out: Path, processes: int = 1) -> list[str]:
-    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 else []
-    return [
-        sys.executable,
-        *launcher,
-        "-m",
-        "infill",
-        "sample",
-        "-f",
-        str(source),
-        "--out",
-        str(out),
-        "--model",
-        str(model),
-        "--sampler",
-        "argmax",
-        "--top",
-        "1",
-        "-q",
-    ]
 
 
 def main() -> None:

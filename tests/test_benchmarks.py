@@ -274,7 +274,12 @@ def test_bench_corpus(tmp_path, tiny_model_dir):
     )
     report = json.loads((out / "report.json").read_text())
     assert report["lines"] == 8 and set(report["one_blank_per_second"]) >= {"argmax", "independent", "fill-mask/64"}
-    assert set(report["two_blank_per_second"]) == {"confident-first", "auto"}
+    assert (
+        set(report["two_blank_per_second"])
+        == set(report["two_blank_ceiling_per_second"])
+        == {"confident-first", "auto"}
+    )
+    assert report["bare_sequences_per_second"] > 0
     assert report["processes"]["same_out"] and report["processes"]["processes"] == 2
     exact = report["first_pass_exact"]
     assert exact["lines"] == 6 and exact["bitwise_equal"] == 6
