@@ -79,7 +79,7 @@ def measure(name: str, tokenizer, device: str, repeat: int) -> dict:
     x0 = x0.to(device)
     k = energy.num_categories
     generator = torch.Generator(device).manual_seed(0)
-    dmala = make_sampler("dmala", step_size=0.1)
+    dmala = make_sampler("dmala", step_size=0.1).sampler  # the kernel at a fixed step size
     state = dmala.init(energy, x0)
     copies = energy.token_ids(x0).repeat_interleave(BLANKS, dim=0)  # the (chains x blanks) batch
 
