@@ -134,17 +134,14 @@ def one_against_two(model: Path, source: Path, repeats: int) -> dict:
 
 def markdown(r: dict) -> str:
     rows = "\n".join(
-        f"| reader and writer (no model) | {n:,} | {v['seconds']:.1f} | {v['peak_rss_mb']:.0f} |"
-        for n, v in r["reader"].items()
-    )
-    rows += "\n" + "\n".join(
-        f"| `--sampler argmax --top 1` | {n:,} | {v['seconds']:.1f} | {v['peak_rss_mb']:.0f} |"
-        for n, v in r["command"].items()
+        f"| {run} | {int(n):,} | {v['seconds']:.1f} | {v['peak_rss_mb']:.0f} |"
+        for run, part in (("reader and writer (no model)", "reader"), ("`--sampler argmax --top 1`", "command"))
+        for n, v in r[part].items()
     )
     text = f"""# `infill sample --out`: memory and processes
 
 {r["cpu"]}, {r["cores"]} cores (shared with other jobs), torch {r["torch"]}, one torch thread a process,
-{Path(r["model"]).name}, one-blank lines of wiki103 (`scripts/corpus_stream_check.py`).
+{Path(r["model"]).name}, one-blank lines of wiki103 (`python -m scripts.corpus_stream_check`).
 
 | run | lines | seconds | peak RSS (MB) |
 |---|---:|---:|---:|
@@ -152,7 +149,7 @@ def markdown(r: dict) -> str:
 """
     if "processes" in r:
         p = r["processes"]
-        rates = {n: ", ".join(f"{x:.1f}" for x in v) for n, v in p["per_second"].items()}
+        rates = {int(n): ", ".join(f"{x:.1f}" for x in v) for n, v in p["per_second"].items()}
         text += f"""
 One process against two (`torchrun --nproc-per-node 2`), {p["lines"]:,} lines, in turn: templates per second
 {rates[1]} (one) against {rates[2]} (two); speedup per pair {", ".join(f"{x:.2f}" for x in p["speedup"])}x;
