@@ -2,6 +2,7 @@
 
     python -m scripts.bench_corpus [--lines 2000] [--chunk 250] [--default-lines 100] [--processes 2]
                                    [--process-lines N] [--check-lines 200] [--model DIR] [--out eval/corpus-minilm]
+                                   [--only-processes]
 
 The lines come from ``corpora/bert-gen/wiki103.5k.txt``, in file order: sentences of 8 to 40 words, the middle
 word masked (one-blank lines), or the words at a third and two thirds (two-blank lines), a masked word being all
@@ -21,7 +22,8 @@ letters. One torch thread, the dev MLM, in one process:
 - **the packed first pass is exact**: the first ``--check-lines`` one-blank lines' all-masked logits, each
   template alone against all the lines packed (:func:`infill.lm.packed.all_masked_logits`), bit for bit.
 
-Writes ``OUT/report.json`` and ``OUT/report.md`` with the CPU model, torch's version and the commit.
+Writes ``OUT/report.json`` and ``OUT/report.md`` with the CPU model, torch's version and the commit;
+``--only-processes`` re-measures the last part alone into the report there (with its own commit).
 """
 
 from __future__ import annotations
@@ -143,6 +145,9 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--process-lines", type=int, help="one-blank lines the processes fill (default: --lines)")
     parser.add_argument("--check-lines", type=int, default=200)
+    parser.add_argument(
+        "--only-processes", action="store_true", help="re-measure one process against N alone, into OUT's report"
+    )
     parser.add_argument("--model", default=str(DEV_MODEL))
     parser.add_argument("--out", default=str(ROOT / "eval" / "corpus-minilm"))
     args = parser.parse_args()
@@ -152,6 +157,11 @@ def main() -> int:
 
     from infill import Infiller
 
+    out = Path(args.out)
+    if args.only_processes:
+        report = json.loads((out / "report.json").read_text())
+        report["processes"] = processes(lines(args.process_lines or args.lines, 1), args.processes, args.model)
+        return write(report, out)
     torch.set_num_threads(1)
     infiller, pipe = Infiller(args.model), pipeline("fill-mask", model=args.model, device="cpu")
     one, two = lines(args.lines, 1), lines(args.default_lines, 2)
@@ -166,13 +176,6 @@ def main() -> int:
         two_blank[name] = len(two) / (time.perf_counter() - start)
         sequences[name] = statistics.fmean(r.diagnostics.encoder_sequences for r in results)
     bare = bare_rate(infiller, two)
-    with tempfile.TemporaryDirectory() as tmp:
-        n, part = args.processes, one[: max(args.processes, args.process_lines or args.lines)]
-        walls = {1: [], n: []}
-        for k in range(2):
-            for p in (1, n) if k == 0 else (n, 1):
-                walls[p].append(out_run(part, p, Path(tmp) / f"out{p}.jsonl", args.model))
-        same = (Path(tmp) / "out1.jsonl").read_bytes() == (Path(tmp) / f"out{n}.jsonl").read_bytes()
     report = {
         "cpu": cpu_model(),
         "torch": torch.__version__,
@@ -190,16 +193,25 @@ def main() -> int:
         "two_blank_sequences_per_template": sequences,
         "bare_sequences_per_second": bare,
         "two_blank_ceiling_per_second": {name: bare / n for name, n in sequences.items()},
-        "processes": {
-            "lines": len(part),
-            "processes": n,
-            "wall": walls,
-            "speedup": statistics.median(walls[1]) / statistics.median(walls[n]),
-            "same_out": same,
-        },
+        "processes": processes(one[: args.process_lines or args.lines], args.processes, args.model),
         "first_pass_exact": exact_first_passes(infiller, one[: args.check_lines]),
     }
-    out = Path(args.out)
+    return write(report, out)
+
+
+def processes(part: list[str], n: int, model: str) -> dict:
+    """``part`` filled by one process and by ``n`` under ``torchrun``, in turn (1, n, n, 1): walls, OUT compared."""
+    with tempfile.TemporaryDirectory() as tmp:
+        walls = {1: [], n: []}
+        for k in range(2):
+            for p in (1, n) if k == 0 else (n, 1):
+                walls[p].append(out_run(part, p, Path(tmp) / f"out{p}.jsonl", model))
+        same = (Path(tmp) / "out1.jsonl").read_bytes() == (Path(tmp) / f"out{n}.jsonl").read_bytes()
+    speedup = statistics.median(walls[1]) / statistics.median(walls[n])
+    return {"lines": len(part), "processes": n, "wall": walls, "speedup": speedup, "same_out": same, "commit": commit()}
+
+
+def write(report: dict, out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     (out / "report.md").write_text(markdown(report))
@@ -250,7 +262,7 @@ can take a method past it on this machine at the same budget.
 ## One process against {p["processes"]} (`--out`, argmax top-1, {p["lines"]} one-blank lines, in turn)
 
 Wall seconds: one process {walls(wall[1])}; {p["processes"]} processes {walls(wall[p["processes"]])}.
-Speed-up {p["speedup"]:.2f}x; OUT the same: {p["same_out"]}.
+Speed-up {p["speedup"]:.2f}x; OUT the same: {p["same_out"]}{f" (commit {p['commit']})" if p.get("commit") else ""}.
 
 ## The packed first pass is exact
 

@@ -42,7 +42,7 @@ from infill.pipeline import corpus
 
 path, out = sys.argv[1:3]
 defaults = {"seed": 0, "method": "argmax", "top": 1}
-sample._check_file(path, defaults, Namespace(model=sys.argv[3], device="cpu", dtype=None, chunk_size=None))
+sample._check_file(path, defaults, Namespace(model=sys.argv[3], device="cpu", dtype=None, chunk_size=None), World())
 
 def fill(part):
     return [{"line": j.line, "template": j.template, "fillings": [{"text": j.template.replace("[MASK]", "word")}]}

@@ -284,3 +284,6 @@ def test_bench_corpus(tmp_path, tiny_model_dir):
     exact = report["first_pass_exact"]
     assert exact["lines"] == 6 and exact["bitwise_equal"] == 6
     assert "fill-mask" in (out / "report.md").read_text()
+    run("bench_corpus", "--model", tiny_model_dir, "--lines", "4", "--only-processes", "--out", out)
+    again = json.loads((out / "report.json").read_text())
+    assert again["processes"]["lines"] == 4 and again["processes"]["same_out"] and again["lines"] == 8

@@ -237,6 +237,24 @@ def test_two_torchrun_processes_write_one_process_out(tmp_path, tiny_model_dir):
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
 
 
+def test_a_bad_line_in_the_second_ranks_chunk_fails_both_ranks_before_anything_is_written(tmp_path, tiny_model_dir):
+    if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
+        pytest.skip("torch.distributed with gloo is not available")
+    source = _corpus(tmp_path / "in.txt", LONG)
+    lines = source.read_text().splitlines()
+    lines[corpus.CHUNK + 10] = "the [MASK] " + "word " * 80  # too long for the model: the tokenizer's check finds it
+    source.write_text("\n".join(lines) + "\n")
+    where = f"{source}:{corpus.CHUNK + 11}:"  # in the second chunk of templates: rank 1's to check
+    for name, launcher in (
+        ("one", ()),
+        ("two", ("-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2")),
+    ):
+        process = _process(_command(tiny_model_dir, source, tmp_path / f"{name}.jsonl", "independent"), launcher)
+        _, err = process.communicate(timeout=300)
+        assert process.returncode != 0 and where in err, err[-2000:]
+        assert not (tmp_path / f"{name}.jsonl").exists()
+
+
 FILL_ON_EVERY_RANK = """import json, sys
 from pathlib import Path
 from infill import Infiller

@@ -295,16 +295,16 @@ def run_to_out(args) -> int:
     if not stdin and (args.file is None or args.template is not None):
         raise InfillError("--out fills the lines of --file FILE or of stdin (-)")
     defaults = {"seed": 0, **cli_options(args)}
-    if stdin:
-        total, jobs = None, iter_jobs((line.rstrip("\r\n") for line in sys.stdin), "<stdin>", defaults, True)
-        load_model, tokenizer, limit = _load(args)
-    else:
-        total, load_model, tokenizer, limit = _check_file(args.file, defaults, args)
-        jobs = iter_jobs(file_lines(args.file), args.file, defaults)
     world, device = init_world(args.device)
     try:
         if stdin and world.size > 1:
             raise InfillError("under torchrun --out reads --file FILE (each process reads it), not stdin")
+        if stdin:
+            total, jobs = None, iter_jobs((line.rstrip("\r\n") for line in sys.stdin), "<stdin>", defaults, True)
+            load_model, tokenizer, limit = _load(args)
+        else:
+            total, load_model, tokenizer, limit = _check_file(args.file, defaults, args, world)
+            jobs = iter_jobs(file_lines(args.file), args.file, defaults)
         out = _resume(args.out, world, jobs)
         try:
             fill = partial(fill_records, load_model(device), tokenizer=tokenizer, limit=limit, check=stdin)
@@ -326,9 +326,10 @@ def run_to_out(args) -> int:
     return 0
 
 
-def _check_file(path: str, defaults: dict, args):
-    """FILE checked whole, read twice as it goes: what needs no tokenizer (nor torch) first, then the rest, a
-    chunk at a time; its number of templates, and :func:`_load`'s ``(load_model, tokenizer, limit)``."""
+def _check_file(path: str, defaults: dict, args, world):
+    """FILE checked whole, read twice as it goes: what needs no tokenizer (nor torch) first, then the rest a chunk
+    at a time, the chunks dealt out over the ranks of ``world`` (the first bad line fails every rank); its number
+    of templates, and :func:`_load`'s ``(load_model, tokenizer, limit)``."""
     from ..pipeline.corpus import CHUNK
 
     total = 0
@@ -338,10 +339,18 @@ def _check_file(path: str, defaults: dict, args):
     if not total:
         raise InfillError(f"no templates in {path} (empty lines are skipped)")
     load_model, tokenizer, limit = _load(args)
-    jobs = iter_jobs(file_lines(path), path, defaults)
-    while chunk := list(islice(jobs, CHUNK)):
-        for _ in groups(chunk, tokenizer, limit):
-            pass
+    jobs, first = iter_jobs(file_lines(path), path, defaults), None
+    for index, chunk in enumerate(iter(lambda: list(islice(jobs, CHUNK)), [])):
+        if index % world.size == world.rank:
+            try:
+                for _ in groups(chunk, tokenizer, limit):
+                    pass
+            except InfillError as exc:
+                first = (index, str(exc))
+                break
+    bad = [error for error in world.all_gather(first) if error is not None]
+    if bad:
+        raise InfillError(min(bad)[1])
     return total, load_model, tokenizer, limit
 
 
