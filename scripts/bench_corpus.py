@@ -84,8 +84,9 @@ def one_blank(infiller, pipe, templates: list[str], chunk: int) -> dict:
     return seconds
 
 
-def exact_first_passes(infiller, templates: list[str]) -> dict:
-    """How many of ``templates`` get the same all-masked logits, bit for bit, alone and packed with the others."""
+def all_masked(infiller, templates: list[str]):
+    """``templates``' all-masked first pass as :func:`infill.lm.packed.all_masked_logits` takes it: ``pass_(pairs,
+    rows)`` and the ``(input_ids, blank_positions)`` pairs."""
     from infill.lm import packed
     from infill.lm.models import category_head
     from infill.pipeline.config import RunConfig
@@ -93,11 +94,14 @@ def exact_first_passes(infiller, templates: list[str]) -> dict:
     prepared = infiller.prepare(templates, RunConfig.create(method="argmax", top=1))
     pairs = [(t.input_ids, t.blank_positions) for t in prepared.templates]
     head, mask = category_head(infiller.model, prepared.categories), infiller.tokenizer.mask_token_id
-    together = packed.all_masked_logits(infiller.model, head, pairs, mask, 64)
-    same = sum(
-        torch.equal(packed.all_masked_logits(infiller.model, head, [pair], mask, 64)[0], logits)
-        for pair, logits in zip(pairs, together)
-    )
+    return (lambda some, rows: packed.all_masked_logits(infiller.model, head, some, mask, rows)), pairs
+
+
+def exact_first_passes(infiller, templates: list[str]) -> dict:
+    """How many of ``templates`` get the same all-masked logits, bit for bit, alone and packed with the others."""
+    pass_, pairs = all_masked(infiller, templates)
+    together = pass_(pairs, 64)
+    same = sum(torch.equal(pass_([pair], 64)[0], logits) for pair, logits in zip(pairs, together))
     return {"lines": len(pairs), "lengths": len({len(ids) for ids, _ in pairs}), "bitwise_equal": same}
 
 
@@ -105,16 +109,10 @@ def bare_rate(infiller, templates: list[str], sequences: int = 2000) -> float:
     """Sequences per second of the bare model on ``templates``' all-masked sequences, ``sequences`` of them in
     passes as large as the energies' (one length a pass, the head only at the blanks): what a method that spends
     ``n`` sequences a template can reach at most is this over ``n``."""
-    from infill.lm import packed
-    from infill.lm.models import category_head
-    from infill.pipeline.config import RunConfig
-
-    prepared = infiller.prepare(templates, RunConfig.create(method="argmax", top=1))
-    pairs = [(t.input_ids, t.blank_positions) for t in prepared.templates]
+    pass_, pairs = all_masked(infiller, templates)
     pairs = (pairs * (sequences // len(pairs) + 1))[:sequences]
-    head, mask = category_head(infiller.model, prepared.categories), infiller.tokenizer.mask_token_id
     start = time.perf_counter()
-    packed.all_masked_logits(infiller.model, head, pairs, mask, infiller._pass_rows())
+    pass_(pairs, infiller._pass_rows())
     return len(pairs) / (time.perf_counter() - start)
 
 
