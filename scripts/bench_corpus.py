@@ -1,6 +1,7 @@
 """A corpus at the speed of the bare model? Templates per second of ``infill`` against ``pipeline("fill-mask")``.
 
-    python -m scripts.bench_corpus [--lines 2000] [--chunk 250] [--default-lines 100] [--processes 2]
+    python -m scripts.bench_corpus [--lines 2000] [--chunk 250] [--default-lines 100] [--default-chunk 25]
+                                   [--processes 2]
                                    [--process-lines N] [--check-lines 200] [--model DIR] [--out eval/corpus-minilm]
                                    [--only-processes]
 
@@ -15,10 +16,15 @@ letters. One torch thread, the dev MLM, in one process:
   batch size;
 - **two blanks**: ``confident-first`` (``top=5``) and the default (``auto``) on the first ``--default-lines``
   lines, each alone, with their encoder sequences per template, and the bare model's sequences per second on those
-  lines' sequences (:func:`bare_rate`): the ceiling of a method at its sequences per template;
+  lines' sequences (:func:`bare_rate`): the ceiling of a method at its sequences per template; then the default
+  with runs of one length side by side (the product's) against one at a time
+  (``infill.pipeline.infiller.SIDE_BY_SIDE = 1``), in chunks of ``--default-chunk`` lines run in turn: templates
+  per second, model calls, and whether the fillings are the same;
 - **one process against N** (``--processes``): ``infill sample -f FILE --out OUT --sampler argmax --top 1`` on the
-  first ``--process-lines`` one-blank lines (all of them by default: each process's start-up, about ten seconds
-  here, weighs on a short file), alone and under ``torchrun --nproc-per-node N``, in turn, OUT compared;
+  first ``--process-lines`` one-blank lines (all of them by default), alone and under ``torchrun --nproc-per-node
+  N``, in turn, OUT compared; and each on the first line alone, its start-up (imports, model load, the launcher
+  and the process group), which a long corpus pays once: the speed-up of the whole runs, and of their walls less
+  the start-ups (the rate a long corpus runs at);
 - **the packed first pass is exact**: the first ``--check-lines`` one-blank lines' all-masked logits, each
   template alone against all the lines packed (:func:`infill.lm.packed.all_masked_logits`), bit for bit.
 
@@ -116,6 +122,38 @@ def bare_rate(infiller, templates: list[str], sequences: int = 2000) -> float:
     return len(pairs) / (time.perf_counter() - start)
 
 
+def side_by_side(infiller, templates: list[str], chunk: int) -> dict:
+    """The default on ``templates`` in chunks, runs of one length side by side against one at a time, in turn:
+    templates per second, model calls per template, and whether every filling is the same."""
+    from infill.pipeline import infiller as pipeline
+
+    product, calls, forward = pipeline.SIDE_BY_SIDE, [], infiller.model.base_model.forward
+    infiller.model.base_model.forward = lambda *a, **k: calls.append(1) or forward(*a, **k)
+    seconds, passes, texts = {"side by side": [], "one at a time": []}, {}, {}
+    try:
+        for k, start in enumerate(range(0, len(templates), chunk)):
+            for name in list(seconds) if k % 2 == 0 else list(reversed(seconds)):
+                pipeline.SIDE_BY_SIDE = product if name == "side by side" else 1
+                calls.clear()
+                started = time.perf_counter()
+                results = infiller.sample_many(templates[start : start + chunk], seed=0)
+                seconds[name].append(time.perf_counter() - started)
+                passes[name] = passes.get(name, 0) + len(calls)
+                texts.setdefault(name, []).extend(r.texts for r in results)
+    finally:
+        pipeline.SIDE_BY_SIDE = product
+        del infiller.model.base_model.forward
+    ratios = [a / b for a, b in zip(seconds["one at a time"], seconds["side by side"])]
+    return {
+        "group": product,
+        "chunk": chunk,
+        "per_second": {name: len(templates) / sum(s) for name, s in seconds.items()},
+        "calls_per_template": {name: n / len(templates) for name, n in passes.items()},
+        "speedup": {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)},
+        "same_fillings": texts["side by side"] == texts["one at a time"],
+    }
+
+
 def sample_command(model, source: Path, out: Path, processes: int = 1) -> list[str]:
     """``infill sample -f SOURCE --out OUT --sampler argmax --top 1`` on ``processes`` (``torchrun`` above one)."""
     launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 else []
@@ -140,6 +178,7 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--chunk", type=int, default=250)
     parser.add_argument("--default-lines", type=int, default=100)
+    parser.add_argument("--default-chunk", type=int, default=25)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--process-lines", type=int, help="one-blank lines the processes fill (default: --lines)")
     parser.add_argument("--check-lines", type=int, default=200)
@@ -174,6 +213,7 @@ def main() -> int:
         two_blank[name] = len(two) / (time.perf_counter() - start)
         sequences[name] = statistics.fmean(r.diagnostics.encoder_sequences for r in results)
     bare = bare_rate(infiller, two)
+    side = side_by_side(infiller, two, args.default_chunk)
     report = {
         "cpu": cpu_model(),
         "torch": torch.__version__,
@@ -191,6 +231,7 @@ def main() -> int:
         "two_blank_sequences_per_template": sequences,
         "bare_sequences_per_second": bare,
         "two_blank_ceiling_per_second": {name: bare / n for name, n in sequences.items()},
+        "side_by_side": side,
         "processes": processes(one[: args.process_lines or args.lines], args.processes, args.model),
         "first_pass_exact": exact_first_passes(infiller, one[: args.check_lines]),
     }
@@ -198,15 +239,26 @@ def main() -> int:
 
 
 def processes(part: list[str], n: int, model: str) -> dict:
-    """``part`` filled by one process and by ``n`` under ``torchrun``, in turn (1, n, n, 1): walls, OUT compared."""
+    """``part`` filled by one process and by ``n`` under ``torchrun``, in turn (1, n, n, 1), and each on the first
+    line alone (its start-up): walls, the speed-ups of the whole runs and net of start-up, OUT compared."""
     with tempfile.TemporaryDirectory() as tmp:
-        walls = {1: [], n: []}
+        walls, startup = {1: [], n: []}, {1: [], n: []}
         for k in range(2):
             for p in (1, n) if k == 0 else (n, 1):
                 walls[p].append(out_run(part, p, Path(tmp) / f"out{p}.jsonl", model))
+                startup[p].append(out_run(part[:1], p, Path(tmp) / "first.jsonl", model))
         same = (Path(tmp) / "out1.jsonl").read_bytes() == (Path(tmp) / f"out{n}.jsonl").read_bytes()
-    speedup = statistics.median(walls[1]) / statistics.median(walls[n])
-    return {"lines": len(part), "processes": n, "wall": walls, "speedup": speedup, "same_out": same, "commit": commit()}
+    wall, start = ({p: statistics.median(w) for p, w in d.items()} for d in (walls, startup))
+    return {
+        "lines": len(part),
+        "processes": n,
+        "wall": walls,
+        "startup": startup,
+        "speedup": wall[1] / wall[n],
+        "speedup_after_startup": (wall[1] - start[1]) / (wall[n] - start[n]) if wall[n] > start[n] else None,
+        "same_out": same,
+        "commit": commit(),
+    }
 
 
 def write(report: dict, out: Path) -> int:
@@ -227,7 +279,7 @@ def markdown(r: dict) -> str:
         f"{r['two_blank_ceiling_per_second'][name]:.2f} |"
         for name, rate in r["two_blank_per_second"].items()
     )
-    p, x = r["processes"], r["first_pass_exact"]
+    p, x, side = r["processes"], r["first_pass_exact"], r.get("side_by_side")
     wall = {int(n): w for n, w in p["wall"].items()}  # int keys, also when read back from report.json
     walls = lambda w: ", ".join(f"{s:.1f}" for s in w)  # noqa: E731
     return f"""# A corpus: templates per second against `pipeline("fill-mask")` (dev MLM)
@@ -257,16 +309,49 @@ can take a method past it on this machine at the same budget.
 |---|---|---|---|
 {two}
 
+{_side_by_side(side)}
 ## One process against {p["processes"]} (`--out`, argmax top-1, {p["lines"]} one-blank lines, in turn)
 
 Wall seconds: one process {walls(wall[1])}; {p["processes"]} processes {walls(wall[p["processes"]])}.
 Speed-up {p["speedup"]:.2f}x; OUT the same: {p["same_out"]}{f" (commit {p['commit']})" if p.get("commit") else ""}.
-
+{_startup(p)}
 ## The packed first pass is exact
 
 {x["bitwise_equal"]} of the first {x["lines"]} one-blank lines ({x["lengths"]} lengths) get the same all-masked
 logits bit for bit alone and packed with the others.
 """
+
+
+def _side_by_side(side: dict | None) -> str:
+    if side is None:
+        return ""
+    rows = "\n".join(
+        f"| {name} | {rate:.2f} | {side['calls_per_template'][name]:.1f} |" for name, rate in side["per_second"].items()
+    )
+    v = side["speedup"]
+    return f"""
+The default with runs of one length side by side (at most {side["group"]}, sharing their passes) against one at a
+time, chunks of {side["chunk"]} lines in turn:
+
+| runs | templates / s | model calls / template |
+|---|---|---|
+{rows}
+
+Seconds one at a time over side by side per chunk: {v["median"]:.2f} ({v["min"]:.2f}-{v["max"]:.2f}); the same
+fillings: {side["same_fillings"]}.
+"""
+
+
+def _startup(p: dict) -> str:
+    if "startup" not in p:
+        return ""
+    start = {int(n): w for n, w in p["startup"].items()}
+    n, net = p["processes"], p["speedup_after_startup"]
+    return (
+        f"Start-up (the first line alone), seconds: one process {', '.join(f'{s:.1f}' for s in start[1])}; "
+        f"{n} processes {', '.join(f'{s:.1f}' for s in start[n])}. Net of start-up (a long corpus): "
+        f"{'-' if net is None else f'{net:.2f}x'}.\n"
+    )
 
 
 if __name__ == "__main__":

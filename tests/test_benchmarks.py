@@ -267,6 +267,8 @@ def test_bench_corpus(tmp_path, tiny_model_dir):
         "4",
         "--default-lines",
         "2",
+        "--default-chunk",
+        "1",
         "--check-lines",
         "6",
         "--out",
@@ -280,7 +282,12 @@ def test_bench_corpus(tmp_path, tiny_model_dir):
         == {"confident-first", "auto"}
     )
     assert report["bare_sequences_per_second"] > 0
+    assert report["side_by_side"]["same_fillings"] and set(report["side_by_side"]["per_second"]) == {
+        "side by side",
+        "one at a time",
+    }
     assert report["processes"]["same_out"] and report["processes"]["processes"] == 2
+    assert len(report["processes"]["startup"]["1"]) == 2  # each side's start-up, in both rounds
     exact = report["first_pass_exact"]
     assert exact["lines"] == 6 and exact["bitwise_equal"] == 6
     assert "fill-mask" in (out / "report.md").read_text()

@@ -47,13 +47,19 @@ def all_masked_logits(
         for start in range(0, len(members), rows):
             part = members[start : start + rows]
             ids = torch.stack([templates[t][0].scatter(0, templates[t][1], mask_token_id) for t in part])
-            repeat = -(-MIN_ROWS // ids.shape[1])  # a sequence shorter than MIN_ROWS tokens: its pass repeats it
-            states = model.base_model(input_ids=ids.repeat(repeat, 1) if len(part) < repeat else ids)[0]
+            states = encode_rows(model, ids)
             for r, t in enumerate(part):
                 hidden[t] = states[r, templates[t][1]]
     blanks = torch.cat(hidden)
     logits = torch.cat([_head(head, part) for part in blanks.split(HEAD_ROWS)]).float()
     return list(logits.split([len(positions) for _, positions in templates]))
+
+
+def encode_rows(model: nn.Module, input_ids: Tensor) -> Tensor:
+    """``model.base_model``'s hidden states ``(N, L, H)`` for ``input_ids (N, L)``, in a pass of at least
+    :data:`MIN_ROWS` token rows (sequences shorter than that are repeated)."""
+    repeat = -(-MIN_ROWS // (len(input_ids) * input_ids.shape[1]))
+    return model.base_model(input_ids=input_ids.repeat(repeat, 1) if repeat > 1 else input_ids)[0][: len(input_ids)]
 
 
 def _head(head: Callable[[Tensor], Tensor], hidden: Tensor) -> Tensor:

@@ -5,7 +5,7 @@ A run goes through three stages, as the Hugging Face fill-mask pipeline does, wh
 1. :func:`prepare` (the tokenizer only, no model): parse the templates, build the categories a blank may
    take, resolve each template's run once (:mod:`~infill.pipeline.policy`: ``auto``, the budget, the
    sampler); the CLI calls it before it loads the model;
-2. :meth:`Infiller.run_batch`, templates of one shape as one batch, the kernel chosen by the blanks: for token
+2. :meth:`Infiller.run_batch`, one template's run, its chains one batch, the kernel chosen by the blanks: for token
    blanks chain starts and the sampler's chains, or the masked LM's own draws, -> a
    :class:`~infill.samplers.Trace` of category indices; for word blanks the span sampler (a sampler of the same
    contract, run by the same driver) -> a :class:`~infill.samplers.Trace` of packed fills;
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import re
 import secrets
 import sys
@@ -45,6 +46,7 @@ from ..energies.masked_lm import PASS_SEQUENCES, MaskedLMEnergy
 from ..errors import InfillError, positive_integer
 from ..lm import default_model, mlm_draws, models, packed, scoring
 from ..lm.models import category_head
+from ..lm.side_by_side import side_by_side
 from ..samplers import run_annealed
 from ..spans import MAX_PIECES, span_run
 from ..text.blanks import quote
@@ -65,6 +67,9 @@ WORD = re.compile(r"(?<![\w'’])\w+(?![\w'’])")  # a word that rewrite may ch
 PACK = 256
 """Templates whose first passes share encoder passes (:meth:`Infiller._first_passes`): more find more of one
 length; their logits are held until their runs."""
+SIDE_BY_SIDE = 4
+"""On the CPU, the most templates of one length whose runs go side by side, pooling their encoder passes
+(:func:`infill.lm.side_by_side.side_by_side`); each holds its own cache meanwhile."""
 OnStep = Callable[[int, int], None]
 """``on_step(done, total)``, called after every sampler step of a run; an exception raised in it ends the run."""
 
@@ -343,10 +348,12 @@ class Infiller:
     ) -> Iterator[tuple[int, InfillResult]]:
         """Fill every template as ``config`` says (or run what :meth:`prepare` returned), yielding
         ``(index, result)`` in the templates' order. Each template is a run of its own, all its chains one
-        batch, drawing from its own generator seeded with the request's seed; only the first pass of
-        :data:`PACK` templates at a time is shared (:meth:`_first_passes`), with the floats each gets alone: a
-        template gets the same samples whatever it is requested with (exactly :meth:`sample`'s). ``rewrite`` is
-        ``(source, change)`` of :meth:`rewrite`."""
+        batch, drawing from its own generator seeded with the request's seed, with its own cache and budget.
+        Runs share encoder passes, with the floats each gets alone: the first pass of :data:`PACK` templates at
+        a time (:meth:`_first_passes`), and on the CPU every pass without gradient of up to
+        :data:`SIDE_BY_SIDE` templates of one length, run side by side
+        (:func:`~infill.lm.side_by_side.side_by_side`). A template gets the same samples whatever it is
+        requested with (exactly :meth:`sample`'s). ``rewrite`` is ``(source, change)`` of :meth:`rewrite`."""
         prepared = templates if isinstance(templates, Prepared) else self.prepare(templates, config)
         if terms or rewrite is not None:
             prepared = prepared.with_terms()
@@ -375,17 +382,42 @@ class Infiller:
                 if on_step is not None:
                     on_step(next(taken), total)
 
-            for index, first in self._first_passes(prepared, rewrite is None):
-                generator = torch.Generator(self.device).manual_seed(seed)
-                batch = self.run_batch(prepared, index, generator, stepped, terms, rewrite, first)
-                try:
-                    result = postprocess(batch, self.tokenizer, self.model_name, seed, bar)
-                except BudgetSpent:
-                    raise InfillError(
-                        f"the budget of {batch.config.budget} encoder sequences ran out while choosing "
-                        f"the fillings of {quote(batch.template.text)}: raise --budget"
-                    ) from None
-                yield index, result
+            fill = functools.partial(self._fill, prepared, seed, stepped, terms, rewrite, bar)
+            for window in self._first_passes(prepared, rewrite is None):
+                yield from side_by_side(window, fill, self._side_by_side_key(prepared), SIDE_BY_SIDE, self._pass_rows())
+
+    def _fill(
+        self,
+        prepared: Prepared,
+        seed: int,
+        stepped: Callable,
+        terms: Sequence[tuple],
+        rewrite: Optional[tuple[Tensor, float]],
+        bar,
+        index: int,
+        first: Optional[Tensor],
+    ) -> InfillResult:
+        """Template ``index``'s result: its run (:meth:`run_batch`) from a generator seeded with ``seed``, then
+        its fillings chosen (:func:`~.postprocess.postprocess`)."""
+        generator = torch.Generator(self.device).manual_seed(seed)
+        batch = self.run_batch(prepared, index, generator, stepped, terms, rewrite, first)
+        try:
+            return postprocess(batch, self.tokenizer, self.model_name, seed, bar)
+        except BudgetSpent:
+            raise InfillError(
+                f"the budget of {batch.config.budget} encoder sequences ran out while choosing "
+                f"the fillings of {quote(batch.template.text)}: raise --budget"
+            ) from None
+
+    def _side_by_side_key(self, prepared: Prepared) -> Callable[[tuple], Optional[int]]:
+        """Which runs go side by side: on the CPU, token blanks' of one length (on another device, where no
+        test shows that a row's floats do not depend on its pass mates, each runs alone)."""
+
+        def length(item: tuple[int, Optional[Tensor]]) -> Optional[int]:
+            template = prepared.templates[item[0]]
+            return template.length if template.fixed and self.device.type == "cpu" else None
+
+        return length
 
     def run_batch(
         self,
@@ -411,10 +443,10 @@ class Infiller:
             return self._draw(prepared, template, run.config, meter, generator, start, first)
         return self._run_chains(prepared, template, run, meter, generator, callback, terms, rewrite, start, first)
 
-    def _first_passes(self, prepared: Prepared, drawn_starts: bool) -> Iterator[tuple[int, Optional[Tensor]]]:
-        """Each template's index with its all-masked logits ``(d, K)`` (None where it takes none), computed for
-        :data:`PACK` templates at a time in shared passes (:func:`infill.lm.packed.all_masked_logits`): for
-        token blanks whose run reads that sequence first: the one-pass methods, and chains from drawn starts
+    def _first_passes(self, prepared: Prepared, drawn_starts: bool) -> Iterator[list[tuple[int, Optional[Tensor]]]]:
+        """Windows of :data:`PACK` templates, each template's index with its all-masked logits ``(d, K)`` (None
+        where it takes none), computed for the window in shared passes (:func:`infill.lm.packed.all_masked_logits`):
+        for token blanks whose run reads that sequence first: the one-pass methods, and chains from drawn starts
         (``drawn_starts``: not rewrite's)."""
         for start in range(0, len(prepared.templates), PACK):
             window = range(start, min(start + PACK, len(prepared.templates)))
@@ -442,7 +474,7 @@ class Infiller:
                     self._pass_rows(),
                 )
                 firsts.update(zip(at, logits))
-            yield from ((index, firsts.get(index)) for index in window)
+            yield [(index, firsts.get(index)) for index in window]
 
     def _first_model(self, template: Template, run: Run, drawn_starts: bool) -> Optional[nn.Module]:
         """The model whose all-masked pass ``run`` reads first on ``template`` (None: it reads none first)."""

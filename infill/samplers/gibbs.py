@@ -80,15 +80,9 @@ class Gibbs(Sampler):
             y_energy, evaluations = evaluate(energy, one_hot(y, k)), 2
         else:
             y_energy, evaluations = torch.full_like(state.energy, float("nan")), 1
-        log_q = torch.log_softmax(logits.to(y_energy.dtype), dim=-1)
-        return mh_transition(
-            state,
-            y,
-            y_energy,
-            None,
-            log_q[rows, value],
-            log_q[rows, x[rows, i]],
-            evaluations,
-            generator,
-            self.corrected,
-        )
+        if model and not self.corrected:  # every proposal accepted, its energy unknown: q is not read
+            log_fwd = log_rev = torch.zeros_like(y_energy)
+        else:
+            log_q = torch.log_softmax(logits.to(y_energy.dtype), dim=-1)
+            log_fwd, log_rev = log_q[rows, value], log_q[rows, x[rows, i]]
+        return mh_transition(state, y, y_energy, None, log_fwd, log_rev, evaluations, generator, self.corrected)
