@@ -154,11 +154,7 @@ def read_lines(given: list[str], file: Optional[str], what: str) -> tuple[str, l
     if file is not None:
         if given:
             raise InfillError(f"give {what.split(' (')[0]} or --file, not both")
-        try:
-            with open(file, encoding="utf-8") as f:
-                return file, f.read().splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InfillError(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}") from None
+        return file, list(file_lines(file))
     if given == ["-"]:
         return "<stdin>", sys.stdin.read().splitlines()
     if not given:
