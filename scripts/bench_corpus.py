@@ -329,8 +329,7 @@ def _side_by_side(side: dict | None) -> str:
         f"| {name} | {rate:.2f} | {side['calls_per_template'][name]:.1f} |" for name, rate in side["per_second"].items()
     )
     v = side["speedup"]
-    return f"""
-The default with runs of one length side by side (at most {side["group"]}, sharing their passes) against one at a
+    return f"""The default with runs of one length side by side (at most {side["group"]}, sharing their passes) against one at a
 time, chunks of {side["chunk"]} lines in turn:
 
 | runs | templates / s | model calls / template |
