@@ -1,11 +1,12 @@
-"""Text infilling by MCMC and particles over a masked LM's tokens: ``infill.Infiller(model).sample("The [MASK] sat.")``.
+"""Text infilling by MCMC and particles over a masked LM's tokens: ``infill.Infiller(model).sample("The [MASK] sat.")``;
+``infill.pipeline(model=...)`` is the joint fill-mask pipeline (:mod:`infill.pipeline.fill_mask`).
 
-``Infiller`` and ``InfillResult`` are imported on first use, so ``import infill`` stays light.
+``Infiller``, ``InfillResult`` and ``pipeline`` are imported on first use, so ``import infill`` stays light.
 """
 
 from __future__ import annotations
 
-__all__ = ["Infiller", "InfillResult"]
+__all__ = ["Infiller", "InfillResult", "pipeline"]
 
 
 def __getattr__(name: str):
@@ -17,4 +18,8 @@ def __getattr__(name: str):
         from .pipeline.results import InfillResult
 
         return InfillResult
+    if name == "pipeline":  # the package, callable (infill/pipeline/__init__.py)
+        import importlib
+
+        return importlib.import_module(".pipeline", __name__)
     raise AttributeError(f"module 'infill' has no attribute {name!r}")
