@@ -117,7 +117,7 @@ def test_plain_batch_output_heads_each_template_s_fillings_with_its_line(capsys,
 
 def test_samplers_lists_options(capsys):
     code, out, _ = run_main(capsys, "samplers")
-    assert code == 0 and "dmala" in out and "--step-size=0.1" in out and "gibbs" in out
+    assert code == 0 and "dmala" in out and "step_size=0.1" in out and "gibbs" in out
     code, out, _ = run_main(capsys, "samplers", "--json")
     by_name = {r["name"]: r for r in map(json.loads, out.splitlines())}
     assert by_name["dmala"]["options"]["step_size"] == 0.1 and by_name["gibbs"]["options"] == {"proposal": "model"}
@@ -200,13 +200,17 @@ OFFLINE_HINT = (
     "to run offline, give --model the path of a saved checkpoint (or set INFILL_MODEL to it), or set "
     "HF_HUB_OFFLINE=1 with the model in the cache"
 )
+OFFLINE_SET_HINT = (  # HF_HUB_OFFLINE already set: not suggested again
+    "to run offline, give --model the path of a saved checkpoint (or set INFILL_MODEL to it), or fetch the model "
+    "into the cache once with the hub reachable and HF_HUB_OFFLINE unset"
+)
 
 
 def test_hf_hub_offline_is_one_line_that_says_how_to_run_offline():
     code, _, err = finish(start_process("sample", "A [MASK].", "--model", "no-such-org/no-such-model", "-q"))
     assert code == 2 and err.splitlines() == [
         "infill: error: cannot load model 'no-such-org/no-such-model': it is not in the local cache and "
-        f"HF_HUB_OFFLINE is set; {OFFLINE_HINT}"
+        f"HF_HUB_OFFLINE is set; {OFFLINE_SET_HINT}"
     ]
 
 

@@ -1,31 +1,103 @@
-"""``infill samplers``: the registered samplers with their hyperparameters and defaults."""
+"""``infill samplers``: every method ``--sampler`` takes, grouped, with its options and defaults.
+
+The names, options and summaries are read from the code: ``auto``'s constants (:mod:`infill.pipeline.config`),
+the sampler registry and each sampler's docstring, the one-pass methods (:data:`~infill.pipeline.config.BASELINES`,
+described in :mod:`infill.lm.mlm_draws`), and the particles' settings (:class:`~infill.samplers.particles.SMC`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 
 from . import plain
+
+GROUPS = {
+    "auto": "the default: it sets its own target, chains, steps and budget",
+    "MCMC samplers": "chains of --steps steps from --init; options by -o KEY=VALUE (--step-size and --adapt-steps "
+    "also as flags)",
+    "one-pass orders": "draws from the masked LM without chains (no --steps, --init or --anneal-from): -n draws, or "
+    "as many as --budget buys; no options",
+    "particles and search": "one-pass methods of their own, without chains; options by -o KEY=VALUE",
+}
+"""The groups of methods, in the order listed, each with what its methods share."""
 
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
-        name, description="List the registered samplers, their hyperparameters and defaults."
+        name,
+        description="List every method --sampler takes, grouped (auto, the MCMC samplers, the one-pass orders, the "
+        "particles and the product search), with its options (-o KEY=VALUE) and their defaults.",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object per sampler")
+    parser.add_argument("--json", action="store_true", help="print one JSON object per method")
     parser.set_defaults(run=run)
     return parser
 
 
-def run(args) -> int:
-    from ..samplers import SAMPLERS, sampler_options
+def methods() -> list[dict]:
+    """Every method ``--sampler`` takes, in :data:`GROUPS` order: ``{"name", "group", "options", "summary"}``,
+    ``options`` its hyperparameters with their defaults."""
+    from ..lm import mlm_draws
+    from ..pipeline.config import AUTO, AUTO_BUDGET_PER_BLANK, BASELINES, SEARCH
+    from ..samplers import SAMPLERS, options_of, particles, product_search, sampler_options
 
-    for name in sorted(SAMPLERS):
-        options = sampler_options(name)
-        summary = " ".join(plain(SAMPLERS[name].__doc__ or "").split("\n\n")[0].split())
-        if args.json:
-            print(json.dumps({"name": name, "options": options, "summary": summary}))
-            continue
-        flags = "  ".join(f"--{k.replace('_', '-')}={v}" for k, v in options.items()) or "(no options)"
-        print(f"{name:12s} {flags}\n{'':12s} {summary}")
+    rows = [_row(AUTO, "auto", {}, _auto())]
+    rows += [_row(n, "MCMC samplers", sampler_options(n), _first(SAMPLERS[n].__doc__)) for n in sorted(SAMPLERS)]
+    others = {
+        particles.METHOD: (options_of(particles.SMC()), _first(particles.__doc__)),
+        SEARCH: (
+            {},
+            f"{_first(product_search.__doc__)} Needs --top; its budget defaults to {AUTO_BUDGET_PER_BLANK} encoder "
+            "sequences per blank token.",
+        ),
+    }
+    orders = _bullets(mlm_draws.__doc__)  # in its order, where "random-order: the same ..." follows left-to-right
+    one_pass = [n for n in orders if n in BASELINES] + [n for n in BASELINES if n not in orders and n not in others]
+    rows += [_row(n, "one-pass orders", {}, orders.get(n, "")) for n in one_pass]
+    rows += [_row(n, "particles and search", *others[n]) for n in BASELINES if n in others]
+    return rows
+
+
+def _row(name: str, group: str, options: dict, summary: str) -> dict:
+    return {"name": name, "group": group, "options": options, "summary": summary}
+
+
+def _auto() -> str:
+    """``auto`` in words, from the constants that resolve it."""
+    from ..pipeline.config import AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_ORDER, AUTO_TARGET, _auto_top
+
+    return (
+        f"picks its run by the number of blank tokens: on one, a single pass of the masked LM; with --top "
+        f"{_auto_top()}; without --top chains up to {AUTO_CHAIN_BLANKS} and {AUTO_ORDER} draws above; with "
+        f"--include chains. On more than one blank token its target is {AUTO_TARGET}; its budget is "
+        f"{AUTO_BUDGET_PER_BLANK} encoder sequences per blank token unless --budget."
+    )
+
+
+def _first(doc: str) -> str:
+    """A docstring's first paragraph, on one line, as plain text."""
+    return " ".join(plain(doc or "").split("\n\n")[0].split())
+
+
+def _bullets(doc: str) -> dict[str, str]:
+    """The ``- ``name``: what it does`` items of a docstring, by name, on one line each."""
+    items = re.findall(r"^- ``([\w-]+)``: (.*?)(?=^- |^\s*$)", doc, re.M | re.S)
+    return {name: " ".join(plain(text).split()).rstrip(";.") for name, text in items}
+
+
+def run(args) -> int:
+    rows = methods()
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+        return 0
+    width = max(len(row["name"]) for row in rows) + 2
+    for index, (group, note) in enumerate(GROUPS.items()):
+        if index:
+            print()
+        print(f"{group}: {note}")
+        for row in (row for row in rows if row["group"] == group):
+            options = "  ".join(f"{k}={v}" for k, v in row["options"].items()) or "(no options)"
+            print(f"  {row['name']:{width}s}{options}\n  {'':{width}s}{row['summary']}")
     return 0

@@ -1,0 +1,56 @@
+"""``infill samplers`` lists every method ``--sampler`` takes, grouped, with the options each takes and their
+defaults as the code has them."""
+
+import json
+import re
+
+import pytest
+
+from infill.cli import main
+from infill.cli.samplers import GROUPS
+from infill.errors import InfillError
+from infill.pipeline.config import AUTO, BASELINES, RunConfig
+from infill.samplers import SAMPLERS, options_of, sampler_options
+from infill.samplers.particles import SMC
+
+
+def listing(capsys, *args) -> str:
+    assert main(["samplers", *args]) == 0
+    return capsys.readouterr().out
+
+
+def accepted() -> set[str]:
+    """The names ``--sampler`` takes, as its refusal of an unknown one lists them, each checked to be taken."""
+    with pytest.raises(InfillError) as refusal:
+        RunConfig.create(method="no-such-method")
+    choices = str(refusal.value).partition("choose from ")[2]
+    names = set(re.findall(r"[a-z][\w-]*", choices)) - {"or", "a", "baseline"}
+    for name in names:
+        RunConfig.create(method=name, top=1)
+    assert names >= {AUTO, *SAMPLERS, *BASELINES}
+    return names
+
+
+def test_every_name_sampler_takes_is_listed_once_with_a_summary(capsys):
+    rows = [json.loads(line) for line in listing(capsys, "--json").splitlines()]
+    names = [row["name"] for row in rows]
+    assert sorted(names) == sorted(accepted()) and len(set(names)) == len(names)
+    assert all(row["summary"] and row["group"] in GROUPS for row in rows), rows
+    assert [row["group"] for row in rows] == sorted((row["group"] for row in rows), key=list(GROUPS).index)
+    text = listing(capsys)
+    listed = re.findall(r"^  (\S+)  ", text, re.M)
+    assert listed == names and all(f"{group}: " in text for group in GROUPS)
+
+
+def test_options_and_defaults_are_the_codes(capsys):
+    by_name = {row["name"]: row for row in map(json.loads, listing(capsys, "--json").splitlines())}
+    assert by_name["smc"]["options"] == options_of(SMC()) and by_name["smc"]["group"] == "particles and search"
+    assert {"tilt", "weight", "moves"} <= set(by_name["smc"]["options"])
+    assert all(by_name[name]["options"] == sampler_options(name) for name in SAMPLERS)
+    assert by_name[AUTO]["options"] == {} and by_name["left-to-right"]["group"] == "one-pass orders"
+    assert "product search" in by_name[AUTO]["summary"] and "Needs --top" in by_name["product-search"]["summary"]
+    text = listing(capsys)
+    assert "tilt=1.0" in text and "step_size=0.1" in text and "--target-accept" not in text
+    for name, row in by_name.items():  # every listed option is one the method takes
+        for key, value in row["options"].items():
+            RunConfig.create(method=name, top=1, **{key: value})
