@@ -78,15 +78,24 @@ def not_found(name: str, local: bool, reason: Optional[str]) -> InfillError:
             f"cannot load the model saved in {name!r}: its tokenizer or weights are missing or unreadable"
         )
     if reason:
-        return InfillError(
-            f"cannot load model {name!r}: it is not in the local cache and {reason}; to run offline, "
-            "give --model the path of a saved checkpoint (or set INFILL_MODEL to it), or set "
-            "HF_HUB_OFFLINE=1 with the model in the cache"
-        )
+        return InfillError(f"cannot load model {name!r}: it is not in the local cache and {reason}; {offline_hint()}")
     return InfillError(
         f"cannot load model {name!r}: no such model on the hub nor in the local cache; give a hub id "
         "or the path of a saved checkpoint"
     )
+
+
+def offline_hint() -> str:
+    """How to run offline, less what is already done: with ``HF_HUB_OFFLINE`` set, the cache is to be filled once
+    while the hub answers, instead of setting it."""
+    from huggingface_hub import constants
+
+    cache = (
+        "fetch the model into the cache once with the hub reachable and HF_HUB_OFFLINE unset"
+        if constants.HF_HUB_OFFLINE
+        else "set HF_HUB_OFFLINE=1 with the model in the cache"
+    )
+    return f"to run offline, give --model the path of a saved checkpoint (or set INFILL_MODEL to it), or {cache}"
 
 
 def check_available(name: Optional[str]) -> None:
