@@ -9,7 +9,16 @@ import pytest
 
 from infill.cli import COMMANDS, build_parser, plain
 from infill.cli.summarize import DEFAULT_METHOD, DEFAULT_SAMPLER, DEFAULT_WORDS
-from infill.pipeline.config import AUTO, AUTO_BUDGET_PER_BLANK, AUTO_CHAINS, REWRITE_SAMPLER, SAMPLES, STEPS, RunConfig
+from infill.pipeline.config import (
+    AUTO,
+    AUTO_BUDGET_PER_BLANK,
+    AUTO_CHAINS,
+    REWRITE_SAMPLER,
+    SAMPLES,
+    STEPS,
+    RunConfig,
+    settings,
+)
 
 
 def subparser(command: str) -> argparse.ArgumentParser:
@@ -46,7 +55,8 @@ def test_sample_help_states_auto_and_its_budget():
 def test_rewrite_help_states_its_sampler_chains_and_steps_and_no_budget():
     from infill.pipeline.infiller import Infiller
 
-    options, text = helps("rewrite"), subparser("rewrite").format_help()
+    options = helps("rewrite")
+    text = subparser("rewrite").format_usage() + " ".join(options.values())  # the description names what it lacks
     assert inspect.signature(Infiller.rewrite).parameters["sampler"].default == REWRITE_SAMPLER
     assert options["--sampler"].endswith(f"(default: {REWRITE_SAMPLER})")
     assert options["--num-samples"] == f"chains (default: {SAMPLES})"
@@ -80,3 +90,18 @@ def test_summarize_helps_state_the_objective_and_chain_defaults():
 def test_plain_drops_roles_and_literals():
     assert plain("see :meth:`infill.Infiller.rewrite` and ``--change``") == "see infill.Infiller.rewrite and --change"
     assert plain(":class:`~.config.RunConfig`, :data:`MAX_DRAWS`") == "RunConfig, MAX_DRAWS"
+
+
+def test_rewrite_help_describes_what_rewrite_runs():
+    """No flag of rewrite is described by what auto does, by templates or word blanks (which it has not), as the
+    flags it shares with sample were; its --sampler says it refuses auto."""
+    options = helps("rewrite")
+    assert "not auto" in options["--sampler"]
+    for flag, text in options.items():
+        if flag != "--sampler":
+            assert not re.search(rf"\b{AUTO}(:|'s| with)|template|word blanks", text), (flag, text)
+    assert "source_bleu" in options["--json"] and "terminal" in options["--quiet"]
+    run_flags = {s.metadata.get("flag") or "--" + s.name.replace("_", "-") for s in settings()}
+    left_out = re.findall(r"--[\w-]+", subparser("rewrite").description.split(" but ")[1].split(";")[0])
+    assert set(left_out) == run_flags - set(options)  # the sample flags it says it lacks are those it lacks
+    assert re.search(rf"\b{AUTO}(:|'s| with)", " ".join(helps("sample").values()))  # sample's do: the check bites

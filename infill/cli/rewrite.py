@@ -2,7 +2,8 @@
 
 Every word the model spells as one token is a blank, the chains start from the sentence itself, and a
 closeness term keeps the expected fraction of changed words near ``--change`` (see
-:meth:`infill.Infiller.rewrite`). Takes the run flags of ``infill sample``; prints one variant per line.
+:meth:`infill.Infiller.rewrite`). Takes the run flags of ``infill sample`` but ``--budget``, ``--init``,
+``--include``, ``--blank-unit`` and ``--span-method``; prints one variant per line.
 
 With ``--json``, each variant's line adds ``source_bleu``: sacrebleu's sentence BLEU (percent) of the variant
 against the sentence (13a tokens, exponential smoothing, effective order), the self-BLEU to the source of
@@ -21,13 +22,23 @@ from ..pipeline.config import REWRITE_SAMPLER, SAMPLES, STEPS
 from . import plain
 from .sample import add_run_arguments, cli_options, print_result
 
-HELP = {  # the run settings whose sample help (auto's) is not what rewrite runs
+HELP = {  # the flags whose sample help (auto's, templates', word blanks') is not what rewrite runs
     "method": f"an MCMC sampler (see `infill samplers`; not auto, nor a method without chains) (default: "
     f"{REWRITE_SAMPLER})",
     "num_samples": f"chains (default: {SAMPLES})",
     "steps": f"MCMC steps per chain (default: {STEPS})",
     "decode": "where --top takes variants from: visited (every state after burn-in), final (the chains' final "
     "states) or diverse (every state the run scored, kept for quality and diversity) (default: visited)",
+    "diversity": "with --decode diverse, how many nats below the best variant not yet kept another may be and be "
+    "kept for differing more from those kept (default 1, among the 4 x --top best; named, among every candidate; "
+    "more: more diverse, lower PLL)",
+    "temperature": "target exp(energy / T), the energy the PLL plus the closeness term; T < 1 favours likely "
+    "variants (default 1)",
+    "target": "the PLL of the words: pll, or repeat-masked (a word's masked copy also masks every other copy of "
+    "it, so a repeated word is not predicted by its own copy) (default pll)",
+    "json": "print JSONL: one object per variant with its source_bleu (BLEU against the sentence), then one "
+    "{'diagnostics', 'marginals', 'source_bleu_signature'}",
+    "quiet": "no progress bar on stderr (by default one on a terminal)",
 }
 
 

@@ -65,10 +65,13 @@ def add_run_arguments(
 ) -> None:
     """``--json``, a flag per run setting (RunConfig's fields but ``skip``; ``helps``: a setting's own help, its
     default included), the model's and the sampler's flags: what ``sample`` and ``rewrite`` share."""
+    helps = helps or {}
     parser.add_argument(
         "--json",
         action="store_true",
-        help="print JSONL: one object per sample, then one {'diagnostics', 'marginals'} per template",
+        help=helps.get(
+            "json", "print JSONL: one object per sample, then one {'diagnostics', 'marginals'} per template"
+        ),
     )
     for setting in settings():  # the run settings: one list, RunConfig's fields
         if setting.name in skip:
@@ -86,7 +89,7 @@ def add_run_arguments(
                 dest=setting.name,
                 type=meta.get("type", str),
                 metavar=meta.get("metavar"),
-                help=(helps or {}).get(setting.name, meta["help"] + default),
+                help=helps.get(setting.name, meta["help"] + default),
             )
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
     parser.add_argument("--device", default="cpu", help="torch device (cpu)")
@@ -109,8 +112,11 @@ def add_run_arguments(
         "--quiet",
         "-q",
         action="store_true",
-        help="no progress on stderr (by default a bar on a terminal, else a line per template done "
-        "when there are several)",
+        help=helps.get(
+            "quiet",
+            "no progress on stderr (by default a bar on a terminal, else a line per template done when there are "
+            "several)",
+        ),
     )
     hyper = parser.add_argument_group("sampler hyperparameters (others: -o KEY=VALUE; see `infill samplers`)")
     for option in HYPERPARAMETER_FLAGS:
