@@ -482,3 +482,28 @@ def test_a_baseline_row_matches_the_encoder_sequences_of_its_reference(tmp_path)
     )
     assert comparison["reference_wins"] + comparison["row_wins"] == 5
     assert "gibbs against left-to-right@equal-sequences, at equal encoder sequences" in (out / "report.md").read_text()
+
+
+def test_the_signature_lists_only_the_settings_each_method_takes(tmp_path):
+    """A one-pass row has no steps, chain start, annealing or (but smc) options in the report's signature, though
+    the protocol sets steps and init for every row; units stored with them resume and report the same."""
+    protocol, out = _protocol(tmp_path), tmp_path / "out"
+    protocol.write_text(
+        protocol.read_text()
+        .replace('"gibbs", "dmala"', '"gibbs", "argmax", "left-to-right", "smc"')
+        .replace("top = 3", 'top = 3\ninit = "uniform"\n[sampling.options.smc]\ntilt = 2.0')
+    )
+    report = evaluate(protocol, out, model="fake", make_sample_fn=FakeSampler, progress=False)
+    rows = report["signature"]["samplers"]
+    assert rows["gibbs"]["steps"] == 2 and rows["gibbs"]["init"] == "uniform" and "options" in rows["gibbs"]
+    for row in ("argmax", "left-to-right", "smc"):
+        assert not {"steps", "init", "anneal_from"} & set(rows[row]) and rows[row]["num_samples"] == 6, rows[row]
+    assert "options" not in rows["argmax"] and rows["smc"]["options"] == {"tilt": 2.0}
+    assert '"steps"' not in (out / "report.md").read_text().split('"argmax": {')[1].split("}")[0]
+    units = [json.loads(line) for line in (out / "units.jsonl").read_text().splitlines()]
+    for unit in units:  # as units were stored before: every setting with every row
+        unit["config"] = {"steps": 2, "init": "uniform", "anneal_from": None, "options": {}, **unit["config"]}
+    (out / "units.jsonl").write_text("".join(json.dumps(u) + "\n" for u in units))
+    again = FakeSampler()
+    assert evaluate(protocol, out, model="fake", make_sample_fn=lambda: again, progress=False) is not None
+    assert again.calls == [] and json.loads((out / "report.json").read_text())["signature"]["samplers"] == rows

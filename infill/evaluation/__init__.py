@@ -45,9 +45,11 @@ def _configs(protocol: Protocol, rows: Sequence[str]) -> dict[str, dict]:
 
 def _check_stored(store: UnitStore, configs: dict[str, dict]) -> None:
     """Refuse to mix units sampled with other settings (e.g. after a change of defaults)."""
+    from .runner import taken
+
     for (sentence_id, row), unit in store.units.items():
         stored = unit.get("config")
-        if row in configs and stored is not None and stored != configs[row]:
+        if row in configs and stored is not None and taken(stored) != configs[row]:
             raise InfillError(
                 f"{store.directory} has {row} units sampled with {stored}, not {configs[row]}; use another --out"
             )
@@ -174,10 +176,11 @@ def _signature(protocol: Protocol, model: str, device: str, units: list[dict]) -
     """The settings that reproduce the report of ``units``: each row's settings and sentences per corpus."""
     from ..pipeline.signature import library_versions
     from .report import EVAL_PACKAGES
+    from .runner import taken
 
     samplers, sentences = {}, {}
     for unit in units:
-        samplers.setdefault(unit["sampler"], unit["config"])
+        samplers.setdefault(unit["sampler"], taken(unit["config"]))
         counts = sentences.setdefault(unit["sampler"], {spec.name: 0 for spec in protocol.corpora})
         counts[unit["corpus"]] += 1
     return {

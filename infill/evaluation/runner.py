@@ -20,7 +20,7 @@ from typing import Optional
 from typing import Protocol as Interface
 
 from ..errors import InfillError
-from ..pipeline.config import RunConfig
+from ..pipeline.config import BASELINES, RunConfig
 from ..pipeline.distributed import World
 from ..pipeline.progress import progress as progress_bar
 from ..pipeline.results import top_distinct
@@ -109,13 +109,26 @@ def run_unit(task: Task, row: str, protocol: Protocol, sample_fn: SampleFn, budg
 
 
 def config_signature(config: RunConfig, equal_to: Optional[str] = None) -> dict:
-    """A row's settings as stored with each unit and in the report (the seed varies per sentence; so does
-    the number of draws of a row with the encoder sequences of row ``equal_to``)."""
-    signature = {key: value for key, value in config.signature().items() if key != "seed"}
+    """A row's settings as stored with each unit and in the report, those its method takes (:func:`taken`; the
+    seed varies per sentence; so does the number of draws of a row with the encoder sequences of row
+    ``equal_to``)."""
+    signature = taken({key: value for key, value in config.signature().items() if key != "seed"})
     if equal_to is not None:
         del signature["num_samples"]
         signature["equal_sequences"] = equal_to
     return signature
+
+
+def taken(signature: dict) -> dict:
+    """A row's settings ``signature`` less those its method does not take: a one-pass method
+    (:data:`~infill.pipeline.config.BASELINES`) has no steps, chain start or annealing, and no options but the
+    particles'. Units stored with them compare equal."""
+    from ..samplers.particles import METHOD as PARTICLES
+
+    if signature["method"] not in BASELINES:
+        return signature
+    untaken = {"steps", "init", "anneal_from"} | ({"options"} if signature["method"] != PARTICLES else set())
+    return {key: value for key, value in signature.items() if key not in untaken}
 
 
 def run_units(
