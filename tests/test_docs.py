@@ -1,12 +1,17 @@
-"""The README and docs a new user meets: the README short, every relative link (and its #anchor) found, and no
-number of the project's issue tracker in the package, the docs, the tests or the scripts."""
+"""The README and docs a new user meets: the README short, every relative link (and its #anchor) found, no
+number of the project's issue tracker in the package, the docs, the tests or the scripts, and the output shown
+for a command on the dev MLM what the command prints."""
 
 from __future__ import annotations
 
 import re
+import shlex
+from itertools import takewhile
 from pathlib import Path
 
 import pytest
+
+from infill.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -62,3 +67,66 @@ def test_no_issue_numbers_of_the_tracker():
         if ISSUE.search(line)
     ]
     assert not found, found
+
+
+DEV_MODEL_FLAG = "--model ../shared/models/infill-dev-minilm-mlm"
+CHECKED = ("score", "rank")
+"""The commands whose shown outputs on the dev MLM are run and compared (each under 5 s once imported)."""
+NOT_RUN = {
+    "sample": "the span and the auto examples take 10-60 s a run on the 2-core CPU",
+    "rewrite": "25 chains of gibbs-mh over every word take minutes on the 2-core CPU",
+}
+"""The commands whose shown outputs are too slow to run in the tests, and why."""
+
+
+def shown_examples() -> list[tuple[str, str, list[str]]]:
+    """``(page, command, output lines)`` of every console example that runs the dev MLM and shows its output
+    (continued lines joined, comments dropped)."""
+    examples = []
+    for page in PAGES:
+        for block in re.findall(r"```console\n(.*?)```", page.read_text(), re.S):
+            lines = block.replace("\\\n", " ").splitlines()
+            for at, line in enumerate(lines):
+                output = list(takewhile(lambda text: not text.startswith("$ "), lines[at + 1 :]))
+                if line.startswith("$ ") and DEV_MODEL_FLAG in " ".join(line.split()) and output:
+                    examples.append((page.relative_to(ROOT).as_posix(), line[2:], output))
+    return examples
+
+
+def same_output(printed: list[str], shown: list[str]) -> bool:
+    """Line for line, tab-separated fields equal, numbers to within one unit of the 4th decimal printed (float
+    sums may round a figure on its boundary either way on another CPU)."""
+
+    def field(a: str, b: str) -> bool:
+        try:
+            return abs(float(a) - float(b)) <= 1.5e-4
+        except ValueError:
+            return a == b
+
+    rows = [(p.split("\t"), s.split("\t")) for p, s in zip(printed, shown)]
+    return len(printed) == len(shown) and all(len(p) == len(s) and all(map(field, p, s)) for p, s in rows)
+
+
+def test_every_shown_output_is_checked_or_said_too_slow():
+    commands = [shlex.split(command, comments=True)[1] for _, command, _ in shown_examples()]
+    assert set(commands) <= {*CHECKED, *NOT_RUN}, commands
+    assert {"score", "rank"} <= set(commands)
+
+
+def test_same_output_allows_a_last_digit_and_nothing_else():
+    shown = ["-27.1243\tthe cat sat on the mat."]
+    assert same_output(["-27.1244\tthe cat sat on the mat."], shown)
+    assert not same_output(["-27.1246\tthe cat sat on the mat."], shown)
+    assert not same_output(["-27.1243\tthe cat sat on a mat."], shown) and not same_output([], shown)
+
+
+RUN = [example for example in shown_examples() if shlex.split(example[1], comments=True)[1] in CHECKED]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page, command, shown", RUN, ids=[command.split(" --")[0] for _, command, _ in RUN])
+def test_shown_output_is_what_the_command_prints(page, command, shown, dev_model_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the model path is relative to the repository
+    assert main(shlex.split(command, comments=True)[1:]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert same_output(printed, shown), f"{page}: {command}\nprints:\n" + "\n".join(printed)
