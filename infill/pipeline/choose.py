@@ -61,8 +61,8 @@ class Chosen:
 
 def choose(batch, bar=None, avoid: Optional[Repeats] = None) -> Chosen:
     """The reported fillings of ``batch``'s token blanks (module docstring); ``bar`` (tqdm-like) counts the
-    re-scoring passes; with ``decode="diverse"`` the fillings that repeat a content word (``avoid``) are kept
-    only where too few others are left."""
+    re-scoring passes; with ``decode="diverse"`` the fillings that repeat a content word or double a word
+    (``avoid``, :mod:`infill.text.repeats`) are kept only where too few others are left."""
     rows, values = candidates(batch)
     include = _include(batch.target)
     if batch.config.top is None:
@@ -120,8 +120,8 @@ def pick(
 ) -> tuple[Tensor, Optional[Tensor]]:
     """Indices into ``unique`` of the ``top`` fillings kept, best first, and their float32 PLLs (None where the
     chains ran in float32): the best by ``values``, scored ones only, holding the include words; the finalists
-    re-ranked in float32; with ``decode="diverse"`` spread over the pool, those that repeat a content word
-    (``avoid``) last."""
+    re-ranked in float32; with ``decode="diverse"`` spread over the pool, those that repeat a content word or
+    double a word (``avoid``) last."""
     config = batch.config
     best = torch.sort(-values, stable=True).indices  # unique rows are sorted: ties go to the smaller indices
     best = best[~values[best].isnan()]  # a state left unscored (the budget, or an include word it lacks) is out

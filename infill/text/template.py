@@ -29,7 +29,7 @@ Interface:
 - :func:`fill` ``(template, tokenizer, token_ids) -> (text, fills)`` for a whole sequence laid out as the
   template's ``input_ids``; :func:`fill_pieces` ``(template, tokenizer, pieces) -> (text, fills)`` for
   the token ids of each blank's fill. ``text`` is the template's text, character for character, with the
-  fills spliced in; ``fills`` are as spliced.
+  fills spliced in; ``fills`` are as spliced. :func:`fill_text` ``(tokenizer, ids)``: one fill's text.
 
 The token ids come from the model's tokenizer with each run of spaces or line breaks made one space:
 an uncased model lowercases the text and strips accents there, and characters outside the vocabulary
@@ -246,7 +246,7 @@ def detokenize(tokenizer, ids) -> str:
     ).strip()
 
 
-def _fill_text(tokenizer, ids: list[int]) -> str:
+def fill_text(tokenizer, ids: list[int]) -> str:
     """The text of one blank's fill, decoded after the word ``a`` so that a fill opening with a continuation
     piece (``##ing``, with ``allow_subwords``) reads as the piece's text, never its marker."""
     if not ids:
@@ -259,7 +259,7 @@ def _fill_text(tokenizer, ids: list[int]) -> str:
 def fill_pieces(template: Template, tokenizer, pieces: Sequence[Sequence[int]]) -> tuple[str, list[str]]:
     """The filled text and each blank's fill (as spliced) for the token ids ``pieces[k]`` of blank ``k``'s
     fill (empty for a vanished span)."""
-    return template._spliced([_fill_text(tokenizer, list(p)) for p in pieces])
+    return template._spliced([fill_text(tokenizer, list(p)) for p in pieces])
 
 
 def blank_pieces(template: Template, token_ids: Tensor) -> list[list[int]]:
