@@ -30,8 +30,8 @@ def anchors(page: Path) -> set[str]:
     return {slug(line.lstrip("#")) for line in page.read_text().splitlines() if re.match(r"#{1,6} ", line)}
 
 
-def test_readme_is_at_most_10000_characters():
-    assert len((ROOT / "README.md").read_text()) <= 10_000
+def test_readme_is_at_most_8000_characters():
+    assert len((ROOT / "README.md").read_text()) <= 8_000
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
