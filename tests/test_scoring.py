@@ -158,8 +158,6 @@ def test_score_bad_input(model, bert_tokenizer):
         score(model, bert_tokenizer, ["a b", " "])
     with pytest.raises(InfillError, match="mode must be one of"):
         score(model, bert_tokenizer, ["a b"], mode="l2r")
-    with pytest.raises(InfillError, match="longer than the model's maximum of 64"):
-        score(model, bert_tokenizer, ["word " * 80])
 
 
 def test_cli_score_and_rank_print_the_library_scores(tiny_model_dir, tmp_path, capsys):
@@ -240,15 +238,6 @@ def test_cli_bad_input_is_one_line_before_the_model_loads(argv, message, capsys,
     assert code == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
-
-
-def test_cli_too_long_sentence_names_its_line(tiny_model_dir, tmp_path, capsys):
-    from infill.cli import main
-
-    path = tmp_path / "s.txt"
-    path.write_text("short one\n\n" + "word " * 80 + "\n")
-    assert main(["score", "--file", str(path), "--model", str(tiny_model_dir)]) == 2
-    assert f"{path}:3 is 82 tokens, longer than the model's maximum of 64" in capsys.readouterr().err
 
 
 def test_repeat_masked_scores_mask_every_copy_of_the_token(model, bert_tokenizer):

@@ -1,6 +1,7 @@
 """``infill score`` (the PLL of sentences given as arguments, or one a line of stdin or a file) and ``infill
-rank`` (given fills of a blank, ranked by the PLL of the sentence each makes); see :mod:`infill.lm.scoring`.
-Input is checked before the model loads.
+rank`` (given fills of a blank, ranked by the PLL of the sentence each makes); see :mod:`infill.lm.scoring`
+(texts longer than the model in windows). Input is checked before the model loads; a bar of the tokens
+scored shows on stderr where it is a terminal.
 """
 
 from __future__ import annotations
@@ -37,10 +38,19 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
             help="pseudo-log-likelihood (PLL) of sentences",
             description="Print the PLL (Salazar et al. 2020) of each sentence, one per line: the sum over tokens "
             "of log p(token | the rest), in nats. Sentences are the arguments, or the lines of stdin "
-            "(-) or of --file (empty lines skipped).",
+            "(-) or of --file (empty lines skipped). A sentence longer than the model takes is scored in "
+            "windows: each token with the model's window of the sentence centred on it. A progress bar on "
+            "stderr where it is a terminal.",
         )
         parser.add_argument("sentences", nargs="*", metavar="SENTENCE", help="a sentence, or - to read them from stdin")
         parser.add_argument("--file", "-f", help="read sentences from FILE, one a line")
+    _add_options(parser)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    """The options ``score`` and ``rank`` share."""
     parser.add_argument(
         "--mode",
         choices=("pll", "word-l2r", "repeat-masked"),
@@ -60,10 +70,8 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
         type=int,
         default=512,
         metavar="N",
-        help="at most N masked copies per forward pass (default 512)",
+        help="at most N masked copies per forward pass (default 512; fewer of long sentences, to bound memory)",
     )
-    parser.set_defaults(run=run)
-    return parser
 
 
 def _sentences(args) -> list[tuple[str, str]]:
@@ -97,40 +105,58 @@ def run(args) -> int:
     from ..lm.hub import check_available
 
     check_available(args.model)
-    from ..lm import models, scoring
+    from ..lm import models
 
     model, tokenizer = models.load(args.model, args.device, args.dtype)
     if args.command == "rank":
-        for r in scoring.rank(model, tokenizer, args.template, options, args.mode, args.chunk_size):
-            if args.json:
-                print(
-                    json.dumps(
-                        {
-                            "option": r.option,
-                            "text": r.text,
-                            "score": r.score.total,
-                            "mode": args.mode,
-                            "tokens": _tokens(r.score),
-                        },
-                        ensure_ascii=False,
-                    )
-                )
-            else:
-                print(f"{r.score.total:.4f}\t{r.option}\t{r.text}")
-        return 0
-    texts = [text for _, text in sentences]
-    scoring.check_texts(model, tokenizer, texts, [where for where, _ in sentences])
-    for start in range(0, len(texts), BATCH):
-        batch = texts[start : start + BATCH]
-        for text, result in zip(batch, scoring.score(model, tokenizer, batch, args.mode, args.chunk_size)):
-            if args.json:
-                print(
-                    json.dumps(
-                        {"text": text, "score": result.total, "mode": args.mode, "tokens": _tokens(result)},
-                        ensure_ascii=False,
-                    )
-                )
-            else:
-                print(f"{result.total:.4f}\t{text}")
-        sys.stdout.flush()
+        _rank(args, model, tokenizer, options)
+    else:
+        _score(args, model, tokenizer, sentences)
     return 0
+
+
+def _bar(command: str, total: int):
+    """tqdm's bar of the tokens scored, on stderr where it is a terminal (after 2 s); nothing elsewhere."""
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=total,
+        desc=f"infill {command}",
+        unit="token",
+        file=sys.stderr,
+        delay=2,
+        leave=False,
+        disable=not sys.stderr.isatty(),
+    )
+
+
+def _rank(args, model, tokenizer, options: list[str]) -> None:
+    from ..lm import scoring
+
+    total = sum(scoring.check_texts(tokenizer, scoring.splice(args.template, options)))
+    with _bar(args.command, total) as bar:
+        ranked = scoring.rank(model, tokenizer, args.template, options, args.mode, args.chunk_size, bar.update)
+    for r in ranked:
+        if args.json:
+            record = {"option": r.option, "text": r.text, "score": r.score.total, "mode": args.mode}
+            print(json.dumps({**record, "tokens": _tokens(r.score)}, ensure_ascii=False))
+        else:
+            print(f"{r.score.total:.4f}\t{r.option}\t{r.text}")
+
+
+def _score(args, model, tokenizer, sentences: list[tuple[str, str]]) -> None:
+    from ..lm import scoring
+
+    texts = [text for _, text in sentences]
+    total = sum(scoring.check_texts(tokenizer, texts, [where for where, _ in sentences]))
+    with _bar(args.command, total) as bar:
+        for start in range(0, len(texts), BATCH):
+            batch = texts[start : start + BATCH]
+            scores = scoring.score(model, tokenizer, batch, args.mode, args.chunk_size, bar.update)
+            for text, result in zip(batch, scores):
+                line = f"{result.total:.4f}\t{text}"
+                if args.json:
+                    record = {"text": text, "score": result.total, "mode": args.mode, "tokens": _tokens(result)}
+                    line = json.dumps(record, ensure_ascii=False)
+                bar.write(line, file=sys.stdout)  # above the bar, which stays at the bottom
+            sys.stdout.flush()

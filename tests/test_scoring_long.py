@@ -1,0 +1,184 @@
+"""Texts longer than the model's window: every token scored in the window centred on it, passes bounded by
+``max_copies`` and :data:`~infill.lm.scoring.PASS_TOKENS`, texts that fit scored whole as before."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM
+
+from infill.lm import scoring
+from infill.lm.scoring import rank, score
+
+LIMIT = 32  # the tiny model's window: [CLS], 30 tokens of text, [SEP]
+TEXT = LIMIT - 2
+MASK = 103
+CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpora" / "bert-gen" / "wiki103.5k.txt"
+
+
+@pytest.fixture(scope="module")
+def words() -> list[str]:
+    if not CORPUS.exists():
+        pytest.skip(f"corpus {CORPUS} not available")
+    return " ".join(CORPUS.read_text(encoding="utf-8").splitlines()[:6]).split()
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(3)
+    config = BertConfig(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=LIMIT,
+        initializer_range=0.2,
+    )
+    return BertForMaskedLM(config).eval()
+
+
+@torch.no_grad()
+def centred(model, tokenizer, text: str, mode: str) -> list[float]:
+    """Each token's score computed directly: the 30 tokens of text centred on it (14 to its left), slid to
+    stay within the text, between [CLS] and [SEP]; it masked (with word-l2r the rest of its word in the
+    window, with repeat-masked its other copies in the window)."""
+    encoded = tokenizer(text)
+    ids, words = torch.tensor(encoded["input_ids"]), encoded.word_ids()
+    n = len(ids) - 2
+    out = []
+    for i in range(n):
+        start = max(min(i - (TEXT - 1) // 2, n - TEXT), 0)
+        window = torch.cat([ids[:1], ids[1 + start : 1 + start + TEXT], ids[-1:]])
+        word = [None, *words[1 + start : 1 + start + TEXT], None]
+        slot = 1 + i - start
+        copy, end = window.clone(), slot + 1
+        while mode == "word-l2r" and end < len(window) and word[end] is not None and word[end] == word[slot]:
+            end += 1
+        copy[slot:end] = MASK
+        if mode == "repeat-masked":
+            copy[1:-1][window[1:-1] == window[slot]] = MASK
+        out.append(float(torch.log_softmax(model(input_ids=copy[None]).logits[0, slot], -1)[window[slot]]))
+    return out
+
+
+@pytest.mark.parametrize("mode", scoring.MODES)
+@pytest.mark.parametrize("count, length", [(28, LIMIT), (29, LIMIT + 1), (57, 65)])
+def test_every_token_is_scored_in_the_window_centred_on_it(model, bert_tokenizer, words, mode, count, length):
+    text = " ".join(words[:count])
+    assert len(bert_tokenizer(text)["input_ids"]) == length  # fits exactly, one token past, twice the window
+    got = score(model, bert_tokenizer, [text], mode, max_copies=7)[0]
+    assert [t for t, _ in got.tokens] == bert_tokenizer.tokenize(text)
+    assert [v for _, v in got.tokens] == pytest.approx(centred(model, bert_tokenizer, text, mode), abs=1e-5)
+    assert got.total == pytest.approx(sum(v for _, v in got.tokens))
+
+
+def test_windows_keep_half_a_window_on_each_side_where_the_text_has_it():
+    length, targets = 100, torch.arange(1, 99)  # [CLS] 98 tokens [SEP]
+    at = scoring.windows(targets, length, 1, 1, LIMIT)
+    assert (at[:, 0] == 0).all() and (at[:, -1] == length - 1).all()
+    body = at[:, 1:-1]
+    assert ((body[:, 1:] - body[:, :-1]) == 1).all() and body.min() == 1 and body.max() == length - 2
+    left, right, half = targets - body[:, 0], body[:, -1] - targets, (TEXT - 1) // 2
+    assert (left >= torch.clamp(targets - 1, max=half)).all() and (left + right == TEXT - 1).all()
+    assert (right >= torch.clamp(length - 2 - targets, max=half)).all()
+
+
+def test_texts_that_fit_are_scored_whole_beside_a_long_one(model, bert_tokenizer, words):
+    short = [" ".join(words[:12]), " ".join(words[20:28])]
+    long = " ".join(words[:57])
+    alone = score(model, bert_tokenizer, short)
+    mixed = score(model, bert_tokenizer, [short[0], long, short[1]])
+    assert [mixed[0], mixed[2]] == alone  # bit for bit
+    assert mixed[1] == score(model, bert_tokenizer, [long])[0]
+
+
+@pytest.mark.parametrize("mode", ["pll", "word-l2r"])
+def test_passes_hold_at_most_max_copies_and_pass_tokens(model, bert_tokenizer, words, mode, monkeypatch):
+    """Rows per forward pass, counted at the encoder: at most ``max_copies`` and, but for a lone copy,
+    at most ``PASS_TOKENS`` tokens; a long text's windows reach :func:`token_scores` ``max_copies`` at a time,
+    each copy once; ``progress`` counts every scored token, once a pass."""
+    monkeypatch.setattr(scoring, "PASS_TOKENS", 100)  # 3 copies of the full window
+    passes, calls, done = [], [], []
+    hook = model.bert.register_forward_pre_hook(lambda _, a, k: passes.append(k["input_ids"].shape), with_kwargs=True)
+    token_scores = scoring.token_scores
+
+    def counted(m, ids, *args, **options):
+        calls.append(len(ids))
+        return token_scores(m, ids, *args, **options)
+
+    monkeypatch.setattr(scoring, "token_scores", counted)
+    texts = [" ".join(words[:57]), " ".join(words[:10])]
+    try:
+        got = score(model, bert_tokenizer, texts, mode, max_copies=5, progress=done.append)
+    finally:
+        hook.remove()
+    tokens = sum(len(s.tokens) for s in got)
+    assert max(calls) == 5 and sum(calls) == len(got[0].tokens) + 1  # the long text's windows; the short's batch
+    assert max(rows for rows, _ in passes) == 5 and max(rows * width for rows, width in passes) <= 100
+    assert sum(rows for rows, _ in passes) == tokens and len(done) == len(passes) and sum(done) == tokens
+    monkeypatch.undo()
+    again = score(model, bert_tokenizer, texts, mode)  # one pass a text
+    assert [v for s in got for _, v in s.tokens] == pytest.approx([v for s in again for _, v in s.tokens], abs=1e-5)
+
+
+def test_rank_scores_options_whose_sentence_is_past_the_window(model, bert_tokenizer, words):
+    template = " ".join(words[:40]) + " the [MASK] sat ."
+    options = ["cat", "ice cream", "xylophonist"]
+    ranked = rank(model, bert_tokenizer, template, options, max_copies=16)
+    alone = {o: centred(model, bert_tokenizer, template.replace("[MASK]", o), "pll") for o in options}
+    assert all(len(bert_tokenizer(r.text)["input_ids"]) > LIMIT for r in ranked)
+    assert [r.option for r in ranked] == sorted(options, key=lambda o: -sum(alone[o]))
+    assert [r.score.total for r in ranked] == pytest.approx([sum(alone[r.option]) for r in ranked], abs=1e-4)
+
+
+class Bar:
+    """tqdm's constructor and the methods the commands use, recording what they are given."""
+
+    made: list = []
+
+    def __init__(self, **options):
+        self.options, self.n = options, 0
+        Bar.made.append(self)
+
+    def update(self, n: int) -> None:
+        self.n += n
+
+    def write(self, line: str, file) -> None:
+        print(line, file=file)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        pass
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_cli_scores_a_long_line_with_a_bar_on_a_terminal(
+    tiny_model_dir, words, tmp_path, capsys, monkeypatch, terminal
+):
+    from infill.cli import main
+
+    model = AutoModelForMaskedLM.from_pretrained(tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    long = " ".join(words[:80])  # past the tiny checkpoint's 64 tokens
+    path = tmp_path / "s.txt"
+    path.write_text(f"the cat sat .\n{long}\n")
+    monkeypatch.setattr("tqdm.auto.tqdm", Bar)
+    monkeypatch.setattr("sys.stderr.isatty", lambda: terminal)
+    Bar.made.clear()
+    assert main(["score", "-f", str(path), "--model", str(tiny_model_dir), "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    want = score(model, tokenizer, ["the cat sat .", long])
+    assert len(tokenizer(long)["input_ids"]) > 64 and [line["text"] for line in lines] == ["the cat sat .", long]
+    assert [line["score"] for line in lines] == pytest.approx([w.total for w in want], abs=1e-4)
+    tokens = sum(len(w.tokens) for w in want)
+    (bar,) = Bar.made
+    assert bar.options["total"] == bar.n == tokens and bar.options["disable"] is not terminal
+    argv = ["rank", " ".join(words[:70]) + " the [MASK] sat .", "--options", "cat,dog", "--model", str(tiny_model_dir)]
+    assert main(argv) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert sorted(r[1] for r in rows) == ["cat", "dog"] and Bar.made[1].n == Bar.made[1].options["total"] > 2 * 64
