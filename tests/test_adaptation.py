@@ -1,4 +1,5 @@
-"""The annealed runner and adaptation as a wrapper around kernels that do not know they are tuned."""
+"""The annealed runner and adaptation as a wrapper around kernels that do not know they are tuned, itself a
+sampler whose states carry the tuning."""
 
 import dataclasses
 from dataclasses import dataclass, field
@@ -9,7 +10,7 @@ import torch
 from infill.energies import PottsEnergy
 from infill.energies.tempered import Tempered
 from infill.errors import InfillError
-from infill.samplers import Adapted, Tuning, make_sampler, run_annealed, sample, sampler_options
+from infill.samplers import Adapted, Sampler, Tuning, make_sampler, run_annealed, sample, sampler_options
 from infill.samplers.auxiliary_gaussian import AVG, Preconditioning
 from infill.samplers.presets import DMALA
 
@@ -84,6 +85,18 @@ def test_the_kernel_steps_with_the_value_the_adaptation_feeds_and_it_freezes_aft
     trace = sample(Adapted(kernel, Halving()), ENERGY, torch.zeros(4, 3, dtype=torch.long), 6)
     assert kernel.given == [0.8, 0.4, 0.2, 0.1, 0.1, 0.1]
     assert trace.burn_in == 3 and trace.tuning == Tuning(0.1, 3, 3, 6)
+
+
+def test_an_adapted_sampler_is_a_sampler_whose_states_carry_the_tuning():
+    x0, steps = torch.zeros(4, 3, dtype=torch.long), 10
+    trace = sample(make_sampler("dmala", step_size=0.5), ENERGY, x0, steps, torch.Generator().manual_seed(2))
+    adapted, generator = make_sampler("dmala", step_size=0.5), torch.Generator().manual_seed(2)
+    assert isinstance(adapted, Sampler) and adapted.init(ENERGY, x0).tuning.adapt_steps == 0  # run length unknown
+    state = adapted.for_run(steps).init(ENERGY, x0)
+    assert state.tuning == Tuning(0.5, 5, 5)
+    for _ in range(steps):
+        state, _ = adapted.step(ENERGY, state, generator)  # the tuning travels in the state
+    assert torch.equal(state.x, trace.final_state.x) and state.tuning == trace.tuning and trace.burn_in == 5
 
 
 def test_a_kernel_without_its_adaptation_is_the_fixed_kernel():

@@ -6,7 +6,7 @@ import torch
 from infill.energies import PottsEnergy
 from infill.energies.base import one_hot
 from infill.errors import InfillError
-from infill.samplers import SAMPLERS, make_sampler, sample
+from infill.samplers import SAMPLERS, Sampler, make_sampler, sample
 
 ENERGY = PottsEnergy.random(3, 4, seed=1)
 
@@ -26,6 +26,10 @@ def test_trace_shapes_and_determinism(name):
     torch.testing.assert_close(trace.energies[-1], ENERGY(one_hot(trace.samples[-1], 4)))
     assert torch.equal(trace.samples, run(name, seed=0).samples)
     assert not torch.equal(run(name, seed=0, steps=30).samples, run(name, seed=1, steps=30).samples)
+
+
+def test_every_sampler_is_a_sampler_tuned_or_not():
+    assert all(isinstance(make_sampler(name), Sampler) for name in SAMPLERS)
 
 
 @pytest.mark.parametrize("name", ["gwg", "dula", "dmala"])

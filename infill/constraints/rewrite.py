@@ -24,14 +24,13 @@ in two stages:
 from __future__ import annotations
 
 import math
-from typing import Optional, Union
+from typing import Optional
 
 import torch
 from torch import Tensor
 
 from ..energies.base import Energy, HasConditionals
 from ..errors import InfillError, check, is_number
-from ..samplers.adaptive import Adapted
 from ..samplers.base import Sampler
 from ..samplers.driver import sample
 from ..samplers.neighbours import neighbour_values
@@ -104,7 +103,7 @@ def calibrate_closeness(
     energy: Energy,
     source: Tensor,
     change: float,
-    sampler: Union[Sampler, Adapted, None] = None,
+    sampler: Optional[Sampler] = None,
     chains: int = 16,
     steps: int = 20,
     rounds: int = 3,

@@ -28,7 +28,7 @@ from ..constraints import WeightedSum
 from ..energies.base import one_hot
 from ..energies.masked_lm import MaskedLMEnergy
 from ..lm import mlm_draws
-from ..samplers import Adapted, Sampler, Trace
+from ..samplers import Sampler, Trace
 from ..spans import MaskedLMSpanEnergy, SpanInclude, SpanSampler, best
 from ..text.repeats import repeats
 from ..text.template import Template, blank_pieces, detokenize, fill_pieces
@@ -60,7 +60,7 @@ class Batch:
     x: Tensor
     starts: Tensor
     trace: Optional[Trace] = None
-    sampler: Union[Sampler, Adapted, None] = None
+    sampler: Optional[Sampler] = None
     float32: Optional[MaskedLMEnergy] = None
     energies: Optional[Tensor] = None
 

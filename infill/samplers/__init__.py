@@ -1,17 +1,17 @@
 """Samplers by name: ``make_sampler("dmala", step_size=0.5)``, run by ``sample(sampler, energy, x0, steps)``.
 
 Every sampler is an ``init``/``step`` pair (:class:`.base.Sampler`); one that is tuned comes wrapped in its
-default adaptation (:class:`.adaptive.Adapted`), whose options are the sampler's hyperparameters too.
+default adaptation (:class:`.adaptive.Adapted`, itself a sampler), whose options are the sampler's
+hyperparameters too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Union
 
 from ..errors import InfillError
-from .adaptive import Adaptation, Adapted, StepSize
-from .base import Sampler, State, StepInfo, Trace, Tuning, options_of, sample_categorical
+from .adaptive import Adapted, StepSize
+from .base import Adaptation, Sampler, State, StepInfo, Trace, Tuning, options_of, sample_categorical
 from .driver import FIELDS, sample
 from .registry import SAMPLERS, register
 from .runner import run_annealed
@@ -27,7 +27,7 @@ def sampler_options(name: str) -> dict:
     return options if cls.adaptation is None else {**options, **options_of(cls.adaptation)}
 
 
-def make_sampler(name: str, **hyperparameters) -> Union[Sampler, Adapted]:
+def make_sampler(name: str, **hyperparameters) -> Sampler:
     """The sampler registered as ``name`` with the given hyperparameters (others at their defaults)."""
     if name not in SAMPLERS:
         raise InfillError(f"unknown sampler {name!r}; choose from {', '.join(sorted(SAMPLERS))}")

@@ -12,12 +12,14 @@ triple over a record of the tuning (:class:`~.base.Tuning`):
 - ``schedule(tuning) -> Tuning``: the record one sampling step after the warmup, one more step counted. It
   never sees the chains: only a schedule fixed in advance may move the value (:class:`DecayingStepSize`).
 
-:class:`Adapted` pairs a sampler with its adaptation. The driver (:func:`.driver.sample`) runs the warmup, the
-first ``burn_in`` steps, each with the kernel of the settings tuned so far, then samples with the fixed kernel
-of the final settings, so the trace after the warmup is an exact chain. A new adaptation is any object with
-these methods (a frozen dataclass whose fields are its options, checked in ``__post_init__``); a sampler names
-its default one in its ``adaptation`` class attribute, and the options of both are the sampler's
-hyperparameters.
+:class:`Adapted` pairs a sampler with its adaptation and is a sampler itself (the same ``init``/``step`` pair),
+its record carried in its states (``State.tuning``): its first ``burn_in`` steps, the warmup, each step with
+the kernel of the settings tuned so far, the later ones with the fixed kernel of the final settings, so the
+trace after the warmup is an exact chain. The driver (:func:`.driver.sample`) runs it as any sampler, telling
+it the run's length (:meth:`Adapted.for_run`). A new adaptation is any object with these methods
+(:class:`~.base.Adaptation`: a frozen dataclass whose fields are its options, checked in ``__post_init__``); a
+sampler names its default one in its ``adaptation`` class attribute, and the options of both are the
+sampler's hyperparameters.
 
 :class:`StepSize`, the default: a run adapts during its first half (``adapt_steps=None``; ``0`` never
 adapts). The criterion sees stay-put acceptances: it is the mean Metropolis-Hastings acceptance probability
@@ -36,10 +38,14 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Optional, Protocol
+from typing import ClassVar, Optional
 
+import torch
+from torch import Tensor
+
+from ..energies.base import Energy
 from ..errors import InfillError
-from .base import Sampler, State, StepInfo, Tuning, options_of
+from .base import Adaptation, Sampler, State, StepInfo, Tuning, options_of
 
 GAIN, GAIN_DECAY = 2.0, 0.6  # Robbins-Monro gains 2 (t + 1)^-0.6: sum diverges, sum of squares converges
 
@@ -50,18 +56,6 @@ def moving_acceptance(info: StepInfo) -> Optional[float]:
     if not moved.any():
         return None
     return info.accept_prob[moved].float().mean().item()
-
-
-class Adaptation(Protocol):
-    """The init/update/final triple of an adaptation and its schedule after the warmup (module docstring)."""
-
-    def init(self, value: float, steps: Optional[int]) -> Tuning: ...
-
-    def update(self, tuning: Tuning, before: State, after: State, info: StepInfo) -> Tuning: ...
-
-    def final(self, tuning: Tuning) -> tuple: ...
-
-    def schedule(self, tuning: Tuning) -> Tuning: ...
 
 
 @dataclass(frozen=True)
@@ -145,11 +139,13 @@ class DecayingStepSize(StepSize):
 
 
 @dataclass
-class Adapted:
-    """``sampler`` tuned by ``adaptation`` during a warmup (module docstring; None: the sampler's default)."""
+class Adapted(Sampler):
+    """``sampler`` tuned by ``adaptation`` during a warmup (module docstring; None: the sampler's default), for a
+    run of ``steps`` steps (None: unknown, an adaptation sized by the run never adapts; the driver sets it)."""
 
     sampler: Sampler
     adaptation: Optional[Adaptation] = None
+    steps: Optional[int] = None
 
     def __post_init__(self):
         if self.adaptation is None:
@@ -164,8 +160,28 @@ class Adapted:
         """The tuned hyperparameter's value the adaptation starts from."""
         return getattr(self.sampler, self.sampler.tuned)
 
+    def for_run(self, steps: int) -> "Adapted":
+        return dataclasses.replace(self, steps=steps)
+
     def check_variables(self, d: int) -> None:
         self.sampler.check_variables(d)
+
+    def init(self, energy: Energy, x0: Tensor) -> State:
+        state = self.sampler.init(energy, x0)
+        return dataclasses.replace(state, tuning=self.adaptation.init(self.start_value(), self.steps))
+
+    def init_evaluations(self, energy: Energy, d: int, k: int) -> int:
+        return self.sampler.init_evaluations(energy, d, k)
+
+    def step(self, energy: Energy, state: State, generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
+        """One step with the kernel of ``state.tuning``, then the record updated (the warmup) or scheduled."""
+        tuning = state.tuning
+        new, info = self.kernel(tuning).step(energy, state, generator)
+        if tuning.steps < tuning.burn_in:
+            tuning = self.adaptation.update(tuning, state, new, info)
+        else:
+            tuning = self.adaptation.schedule(tuning)
+        return dataclasses.replace(new, tuning=tuning), info
 
     def kernel(self, tuning: Tuning) -> Sampler:
         """The sampler with the settings ``tuning`` stands for."""

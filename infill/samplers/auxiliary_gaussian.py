@@ -44,8 +44,8 @@ from torch import Tensor
 
 from ..energies.base import Energy, one_hot
 from ..errors import InfillError
-from .adaptive import Adaptation, StepSize
-from .base import Sampler, State, StepInfo, Tuning, mh_transition, sample_categorical
+from .adaptive import StepSize
+from .base import Adaptation, Sampler, State, StepInfo, Tuning, mh_transition, sample_categorical
 from .factorised import gather_sum
 from .registry import register
 from .scores import GRADIENT

@@ -1,5 +1,6 @@
 """The sampler contract: ``init(energy, x0) -> State`` and ``step(energy, state, generator) -> (State, StepInfo)``,
-one pair for every sampler; the driver (:mod:`.driver`) runs them and adaptation (:mod:`.adaptive`) wraps them.
+one pair for every sampler, run by the driver (:mod:`.driver`); an adapted sampler (:mod:`.adaptive`) is one
+too, its tuning carried in its states. The adaptation contract (:class:`Adaptation`) is here as well.
 
 States hold category indices ``x (B, d)`` and, where the sampler uses them, the cached energy value and
 scores of the current state (gradients or exact neighbour differences, :mod:`.scores`), so an MH step costs
@@ -13,7 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Optional
+from typing import ClassVar, Optional, Protocol
 
 import torch
 from torch import Tensor
@@ -22,9 +23,6 @@ from ..energies.base import Energy, evaluate, one_hot
 from ..errors import InfillError
 from ..lm.mlm_draws import sample_categorical  # noqa: F401 (the samplers' draw)
 from .scores import ScoreSource
-
-if TYPE_CHECKING:
-    from .adaptive import Adaptation
 
 
 @dataclass(frozen=True)
@@ -54,13 +52,15 @@ class State:
 
     ``scores`` are the gradient of the energy at the one-hot ``x`` or the exact differences
     ``U(x with x_i := k) - U(x)`` (:mod:`.scores`), None where unused. ``energy`` is NaN where the sampler
-    never needs it (plain ``gibbs`` with the model's proposal).
+    never needs it (plain ``gibbs`` with the model's proposal). ``tuning`` is the adaptation's record where the
+    sampler adapts (:class:`.adaptive.Adapted`), None where nothing does.
     """
 
     x: Tensor
     energy: Tensor
     scores: Optional[Tensor] = None
     num_categories: int = 0
+    tuning: Optional[Tuning] = None
 
     def select(self, chains) -> "State":
         """The state of the chains ``chains`` (a slice, index tensor or mask over ``B``)."""
@@ -135,6 +135,18 @@ class Trace:
         return dataclasses.replace(self, final_state=self.final_state.select(chains), **kept)
 
 
+class Adaptation(Protocol):
+    """The init/update/final triple of an adaptation and its schedule after the warmup (:mod:`.adaptive`)."""
+
+    def init(self, value: float, steps: Optional[int]) -> Tuning: ...
+
+    def update(self, tuning: Tuning, before: State, after: State, info: StepInfo) -> Tuning: ...
+
+    def final(self, tuning: Tuning) -> tuple: ...
+
+    def schedule(self, tuning: Tuning) -> Tuning: ...
+
+
 PER_STEP = ("samples", "energies", "accepted", "hops", "proposals", "proposal_energies")
 
 
@@ -200,7 +212,7 @@ class Sampler:
 
     name: ClassVar[str] = ""
     tuned: ClassVar[str] = ""
-    adaptation: ClassVar[Optional["Adaptation"]] = None
+    adaptation: ClassVar[Optional[Adaptation]] = None
     score_source: ClassVar[Optional[ScoreSource]] = None
 
     def init(self, energy: Energy, x0: Tensor) -> State:
@@ -224,6 +236,10 @@ class Sampler:
 
     def step(self, energy: Energy, state: State, generator: Optional[torch.Generator]) -> tuple[State, StepInfo]:
         raise NotImplementedError
+
+    def for_run(self, steps: int) -> "Sampler":
+        """The sampler of a run of ``steps`` steps: itself (an adapted one sizes its warmup by the run)."""
+        return self
 
     def fixed(self, value: float) -> "Sampler":
         """A copy stepping with the tuned hyperparameter at ``value`` (the adaptation's ``final``)."""

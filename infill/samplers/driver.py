@@ -1,15 +1,15 @@
 """The one driver of every sampler: ``sample(sampler, energy, x0, steps)`` runs the ``init``/``step`` pair
 (:class:`~.base.Sampler`) into a :class:`~.base.Trace` that keeps only the ``fields`` asked for.
 
-A sampler wrapped in its adaptation (:class:`~.adaptive.Adapted`) runs in two phases: the warmup, its first
-``burn_in`` steps, each with the kernel of the settings tuned so far, then sampling with the fixed kernel of the
-tuned settings (moved only by a schedule fixed in advance), so the trace after ``burn_in`` is an exact chain.
+A sampler wrapped in its adaptation (:class:`~.adaptive.Adapted`) is run the same way; its states carry the
+tuning, from which the trace takes ``tuning`` and ``burn_in`` (the warmup's steps, after which the chain is
+exact).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Union
+from typing import Callable, Optional
 
 import torch
 from torch import Tensor
@@ -18,8 +18,7 @@ from ..energies.base import Energy
 from ..energies.budget import BudgetSpent
 from ..energies.tempered import Tempered
 from ..errors import InfillError
-from .adaptive import Adapted
-from .base import Sampler, State, StepInfo, Trace, Tuning
+from .base import Sampler, State, StepInfo, Trace
 
 FIELDS = ("samples", "energies", "accepted", "hops", "proposals")
 """What a trace can keep of every step (``proposals`` with their energies, where the kernel reports them)."""
@@ -42,12 +41,12 @@ class Steps:
     kept: dict = field(default_factory=dict)
 
     def take(
-        self, kernel: Sampler, energy: Energy, state: State, generator: Optional[torch.Generator]
+        self, sampler: Sampler, energy: Energy, state: State, generator: Optional[torch.Generator]
     ) -> tuple[State, Optional[StepInfo]]:
-        """One step of ``kernel`` from ``state``, recorded; ``(state, None)`` where the meter refused it (the
+        """One step of ``sampler`` from ``state``, recorded; ``(state, None)`` where the meter refused it (the
         exception goes on if no step was taken)."""
         try:
-            new, info = kernel.step(energy, state, generator)
+            new, info = sampler.step(energy, state, generator)
         except BudgetSpent:
             if not self.taken:
                 raise
@@ -75,22 +74,8 @@ class Steps:
         return None if values is None or any(v is None for v in values) else torch.stack(values)
 
 
-def warmup(
-    adapted: Adapted, energy: Energy, state: State, steps: int, generator: Optional[torch.Generator], taken: Steps
-) -> tuple[State, Tuning]:
-    """The warmup of a run of ``steps`` steps: the adaptation's first ``burn_in`` steps (fewer where the run
-    ends), each with the kernel of the settings tuned so far. Returns the state and the tuning reached."""
-    tuning = adapted.adaptation.init(adapted.start_value(), steps)
-    while taken.taken < min(tuning.burn_in, steps) and not taken.ended:
-        new, info = taken.take(adapted.kernel(tuning), energy, state, generator)
-        if info is not None:
-            tuning = adapted.adaptation.update(tuning, state, new, info)
-        state = new
-    return state, tuning
-
-
 def sample(
-    sampler: Union[Sampler, Adapted],
+    sampler: Sampler,
     energy: Energy,
     x0: Tensor,
     steps: int,
@@ -108,23 +93,14 @@ def sample(
     unknown = sorted(set(fields) - set(FIELDS))
     if unknown:
         raise InfillError(f"a trace has no field {unknown[0]!r}; choose from {', '.join(FIELDS)}")
-    adapted = sampler if isinstance(sampler, Adapted) else None
-    kernel = sampler if adapted is None else adapted.sampler
-    state = kernel.init(energy, x0)
+    sampler = sampler.for_run(steps)
+    state = sampler.init(energy, x0)
     taken = Steps(
-        tuple(fields), kernel.init_evaluations(energy, state.x.shape[1], state.num_categories), callback, stop
+        tuple(fields), sampler.init_evaluations(energy, state.x.shape[1], state.num_categories), callback, stop
     )
-    tuning = None
-    if adapted is not None:
-        state, tuning = warmup(adapted, energy, state, steps, generator, taken)
-        kernel = adapted.kernel(tuning)
-    burn_in = taken.taken
     while taken.taken < steps and not taken.ended:
-        state, info = taken.take(kernel, energy, state, generator)
-        if tuning is not None and info is not None:
-            scheduled = adapted.adaptation.schedule(tuning)
-            kernel = kernel if scheduled.value == tuning.value else adapted.kernel(scheduled)
-            tuning = scheduled
+        state, _ = taken.take(sampler, energy, state, generator)
+    tuning = state.tuning
     return Trace(
         samples=taken.stacked("samples"),
         energies=taken.stacked("energies"),
@@ -133,7 +109,7 @@ def sample(
         evaluations=taken.evaluations,
         final_state=state,
         steps=taken.taken,
-        burn_in=burn_in,
+        burn_in=0 if tuning is None else min(tuning.burn_in, taken.taken),
         proposals=taken.stacked("proposals"),
         proposal_energies=taken.stacked("proposal_energies"),
         temperature=energy.temperature if isinstance(energy, Tempered) else 1.0,

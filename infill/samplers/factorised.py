@@ -18,8 +18,8 @@ from torch import Tensor
 
 from ..energies.base import Energy
 from ..errors import InfillError
-from .adaptive import Adaptation, StepSize
-from .base import Sampler, State, StepInfo, mh_transition, sample_categorical
+from .adaptive import StepSize
+from .base import Adaptation, Sampler, State, StepInfo, mh_transition, sample_categorical
 from .scores import GRADIENT, ScoreSource
 
 

@@ -11,11 +11,10 @@ from torch import Tensor
 from ..energies.base import Energy
 from ..energies.tempered import Tempered
 from ..errors import InfillError
-from .adaptive import Adapted
 from .base import Sampler, State, StepInfo, Trace
 from .driver import FIELDS, sample
 
-SamplerForStage = Union[Sampler, Adapted, Callable[[Energy, Tensor], Union[Sampler, Adapted]]]
+SamplerForStage = Union[Sampler, Callable[[Energy, Tensor], Sampler]]
 
 
 def run_annealed(
@@ -42,7 +41,7 @@ def run_annealed(
     x, evaluations, done, trace = x0, 0, 0, None
     for temperature, steps in schedule:
         target = energy if temperature == 1 else Tempered(energy, temperature)
-        stage_sampler = sampler if isinstance(sampler, (Sampler, Adapted)) else sampler(target, x)
+        stage_sampler = sampler if isinstance(sampler, Sampler) else sampler(target, x)
         offset = done
         stage_callback = None if callback is None else (lambda t, state, info: callback(offset + t, state, info))
         trace = sample(stage_sampler, target, x, steps, generator, fields, stage_callback, stop)

@@ -1,0 +1,43 @@
+"""The example of docs/own-sampler.md runs as written: its kernel passes the total-variation check against
+the exact target, the same kernel without its MH test fails it, and the registered name fills a template."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from infill.samplers import SAMPLERS
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "own-sampler.md"
+
+
+def blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S)
+
+
+@pytest.fixture
+def example():
+    """The namespace of the page's first block run (the kernel registered only for the test)."""
+    assert "random-scan" not in SAMPLERS
+    namespace = {"__name__": "own_sampler"}
+    try:
+        exec(compile(blocks()[0], str(PAGE), "exec"), namespace)
+        yield namespace
+    finally:
+        SAMPLERS.pop("random-scan", None)
+
+
+def test_the_kernel_passes_the_exactness_check_and_its_unadjusted_control_fails(example):
+    assert len(blocks()) == 2 and SAMPLERS["random-scan"] is example["RandomScan"]
+    tv, floor = example["total_variation_of"](example["RandomScan"](adjusted=False))
+    assert tv > min(0.02, 2.5 * floor)
+
+
+@pytest.mark.slow
+def test_the_registered_kernel_fills_a_template(example, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)  # the page's model path is relative to the repository
+    exec(compile(blocks()[1], str(PAGE), "exec"), example)
+    result = example["result"]
+    assert len(result.texts) == 3 and result.diagnostics.sampler == "random-scan"
+    assert "random-scan" in capsys.readouterr().out
