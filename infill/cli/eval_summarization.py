@@ -24,6 +24,7 @@ from .summarize import (
     chain_settings,
     objective_config,
     positive_int,
+    summary_budget,
 )
 
 DEFAULT_METHODS = "lead,greedy,lexrank,textrank,luhn,lsa,lb,una,mana"
@@ -90,52 +91,20 @@ def run(args) -> int:
     import json
 
     from ..evaluation.store import write_atomic
-    from ..pipeline.progress import progress
-    from ..summarize import Budget
     from ..summarize.aclsum_data import load_aclsum
-    from ..summarize.evaluation import check_methods, evaluate, markdown
+    from ..summarize.evaluation import check_methods, markdown
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     check_methods(methods)
-    budget = Budget(args.sentences, "sentences") if args.sentences else Budget(args.words or DEFAULT_WORDS, "words")
+    budget = summary_budget(args)
     config, settings = objective_config(args), chain_settings(args, DEFAULT_SAMPLER)
     md_path, json_path, replaces = output_paths(args)
     documents = load_aclsum(args.split, args.limit)
     if not documents:
         raise InfillError(f"no documents in the aclsum {args.split} split")
-
-    with progress(len(documents), "infill eval-summarization", "document", disable=args.quiet) as bar:
-
-        def done(_, row):
-            bar.set_postfix_str(f"{row['id']}, {row['sentences']} sentences")
-            bar.update()
-
-        report = evaluate(documents, budget, config, methods, settings, args.seed, done, f"aclsum:{args.split}")
-    command = (
-        "infill " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith(("infill", "__main__.py")) else None
-    )
-    report = {"split": args.split, "date": datetime.date.today().isoformat(), "command": command, **report}
-    preamble = [
-        f"Command: `{command or 'see the JSON settings'}` (run {report['date']}).",
-        "",
-        f"{len(documents)} documents of the {args.split} split (introduction + conclusion; reference = "
-        f"abstract), budget {budget.describe()}. Samplers start from greedy and decode the best F seen "
-        f"(main table); peers are sumy's, on the same sentences, taken in rank order while they fit. "
-        f"F < greedy / F > greedy: documents whose summary's F is below / strictly above greedy's. "
-        f"s/doc: seconds per document, one torch thread.",
-    ]
-    if DEFAULT_METHOD in report["summary"]:
-        wall, cpu = (
-            [r[f"objective_{k}"] + r["methods"][DEFAULT_METHOD][k] for r in report["documents"]]
-            for k in ("seconds", "cpu_seconds")
-        )
-        preamble += [
-            "",
-            f"The {DEFAULT_METHOD} row is `infill summarize`'s default method. With the objective built "
-            f"(sentence cleaning, similarities), it took {sum(wall) / len(wall):.2f} s per document on "
-            f"average and {max(wall):.2f} s at most ({sum(cpu) / len(cpu):.2f} and {max(cpu):.2f} CPU "
-            f"seconds: wall time depends on the machine's load).",
-        ]
+    report = _evaluate(args, documents, budget, config, methods, settings)
+    report = {"split": args.split, "date": datetime.date.today().isoformat(), "command": _command(), **report}
+    preamble = _preamble(report, args.split, len(documents), budget.describe())
     text = markdown(report, f"Extractive summarization on ACLSum ({args.split})", preamble)
     try:
         write_atomic(json_path, json.dumps(report, indent=1) + "\n")
@@ -145,3 +114,49 @@ def run(args) -> int:
     print(text)
     print(f"{'replaced' if replaces else 'wrote'} {md_path} and {json_path}", file=sys.stderr)
     return 0
+
+
+def _command() -> str | None:
+    """The command line as typed (``infill ...``); None when not run as ``infill`` or ``python -m infill``."""
+    return "infill " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith(("infill", "__main__.py")) else None
+
+
+def _evaluate(args, documents: list, budget, config, methods: list[str], settings) -> dict:
+    """:func:`infill.summarize.evaluation.evaluate` of ``methods`` on ``documents``, with a progress bar."""
+    from ..pipeline.progress import progress
+    from ..summarize.evaluation import evaluate
+
+    with progress(len(documents), "infill eval-summarization", "document", disable=args.quiet) as bar:
+
+        def done(_, row):
+            bar.set_postfix_str(f"{row['id']}, {row['sentences']} sentences")
+            bar.update()
+
+        return evaluate(documents, budget, config, methods, settings, args.seed, done, f"aclsum:{args.split}")
+
+
+def _preamble(report: dict, split: str, documents: int, budget: str) -> list[str]:
+    """The lines under the report's title: the command, the data and how to read the table, and the time
+    ``infill summarize``'s default method took where it ran."""
+    preamble = [
+        f"Command: `{report['command'] or 'see the JSON settings'}` (run {report['date']}).",
+        "",
+        f"{documents} documents of the {split} split (introduction + conclusion; reference = "
+        f"abstract), budget {budget}. Samplers start from greedy and decode the best F seen "
+        f"(main table); peers are sumy's, on the same sentences, taken in rank order while they fit. "
+        f"F < greedy / F > greedy: documents whose summary's F is below / strictly above greedy's. "
+        f"s/doc: seconds per document, one torch thread.",
+    ]
+    if DEFAULT_METHOD not in report["summary"]:
+        return preamble
+    wall, cpu = (
+        [r[f"objective_{k}"] + r["methods"][DEFAULT_METHOD][k] for r in report["documents"]]
+        for k in ("seconds", "cpu_seconds")
+    )
+    return preamble + [
+        "",
+        f"The {DEFAULT_METHOD} row is `infill summarize`'s default method. With the objective built "
+        f"(sentence cleaning, similarities), it took {sum(wall) / len(wall):.2f} s per document on "
+        f"average and {max(wall):.2f} s at most ({sum(cpu) / len(cpu):.2f} and {max(cpu):.2f} CPU "
+        f"seconds: wall time depends on the machine's load).",
+    ]

@@ -156,34 +156,25 @@ def read_input(path: str) -> bytes:
         raise InfillError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
+def summary_budget(args):
+    """The budget of ``--sentences`` or ``--words`` (default ``DEFAULT_WORDS`` words)."""
+    from ..summarize import Budget
+
+    return Budget(args.sentences, "sentences") if args.sentences else Budget(args.words or DEFAULT_WORDS, "words")
+
+
 def run(args) -> int:
     import torch
 
     from ..samplers import SAMPLERS
-    from ..summarize import Budget, SummaryObjective, decode_text, greedy, lead, run_chains, split_sentences
-    from ..summarize.peers import PEERS, REQUIREMENT, available, peer_summary
-    from ..summarize.sentences import clean_sentences
+    from ..summarize import SummaryObjective, greedy
 
-    method = args.method
-    if method not in SAMPLERS and method not in ("greedy", "lead") and method not in PEERS:
-        raise InfillError(
-            f"unknown method {method!r}; choose from greedy, lead, {', '.join(PEERS)}, {', '.join(sorted(SAMPLERS))}"
-        )
-    if method in PEERS and not available():
-        raise InfillError(f"--method {method} needs sumy: pip install '{REQUIREMENT}'")
+    _check_method(args.method)
     config = objective_config(args)
-    settings = chain_settings(args, method) if method in SAMPLERS else None
-    source = "standard input" if args.file == "-" else args.file
-    text = decode_text(read_input(args.file), source)
-    cleaned = clean_sentences(split_sentences(text))
-    if not cleaned.kept:
-        raise InfillError(
-            f"{source} has no sentences to summarize"
-            if not cleaned.dropped
-            else f"{source} has no sentence with a content word to summarize"
-        )
+    settings = chain_settings(args, args.method) if args.method in SAMPLERS else None
+    source, cleaned = _sentences(args.file)
     sentences = cleaned.kept
-    budget = Budget(args.sentences, "sentences") if args.sentences else Budget(args.words or DEFAULT_WORDS, "words")
+    budget = summary_budget(args)
     costs = budget.costs(sentences)
     if float(costs.min()) > budget.limit:
         raise InfillError(f"no sentence fits in {budget.describe()} (the shortest has {int(costs.min())} words)")
@@ -197,26 +188,63 @@ def run(args) -> int:
         )
     torch.set_num_threads(1)  # small batched ops: one thread is fastest and plays well with others
     objective = SummaryObjective(sentences, budget, config)
-    extra = {}
-    if method == "greedy":
-        selection, label = greedy(objective), "greedy"
-    elif method == "lead":
-        selection, label = lead(objective), "lead"
-    elif method in PEERS:
-        selection, label = peer_summary(objective, method), f"{method} (sumy)"
-    else:
-        result = run_chains(objective, settings, seed=args.seed)
-        selection = result.selections[args.decode]
-        extra = {
-            "start_objective": float(objective.value(result.start[None])),
-            "acceptance_rate": result.acceptance_rate,
-        }
-        label = f"{method} ({'best F seen' if args.decode == 'best' else args.decode + ' vote'}, from {settings.start})"
+    selection, label, extra = _summarize(objective, args.method, settings, args.decode, args.seed)
     note = None
     if not selection.any():  # only an empty start with too few steps, or a peer with nothing that fits
         note = f"{label} selected nothing; printing the greedy summary instead"
         selection, label = greedy(objective), "greedy (fallback)"
     return _print(args, cleaned, selection.tolist(), float(objective.value(selection[None])), note, label, extra)
+
+
+def _check_method(method: str) -> None:
+    """Refuse an unknown method, and one of sumy's without sumy."""
+    from ..samplers import SAMPLERS
+    from ..summarize.peers import PEERS, REQUIREMENT, available
+
+    if method not in SAMPLERS and method not in ("greedy", "lead") and method not in PEERS:
+        raise InfillError(
+            f"unknown method {method!r}; choose from greedy, lead, {', '.join(PEERS)}, {', '.join(sorted(SAMPLERS))}"
+        )
+    if method in PEERS and not available():
+        raise InfillError(f"--method {method} needs sumy: pip install '{REQUIREMENT}'")
+
+
+def _sentences(path: str):
+    """``(source, cleaned)``: the input's name and its cleaned sentences; refuses an input without one."""
+    from ..summarize import decode_text, split_sentences
+    from ..summarize.sentences import clean_sentences
+
+    source = "standard input" if path == "-" else path
+    text = decode_text(read_input(path), source)
+    cleaned = clean_sentences(split_sentences(text))
+    if not cleaned.kept:
+        raise InfillError(
+            f"{source} has no sentences to summarize"
+            if not cleaned.dropped
+            else f"{source} has no sentence with a content word to summarize"
+        )
+    return source, cleaned
+
+
+def _summarize(objective, method: str, settings, decode: str, seed: int):
+    """``(selection, label, extra)``: the summary of ``method`` (``decode`` of its chains for a sampler),
+    how to name it, and a sampler's start F and acceptance rate."""
+    from ..summarize import greedy, lead, run_chains
+    from ..summarize.peers import PEERS, peer_summary
+
+    if method == "greedy":
+        return greedy(objective), "greedy", {}
+    if method == "lead":
+        return lead(objective), "lead", {}
+    if method in PEERS:
+        return peer_summary(objective, method), f"{method} (sumy)", {}
+    result = run_chains(objective, settings, seed=seed)
+    extra = {
+        "start_objective": float(objective.value(result.start[None])),
+        "acceptance_rate": result.acceptance_rate,
+    }
+    label = f"{method} ({'best F seen' if decode == 'best' else decode + ' vote'}, from {settings.start})"
+    return result.selections[decode], label, extra
 
 
 def _print(args, cleaned, selection, value, note, method, extra=None) -> int:

@@ -118,39 +118,18 @@ def evaluate(
     from ..metrics import check_bleu
     from ..pipeline.distributed import close_world, init_world
     from .report import write_report
-    from .runner import infiller_sample_fn, run_units
+    from .runner import run_units
 
     check_bleu(bleu)
     samplers = list(samplers or protocol.samplers)
     configs = _configs(protocol, samplers)
-    if limit is not None and limit < 1:
-        raise InfillError(f"--limit must be at least 1, not {limit}")
-    corpora = {spec.name: load_corpus(spec, protocol.lowercase) for spec in protocol.corpora}
-    tasks = make_tasks(protocol, corpora)
-    chosen = limit_tasks(tasks, limit)
-    refs = references(corpora, tasks)
-    empty = [name for name, lines in refs.items() if not lines]
-    if empty:
-        raise InfillError(f"corpus {empty[0]!r} has no reference sentence left beside the chosen ones")
+    tasks, chosen, refs = _select(protocol, limit)
     world, device = init_world(device)
     try:
-        if make_sample_fn is None:
-
-            def make_sample_fn():
-                from ..pipeline.infiller import Infiller
-
-                return infiller_sample_fn(Infiller(model=model, device=device))
-
-        sample_fn = make_sample_fn()  # a bad model or device fails here, before anything is written
+        # a bad model or device fails here, before anything is written
+        sample_fn = make_sample_fn() if make_sample_fn is not None else _infiller_sample_fn(model, device)
         manifest = _tasks_jsonl(tasks)
-        # units depend on the sentences, their masks and the model; each row's settings are checked per unit,
-        # so a row added to the protocol keeps the finished units of the others
-        fingerprint = {
-            "protocol": protocol.name,
-            "tasks_sha256": hashlib.sha256(manifest.encode()).hexdigest(),
-            "model": model,
-        }
-        store = _open_store(world, Path(out), fingerprint, configs, manifest)
+        store = _open_store(world, Path(out), _fingerprint(protocol, manifest, model), configs, manifest)
         done = world.broadcast(set(store.units) if world.is_main else None)
         run_units(chosen, samplers, protocol, store, sample_fn, done, world, progress)
     finally:
@@ -162,6 +141,39 @@ def evaluate(
         return write_report(out, units, refs, _signature(protocol, model, device, units), bleu)
     finally:
         store.close()  # the lock on --out is held until the report is written
+
+
+def _select(protocol: Protocol, limit: Optional[int]) -> tuple[list[Task], list[Task], dict[str, list[list[str]]]]:
+    """``(tasks, chosen, references)``: every task of the protocol's corpora, the first ``limit`` of each
+    corpus (every one with ``None``), and each corpus's reference sentences, which must not be empty."""
+    if limit is not None and limit < 1:
+        raise InfillError(f"--limit must be at least 1, not {limit}")
+    corpora = {spec.name: load_corpus(spec, protocol.lowercase) for spec in protocol.corpora}
+    tasks = make_tasks(protocol, corpora)
+    chosen = limit_tasks(tasks, limit)
+    refs = references(corpora, tasks)
+    empty = [name for name, lines in refs.items() if not lines]
+    if empty:
+        raise InfillError(f"corpus {empty[0]!r} has no reference sentence left beside the chosen ones")
+    return tasks, chosen, refs
+
+
+def _infiller_sample_fn(model: str, device: str) -> SampleFn:
+    """The default sampling: an ``infill.Infiller`` on ``model`` and ``device``."""
+    from ..pipeline.infiller import Infiller
+    from .runner import infiller_sample_fn
+
+    return infiller_sample_fn(Infiller(model=model, device=device))
+
+
+def _fingerprint(protocol: Protocol, manifest: str, model: str) -> dict:
+    """What every unit depends on: the sentences and their masks (``manifest``) and the model. Each row's
+    settings are checked per unit, so a row added to the protocol keeps the finished units of the others."""
+    return {
+        "protocol": protocol.name,
+        "tasks_sha256": hashlib.sha256(manifest.encode()).hexdigest(),
+        "model": model,
+    }
 
 
 def _stored_units(store: UnitStore, tasks: list[Task], protocol: Protocol) -> list[dict]:

@@ -195,9 +195,8 @@ def _sampling(table: dict) -> dict:
     return {"samplers": tuple(samplers), "defaults": defaults, "sampler_options": options, "budgets": budgets, **values}
 
 
-def load_protocol(path: str | Path) -> Protocol:
-    """Parse and validate a protocol file."""
-    path = Path(path)
+def _read(path: Path) -> tuple[bytes, dict]:
+    """The file's bytes and its TOML table, whose top-level keys are known and tables present."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -210,13 +209,23 @@ def load_protocol(path: str | Path) -> Protocol:
     for key in ("selection", "mask", "sampling"):
         if not isinstance(table.get(key), dict):
             raise InfillError(f"{path}: missing table [{key}]")
+    return raw, table
+
+
+def _corpora(table: dict, path: Path) -> tuple[CorpusSpec, ...]:
+    """The ``[[corpora]]`` entries, at least one and distinctly named, their paths relative to ``path``'s
+    directory."""
     corpora = table.get("corpora")
     if not isinstance(corpora, list) or not corpora:
         raise InfillError(f"{path}: missing [[corpora]] entries")
     specs = tuple(_corpus(c, i, path.resolve().parent) for i, c in enumerate(corpora))
     if len({c.name for c in specs}) < len(specs):
         raise InfillError(f"{path}: corpus names must be distinct")
-    selection = table["selection"]
+    return specs
+
+
+def _selection(selection: dict) -> tuple[int, int]:
+    """``(min_words, max_words)`` of ``[selection]``: at least 3 (the report counts 3-grams), in order."""
     _check_keys(selection, _SELECTION_KEYS, "[selection]")
     min_words = _positive(_typed(selection, "min_words", int, "[selection]", required=True), "min_words", "[selection]")
     max_words = _typed(selection, "max_words", int, "[selection]", required=True)
@@ -224,16 +233,30 @@ def load_protocol(path: str | Path) -> Protocol:
         raise InfillError(f"[selection]: max_words ({max_words}) is below min_words ({min_words})")
     if min_words < 3:
         raise InfillError(f"[selection]: min_words must be at least 3 (the report counts 3-grams), got {min_words}")
-    mask = _mask(table["mask"])
+    return min_words, max_words
+
+
+def _check_masking(mask: MaskSpec, min_words: int, max_words: int) -> None:
+    """Refuse a mask that leaves a selected sentence nothing masked, or nothing unmasked."""
     if any(
         mask.maskable(n) < 1 or mask.num_masked(n) > mask.maskable(n) or mask.num_masked(n) >= n
         for n in (min_words, max_words)
-    ):  # something must be masked, and some context left
+    ):
         raise InfillError(
             f"sentences of {min_words}-{max_words} words cannot have {mask.num_masked(min_words)} "
             f"word(s) masked{' other than the first and last' if mask.exclude_ends else ''} and "
             "some left unmasked; raise [selection] min_words or mask fewer"
         )
+
+
+def load_protocol(path: str | Path) -> Protocol:
+    """Parse and validate a protocol file."""
+    path = Path(path)
+    raw, table = _read(path)
+    specs = _corpora(table, path)
+    min_words, max_words = _selection(table["selection"])
+    mask = _mask(table["mask"])
+    _check_masking(mask, min_words, max_words)
     protocol = Protocol(
         name=_typed(table, "name", str, str(path), path.stem),
         path=path,

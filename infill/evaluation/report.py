@@ -125,19 +125,7 @@ EVAL_PACKAGES = ("infill-mcmc", "torch", "transformers", "datasets", "nltk", "ro
 
 def markdown(report: dict) -> str:
     """The report as Markdown: the table, the comparisons at equal compute, then the signature block."""
-    columns = [("sentences", "Sentences", 0), ("self_bleu", "Self-BLEU ↓", 2)]
-    for name in ["self", *report["signature"]["reference_corpora"]]:
-        columns += [(f"unique_{n}_{name}", f"Uniq {n}-gr {name} ↑", 2) for n in NGRAM_ORDERS]
-    columns += [
-        ("corpus_bleu", "Corpus BLEU ↑", 2),
-        ("mean_energy", "Mean PLL ↑", 2),
-        ("seconds", "Wall s", 2),
-        ("encoder_sequences", "Enc. seqs/sent", 0),
-        ("energy_evaluations", "Energy evals", 0),
-        ("acceptance_rate", "Accept", 2),
-        ("mean_hops", "Hops/step", 2),
-        ("distinct_per_sentence", "Distinct/sent", 2),
-    ]
+    columns = _columns(report["signature"]["reference_corpora"])
     rows = [
         [sampler, *(fmt(row.get(key), digits) for key, _, digits in columns)]
         for sampler, row in report["samplers"].items()
@@ -157,16 +145,39 @@ def markdown(report: dict) -> str:
         "",
     ]
     for c in report["equal_compute"]:
-        lines += [
-            f"## {c['reference']} against {c['row']}, at equal encoder sequences",
-            "",
-            f"Per sentence, {c['row']} draws as many times as it takes to use as many encoder sequences as "
-            f"{c['reference']}, its PLL re-ranking included.",
-            "",
-            *describe(c["reference"], c["row"], c, "sentences"),
-            "",
-        ]
+        lines += _equal_compute_section(c)
     return "\n".join(lines + signature_block(report["signature"]) + [""])
+
+
+def _columns(reference_corpora: list[str]) -> list[tuple[str, str, int]]:
+    """The table's columns after the sampler's name: ``(key, title, digits)``."""
+    columns = [("sentences", "Sentences", 0), ("self_bleu", "Self-BLEU ↓", 2)]
+    for name in ["self", *reference_corpora]:
+        columns += [(f"unique_{n}_{name}", f"Uniq {n}-gr {name} ↑", 2) for n in NGRAM_ORDERS]
+    return columns + [
+        ("corpus_bleu", "Corpus BLEU ↑", 2),
+        ("mean_energy", "Mean PLL ↑", 2),
+        ("seconds", "Wall s", 2),
+        ("encoder_sequences", "Enc. seqs/sent", 0),
+        ("energy_evaluations", "Energy evals", 0),
+        ("acceptance_rate", "Accept", 2),
+        ("mean_hops", "Hops/step", 2),
+        ("distinct_per_sentence", "Distinct/sent", 2),
+    ]
+
+
+def _equal_compute_section(comparison: dict) -> list[str]:
+    """The lines of one comparison at equal encoder sequences (an entry of ``equal_compute``)."""
+    row, reference = comparison["row"], comparison["reference"]
+    return [
+        f"## {reference} against {row}, at equal encoder sequences",
+        "",
+        f"Per sentence, {row} draws as many times as it takes to use as many encoder sequences as "
+        f"{reference}, its PLL re-ranking included.",
+        "",
+        *describe(reference, row, comparison, "sentences"),
+        "",
+    ]
 
 
 def plot_png(report: dict) -> bytes:

@@ -149,18 +149,20 @@ def _start(objective: SummaryObjective, settings: ChainSettings) -> Tensor:
     return torch.zeros(len(objective))
 
 
-def run_chains(objective: SummaryObjective, settings: ChainSettings = ChainSettings(), seed: int = 0) -> ChainResult:
-    """Run the chains of ``settings`` and decode them (see the module docstring)."""
-    n, steps = len(objective), settings.steps
-    generator = torch.Generator().manual_seed(seed)
-    begin = time.perf_counter()
-    start = _start(objective, settings)
-    x = start.long()[None].repeat(settings.chains, 1)
+def _schedule(settings: ChainSettings) -> list[tuple[float, int]]:
+    """The annealing stages ``(temperature, steps)``: ``segments`` equal parts of the run, the temperature
+    lowered geometrically to ``anneal`` (one stage without annealing)."""
+    steps = settings.steps
     segments = max(1, min(settings.segments if settings.anneal != 1 else 1, steps))
     bounds = [round(steps * s / segments) for s in range(segments + 1)]
-    schedule = [(settings.anneal ** (s / max(1, segments - 1)), bounds[s + 1] - bounds[s]) for s in range(segments)]
+    return [(settings.anneal ** (s / max(1, segments - 1)), bounds[s + 1] - bounds[s]) for s in range(segments)]
+
+
+def _stage_sampler(settings: ChainSettings, step_sizes: list[float]):
+    """A function of a stage's energy and start ``x`` that builds the stage's sampler (for
+    :func:`infill.samplers.run_annealed`), its step size set from ``x`` where it is "auto" (each appended to
+    ``step_sizes``)."""
     auto = settings.step_size == "auto" and settings.sampler in AUTO_STEP
-    parts, accepted, hops, step_sizes = [], [], [], []
 
     def stage_sampler(energy: Energy, x: Tensor):
         step_size = None
@@ -171,30 +173,57 @@ def run_chains(objective: SummaryObjective, settings: ChainSettings = ChainSetti
             step_size = float(settings.step_size)
         return make_sampler(settings.sampler, **settings.options(step_size))
 
+    return stage_sampler
+
+
+def _votes(samples: Tensor, feasible: Tensor, first: int, start: Tensor) -> Tensor:
+    """The selections that vote: the feasible ``samples (T, B, N)`` from step ``first`` on (from every step
+    if none is feasible there), and the start."""
+    n = samples.shape[-1]
+    kept = samples[first:].reshape(-1, n)
+    kept_feasible = feasible[first:].reshape(-1)
+    if not kept_feasible.any():
+        kept, kept_feasible = samples.reshape(-1, n), feasible.reshape(-1)
+    return torch.cat([kept[kept_feasible], start.long()[None]])  # the start is feasible
+
+
+def _best(objective: SummaryObjective, flat: Tensor, values: Tensor, feasible: Tensor, start: Tensor) -> Tensor:
+    """The feasible selection of largest F among the ``flat`` samples (F ``values``) and the start."""
+    candidates = values.masked_fill(~feasible, -float("inf")).reshape(-1)
+    if candidates.numel() and float(candidates.max()) > float(objective.value(start[None])):
+        return flat[int(candidates.argmax())]
+    return start
+
+
+def run_chains(objective: SummaryObjective, settings: ChainSettings = ChainSettings(), seed: int = 0) -> ChainResult:
+    """Run the chains of ``settings`` and decode them (see the module docstring)."""
+    n, steps = len(objective), settings.steps
+    generator = torch.Generator().manual_seed(seed)
+    begin = time.perf_counter()
+    start = _start(objective, settings)
+    x = start.long()[None].repeat(settings.chains, 1)
+    parts, accepted, hops, step_sizes = [], [], [], []
+
     def record(t, state, info):
         parts.append(state.x)
         accepted.append(info.accepted)
         hops.append(info.hops)
 
-    run_annealed(stage_sampler, objective, x, schedule, generator, callback=record, fields=())
+    sampler = _stage_sampler(settings, step_sizes)
+    run_annealed(sampler, objective, x, _schedule(settings), generator, callback=record, fields=())
     samples = torch.stack(parts)  # (T, B, N)
     flat = samples.reshape(-1, n).float()
     penalised = objective.penalised(flat).view(steps, settings.chains)
     feasible = objective.feasible(flat).view(steps, settings.chains)
     values = objective.value(flat).view(steps, settings.chains)
     first = min(int(settings.burn_in * steps), steps - 1)
-    kept = samples[first:].reshape(-1, n)
-    kept_feasible = feasible[first:].reshape(-1)
-    if not kept_feasible.any():
-        kept, kept_feasible = samples.reshape(-1, n), feasible.reshape(-1)
-    votes = torch.cat([kept[kept_feasible], start.long()[None]])  # the start is feasible
-    candidates = values.masked_fill(~feasible, -float("inf")).reshape(-1)
-    best = start
-    if candidates.numel() and float(candidates.max()) > float(objective.value(start[None])):
-        best = flat[int(candidates.argmax())]
-    selections = {"best": best, "sample": sample_vote(objective, votes), "dimension": dimension_vote(objective, votes)}
+    votes = _votes(samples, feasible, first, start)
     return ChainResult(
-        selections=selections,
+        selections={
+            "best": _best(objective, flat, values, feasible, start),
+            "sample": sample_vote(objective, votes),
+            "dimension": dimension_vote(objective, votes),
+        },
         start=start,
         objective_trace=penalised,
         acceptance_rate=float(torch.stack(accepted).float().mean()),

@@ -132,23 +132,10 @@ def evaluate(
     """Run ``methods`` on ``documents`` (named ``data`` in the signatures): per-document rows, means,
     signatures and notes."""
     check_methods(methods)
-    notes = []
-    if not available() and any(m in PEERS for m in methods):
-        notes.append(
-            f"sumy is not installed: rows {', '.join(m for m in methods if m in PEERS)} skipped "
-            f"(pip install '{REQUIREMENT}')"
-        )
-        methods = [m for m in methods if m not in PEERS]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # small batched ops: one thread is fastest
-    rows, begin = [], time.perf_counter()
-    try:
-        for n_doc, doc in enumerate(documents):
-            rows.append(evaluate_document(doc, n_doc, budget, config, methods, settings, seed))
-            if progress is not None:
-                progress(n_doc, rows[-1])
-    finally:
-        torch.set_num_threads(threads)
+    methods, notes = _without_missing_peers(methods)
+    begin = time.perf_counter()
+    rows = _evaluate_documents(documents, budget, config, methods, settings, seed, progress)
+    versions = library_versions(VERSIONED)
     protocol = {
         "data": data,
         "documents": len(documents),
@@ -156,7 +143,63 @@ def evaluate(
         "rouge": "rouge-score+stem",
         "sentences": "cleaned",
     }
-    versions = library_versions(VERSIONED)
+    return {
+        "notes": notes,
+        "versions": versions,
+        "signatures": _signatures(methods, protocol, config, settings, seed, versions),
+        "summary": {m: aggregate([r["methods"][m] for r in rows]) for m in methods},
+        "objective_seconds": mean_defined(r["objective_seconds"] for r in rows),
+        "objective_cpu_seconds": mean_defined(r["objective_cpu_seconds"] for r in rows),
+        "dropped_sentences": sum(r["dropped"] for r in rows),
+        "total_seconds": time.perf_counter() - begin,
+        "documents": rows,
+    }
+
+
+def _without_missing_peers(methods: list[str]) -> tuple[list[str], list[str]]:
+    """``(methods, notes)``: without sumy, the methods less its peers, and a note that says so."""
+    if available() or not any(m in PEERS for m in methods):
+        return methods, []
+    note = (
+        f"sumy is not installed: rows {', '.join(m for m in methods if m in PEERS)} skipped "
+        f"(pip install '{REQUIREMENT}')"
+    )
+    return [m for m in methods if m not in PEERS], [note]
+
+
+def _evaluate_documents(
+    documents: list[AclsumDocument],
+    budget: Budget,
+    config: ObjectiveConfig,
+    methods: list[str],
+    settings: ChainSettings,
+    seed: int,
+    progress: Optional[Callable[[int, dict], None]],
+) -> list[dict]:
+    """Each document's rows (:func:`evaluate_document`) on one torch thread, ``progress`` called after each."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small batched ops: one thread is fastest
+    rows = []
+    try:
+        for n_doc, doc in enumerate(documents):
+            rows.append(evaluate_document(doc, n_doc, budget, config, methods, settings, seed))
+            if progress is not None:
+                progress(n_doc, rows[-1])
+    finally:
+        torch.set_num_threads(threads)
+    return rows
+
+
+def _signatures(
+    methods: list[str],
+    protocol: dict,
+    config: ObjectiveConfig,
+    settings: ChainSettings,
+    seed: int,
+    versions: dict[str, str],
+) -> dict[str, str]:
+    """Each method's run signature: no settings for sumy's peers, the objective's for the baselines, and for
+    samplers the objective's, the energy's and the chains' with the seed."""
     objective = {"lambda": config.lam, "a": config.a, "similarity": config.similarity}
     energy = {"temperature": config.temperature, "penalty": config.penalty}
     chains = {k: v for k, v in vars(settings).items() if k not in ("sampler", "hyperparameters")}
@@ -169,17 +212,7 @@ def evaluate(
         else:
             hyper, method_seed = {**objective, **energy, **chains, **settings.hyperparameters}, seed
         signatures[m] = str(RunSignature(protocol, m, hyper, method_seed, None, versions))
-    return {
-        "notes": notes,
-        "versions": versions,
-        "signatures": signatures,
-        "summary": {m: aggregate([r["methods"][m] for r in rows]) for m in methods},
-        "objective_seconds": mean_defined(r["objective_seconds"] for r in rows),
-        "objective_cpu_seconds": mean_defined(r["objective_cpu_seconds"] for r in rows),
-        "dropped_sentences": sum(r["dropped"] for r in rows),
-        "total_seconds": time.perf_counter() - begin,
-        "documents": rows,
-    }
+    return signatures
 
 
 def aggregate(rows: list[dict]) -> dict:
@@ -213,11 +246,27 @@ def aggregate(rows: list[dict]) -> dict:
 
 def markdown(report: dict, title: str, preamble: list[str]) -> str:
     """The report as Markdown: a main table (best-F decoding for samplers), then every decoding."""
-    n = len(report["documents"])
     lines = [f"# {title}", "", *preamble, ""]
     lines += [f"- {note}" for note in report["notes"]]
+    lines += _main_table(report["summary"], len(report["documents"]))
+    lines += _decodings_table(report["summary"])
+    lines += ["", "Signatures:", ""] + [f"- `{s}`" for s in report["signatures"].values()]
+    lines += [
+        "",
+        f"Building the objective (sentence cleaning, similarities, clusters): "
+        f"{fmt(report['objective_seconds'])} s ({fmt(report['objective_cpu_seconds'])} CPU s) per "
+        f"document, not included in s/doc above. "
+        f"Dropped sentences (no content word or duplicate): {report['dropped_sentences']} in all. "
+        f"Total runtime {report['total_seconds']:.0f} s.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _main_table(summary: dict, n: int) -> list[str]:
+    """One row per method of ``summary`` (its best-F decoding), over ``n`` documents."""
     rows = []
-    for method, e in report["summary"].items():
+    for method, e in summary.items():
         d = e["best"]
         rouge = ["/".join(fmt(100 * d["rouge"][r][k], 1) for k in ("recall", "precision", "fmeasure")) for r in ROUGE]
         rows.append(
@@ -234,7 +283,7 @@ def markdown(report: dict, title: str, preamble: list[str]) -> str:
                 fmt(e["cpu_seconds_per_document"]),
             ]
         )
-    lines += table(
+    return table(
         [
             "Method",
             "F(S)",
@@ -251,35 +300,29 @@ def markdown(report: dict, title: str, preamble: list[str]) -> str:
         ],
         rows,
     )
-    samplers = [m for m, e in report["summary"].items() if "sample" in e]
-    if samplers:
-        rows = [
-            [
-                method,
-                decoding,
-                fmt(d["F"]),
-                fmt(d["words"], 0),
-                str(d["empty"]),
-                *(fmt(100 * d["rouge"][r]["fmeasure"], 1) for r in ROUGE),
-            ]
-            for method in samplers
-            for decoding in DECODINGS
-            for d in [report["summary"][method][decoding]]
+
+
+def _decodings_table(summary: dict) -> list[str]:
+    """Every decoding of each sampler of ``summary`` (none without a sampler)."""
+    samplers = [m for m, e in summary.items() if "sample" in e]
+    if not samplers:
+        return []
+    rows = [
+        [
+            method,
+            decoding,
+            fmt(d["F"]),
+            fmt(d["words"], 0),
+            str(d["empty"]),
+            *(fmt(100 * d["rouge"][r]["fmeasure"], 1) for r in ROUGE),
         ]
-        lines += [
-            "",
-            "Every decoding of the chains (ROUGE F ×100):",
-            "",
-            *table(["Method", "decoding", "F(S)", "words", "empty", "R-1 F", "R-2 F", "R-L F"], rows),
-        ]
-    lines += ["", "Signatures:", ""] + [f"- `{s}`" for s in report["signatures"].values()]
-    lines += [
-        "",
-        f"Building the objective (sentence cleaning, similarities, clusters): "
-        f"{fmt(report['objective_seconds'])} s ({fmt(report['objective_cpu_seconds'])} CPU s) per "
-        f"document, not included in s/doc above. "
-        f"Dropped sentences (no content word or duplicate): {report['dropped_sentences']} in all. "
-        f"Total runtime {report['total_seconds']:.0f} s.",
-        "",
+        for method in samplers
+        for decoding in DECODINGS
+        for d in [summary[method][decoding]]
     ]
-    return "\n".join(lines)
+    return [
+        "",
+        "Every decoding of the chains (ROUGE F ×100):",
+        "",
+        *table(["Method", "decoding", "F(S)", "words", "empty", "R-1 F", "R-2 F", "R-L F"], rows),
+    ]

@@ -150,6 +150,30 @@ def parse(text: str, tokenizer, max_length: int, blank_unit: str = "token") -> T
     ``"word"``."""
     blanks = scan(text, blank_unit)
     rest = BLANK.sub(" ", text)
+    _check_template(text, rest, blanks, tokenizer, max_length)
+    slots = [b.max if b.unit == "token" else 1 for b in blanks]  # mask tokens standing for each blank
+    ids = _token_ids(text, slots, tokenizer)
+    capitalize = lowercases(tokenizer) and any(c.isupper() for c in rest)
+    template = Template(
+        text,
+        torch.tensor(ids, dtype=torch.long),
+        torch.empty(0, dtype=torch.long),
+        (),
+        _content(ids, tokenizer),
+        blanks,
+        _segments(ids, slots, tokenizer.mask_token_id),
+        tokenizer.mask_token_id,
+        capitalize,
+    )
+    template = template.with_lengths([b.min for b in blanks])
+    if template.length > max_length:
+        raise InfillError(f"template is {template.length} tokens, longer than the model's maximum of {max_length}")
+    return template
+
+
+def _check_template(text: str, rest: str, blanks: tuple[Blank, ...], tokenizer, max_length: int) -> None:
+    """Refuse a tokenizer without a mask token, blanks that alone take more than ``max_length`` tokens, and
+    a special token written out in ``rest`` (the text with each blank made a space)."""
     if tokenizer.mask_token is None:
         raise InfillError("this model's tokenizer has no mask token; use a masked language model")
     fewest = sum(b.min for b in blanks)
@@ -170,35 +194,30 @@ def parse(text: str, tokenizer, max_length: int, blank_unit: str = "token") -> T
             f"template contains the special token {special!r} outside a blank: "
             f"{quote(text, rest.index(special))}; write plain text around the [MASK] blanks"
         )
-    slots = [b.max if b.unit == "token" else 1 for b in blanks]  # mask tokens standing for each blank
+
+
+def _token_ids(text: str, slots: list[int], tokenizer) -> list[int]:
+    """The tokenizer's ids of ``text`` with ``slots[k]`` mask tokens in blank ``k`` (see :func:`_align`)."""
     spaced = " ".join(text.split())  # a run of spaces is one space (byte-level BPE would keep a token for it)
     masked, probed = (
         tokenizer(_words_in_blanks(spaced, slots, word), verbose=False)["input_ids"]
         for word in (tokenizer.mask_token, "a")
     )
-    ids = _align(masked, probed, tokenizer, text)
-    positions = [p for p, i in enumerate(ids) if i == tokenizer.mask_token_id]
+    return _align(masked, probed, tokenizer, text)
+
+
+def _segments(ids: list[int], slots: list[int], mask_token_id: int) -> tuple[Tensor, ...]:
+    """The token ids around the blanks of ``ids``, whose blank ``k`` is ``slots[k]`` mask tokens."""
+    positions = [p for p, i in enumerate(ids) if i == mask_token_id]
     ends = list(accumulate(slots))  # blank k's mask tokens are positions[ends[k] - slots[k]:ends[k]]
     bounds = [0] + [p for n, end in zip(slots, ends) for p in (positions[end - n], positions[end - 1] + 1)]
-    segments = tuple(torch.tensor(ids[a:b], dtype=torch.long) for a, b in zip(bounds[::2], bounds[1::2] + [len(ids)]))
+    return tuple(torch.tensor(ids[a:b], dtype=torch.long) for a, b in zip(bounds[::2], bounds[1::2] + [len(ids)]))
+
+
+def _content(ids: list[int], tokenizer) -> Tensor:
+    """The positions of ``ids`` that are not special tokens (the mask token and ``[UNK]`` are content)."""
     special = set(tokenizer.all_special_ids) - {tokenizer.mask_token_id, tokenizer.unk_token_id}
-    content = torch.tensor([p for p, i in enumerate(ids) if i not in special], dtype=torch.long)
-    capitalize = lowercases(tokenizer) and any(c.isupper() for c in rest)
-    template = Template(
-        text,
-        torch.tensor(ids, dtype=torch.long),
-        torch.empty(0, dtype=torch.long),
-        (),
-        content,
-        blanks,
-        segments,
-        tokenizer.mask_token_id,
-        capitalize,
-    )
-    template = template.with_lengths([b.min for b in blanks])
-    if template.length > max_length:
-        raise InfillError(f"template is {template.length} tokens, longer than the model's maximum of {max_length}")
-    return template
+    return torch.tensor([p for p, i in enumerate(ids) if i not in special], dtype=torch.long)
 
 
 def _words_in_blanks(text: str, slots: list[int], word: str) -> str:
