@@ -1,7 +1,8 @@
 """A corpus filled into OUT.jsonl (``infill sample -f FILE --out OUT``): records in input order, each what its
-template gets alone, a run killed with SIGKILL and resumed giving OUT byte for byte, OUT locked while written,
-another input refused, the input read lazily, stdin's bad lines as error records, two torchrun processes giving
-one process's OUT; and the Python calls for iterables and datasets."""
+template gets alone, a run killed with SIGKILL and resumed giving OUT byte for byte, OUT locked while written (a
+second run refused at once, before torch is imported), another input refused, the input read lazily, stdin's bad
+lines as error records, two torchrun processes giving one process's OUT; and the Python calls for iterables and
+datasets."""
 
 from __future__ import annotations
 
@@ -85,7 +86,7 @@ def test_records_come_in_input_order_each_what_its_template_gets_alone(tmp_path,
     infiller = Infiller(str(tiny_model_dir))
     for r in records:  # the chunk's templates share calls of the batch API; each gets what it gets alone
         alone = infiller.sample(r["template"], "gibbs-mh", 3, 2, 2, r["diagnostics"]["seed"])
-        assert r["fillings"] == [s.to_dict() for s in alone.samples]
+        assert r["fillings"] == corpus.fillings(alone, 2)
 
 
 @pytest.mark.slow
@@ -131,6 +132,36 @@ def test_a_second_writer_of_a_locked_out_fails_in_one_line(tmp_path, tiny_model_
     assert out.read_bytes() == b""
     assert main(_command(tiny_model_dir, source, out)) == 0  # the lock goes with the run that held it
     assert out.read_bytes().count(b"\n") == 4
+
+
+REFUSED = """import sys
+from infill.cli import main
+code = main(sys.argv[1:])
+print(code, "torch" in sys.modules)
+"""
+
+
+def test_a_locked_out_is_refused_at_once_before_file_is_checked_or_torch_imported(tmp_path, tiny_model_dir):
+    source, out = _corpus(tmp_path / "in.txt", 3), tmp_path / "out.jsonl"
+    source.write_text(source.read_text() + "no blank here\n")  # a bad line: FILE's check would fail on it
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(out)], cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        start = time.perf_counter()
+        refused = subprocess.run(
+            [sys.executable, "-c", REFUSED, *_command(tiny_model_dir, source, out)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        seconds = time.perf_counter() - start
+    finally:
+        holder.communicate("")
+    assert refused.stdout.split() == ["2", "False"]
+    assert len(refused.stderr.strip().splitlines()) == 1 and "is being written by another run" in refused.stderr
+    assert seconds < 3  # the whole process, Python's start-up included: generous, for a loaded machine
 
 
 def test_an_out_of_another_input_is_refused(tmp_path, tiny_model_dir, capsys):

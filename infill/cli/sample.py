@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from functools import partial
 from itertools import groupby, islice
@@ -287,18 +288,48 @@ def run(args) -> int:
 
 def run_to_out(args) -> int:
     """``--out``: the input filled into OUT after OUT's complete records, a chunk of lines per call of the batch
-    API; FILE checked whole first (read twice, lazily, before the model loads), stdin's bad lines written as error
-    records; lines dealt out over the ranks of a ``torchrun`` launch, rank 0 writing
-    (:mod:`infill.pipeline.corpus`)."""
-    from ..pipeline import corpus
-    from ..pipeline.distributed import close_world, init_world
-
+    API; OUT locked first (a run refused is refused at once), FILE checked whole (read twice, lazily, before the
+    model loads), stdin's bad lines written as error records; lines dealt out over the ranks of a ``torchrun``
+    launch, rank 0 writing (:mod:`infill.pipeline.corpus`)."""
     stdin = args.file is None and args.template == "-"
     if not stdin and (args.file is None or args.template is not None):
         raise InfillError("--out fills the lines of --file FILE or of stdin (-)")
     defaults = {"seed": 0, **cli_options(args)}
+    held, refusal = _lock(args.out)
+    try:
+        return _fill_out(args, stdin, defaults, held, refusal)
+    finally:
+        if held is not None:
+            held.release()
+
+
+def _lock(path: str):
+    """OUT's lock, taken by the process that writes OUT before torch is imported: ``(lock, None)``; ``(None,
+    refusal)`` on rank 0 of a ``torchrun`` launch, which tells the other ranks once they are joined (a process
+    alone raises it); ``(None, None)`` on the other ranks."""
+    from ..pipeline.corpus import lock
+
+    if os.environ.get("RANK", "0") != "0":
+        return None, None
+    try:
+        return lock(path), None
+    except InfillError as exc:
+        if int(os.environ.get("WORLD_SIZE", "1")) == 1:
+            raise
+        return None, str(exc)
+
+
+def _fill_out(args, stdin: bool, defaults: dict, held, refusal: Optional[str]) -> int:
+    """:func:`run_to_out` once OUT is locked (``held``, on the process that writes it; ``refusal``: rank 0 could
+    not lock it)."""
+    from ..pipeline import corpus
+    from ..pipeline.distributed import close_world, init_world
+
     world, device = init_world(args.device)
     try:
+        refusal = world.broadcast(refusal)
+        if refusal:
+            raise InfillError(refusal)
         if stdin and world.size > 1:
             raise InfillError("under torchrun --out reads --file FILE (each process reads it), not stdin")
         if stdin:
@@ -307,16 +338,11 @@ def run_to_out(args) -> int:
         else:
             total, load_model, tokenizer, limit = _check_file(args.file, defaults, args, world)
             jobs = iter_jobs(file_lines(args.file), args.file, defaults)
-        out = _resume(args.out, world, jobs)
+        out = _resume(args.out, world, jobs, held)
         try:
             fill = partial(fill_records, load_model(device), tokenizer=tokenizer, limit=limit, check=stdin)
-            with Lines(
-                total,
-                "infill sample",
-                "template",
-                initial=out.done if out else 0,
-                disable=args.quiet or not world.is_main,
-            ) as progress:
+            initial, quiet = out.done if out else 0, args.quiet or not world.is_main
+            with Lines(total, "infill sample", "template", initial=initial, disable=quiet) as progress:
                 for records in corpus.shards(jobs, fill, world):
                     out.write(records)
                     progress.update(len(records))
@@ -366,7 +392,7 @@ def fill_records(infiller, jobs: list[Job], tokenizer, limit: int, check: bool) 
     good = [job for index, job in enumerate(jobs) if index not in bad]
     records = iter(
         [
-            corpus.record(job.line, result)
+            corpus.record(job.line, result, batch.config.top)
             for run, batch in groups(good, tokenizer, limit)
             for job, result in zip(run, infiller.run(batch))
         ]
@@ -394,15 +420,15 @@ def _bad(jobs: list[Job], tokenizer, limit: int) -> dict[int, str]:
     return bad
 
 
-def _resume(path: str, world, jobs: Iterator[Job]):
-    """OUT opened and locked on rank 0 (None elsewhere), and ``jobs`` advanced past its complete records on every
-    rank; a refusal (OUT locked, or of another input) raised on every rank."""
+def _resume(path: str, world, jobs: Iterator[Job], held):
+    """OUT opened on rank 0 under ``held``, its lock (None elsewhere), and ``jobs`` advanced past its complete
+    records on every rank; a refusal (OUT not writable, or of another input) raised on every rank."""
     from ..pipeline.corpus import Out
 
     out, error = None, None
     if world.is_main:
         try:
-            out = Out(path)
+            out = Out(path, held)
         except InfillError as exc:
             error = str(exc)
     error, done = world.broadcast((error, out.done if out else 0))

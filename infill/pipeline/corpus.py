@@ -1,16 +1,16 @@
 """A corpus of templates filled into one JSONL file: read as it goes, written in order, resumable, locked, sharded.
 
 ``infill sample -f FILE --out OUT.jsonl`` writes one record per template line, in input order:
-``{"line", "template", "fillings", "diagnostics"}`` (``fillings``: each kept filling as
-:meth:`~.results.Sample.to_dict` gives it; ``diagnostics`` without the wall time, so that a resumed OUT equals an
-uninterrupted one), or ``{"line", "template", "error"}`` for a bad line of stdin. Templates are filled
-:data:`CHUNK` at a time through the batch API (:meth:`~.infiller.Infiller.run`; a template gets what it gets
-alone), each chunk's records written and flushed as it is done. Run again with the same OUT, it goes on after the
-last complete record: a last line without its newline was cut by a kill, and is written again (:func:`resume`).
-While a run writes OUT it holds ``OUT.lock`` (:mod:`filelock`: an OS lock the kernel drops however the process
-ends), and a second run fails at once. Under ``torchrun --nproc-per-node N`` the lines come in rounds of
-``N x CHUNK``, line ``i`` of a round going to rank ``i mod N``; rank 0 gathers each round and writes it in input
-order (:func:`shards`), so OUT is the same as one process's.
+``{"line", "template", "fillings", "diagnostics"}`` (``fillings`` as :func:`fillings` gives them: each distinct
+filling once with the ``count`` of draws that reached it, or the ``top`` ones; ``diagnostics`` without the wall
+time, so that a resumed OUT equals an uninterrupted one), or ``{"line", "template", "error"}`` for a bad line of
+stdin. Templates are filled :data:`CHUNK` at a time through the batch API (:meth:`~.infiller.Infiller.run`; a
+template gets what it gets alone), each chunk's records written and flushed as it is done. Run again with the same
+OUT, it goes on after the last complete record: a last line without its newline was cut by a kill, and is written
+again (:func:`resume`). A run holds ``OUT.lock`` (:func:`lock`: an OS lock the kernel drops however the process
+ends) from its start, before torch is imported, and a second run fails at once. Under ``torchrun
+--nproc-per-node N`` the lines come in rounds of ``N x CHUNK``, line ``i`` of a round going to rank ``i mod N``;
+rank 0 gathers each round and writes it in input order (:func:`shards`), so OUT is the same as one process's.
 
 :func:`fill_iterable` and :func:`fill_dataset` are the same for Python: an iterable of templates, or a column of a
 Hugging Face ``datasets.Dataset``, sharded over the ranks of a ``torchrun`` launch, every rank getting every result.
@@ -19,6 +19,7 @@ Hugging Face ``datasets.Dataset``, sharded over the ranks of a ``torchrun`` laun
 from __future__ import annotations
 
 import json
+from collections import Counter
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional
@@ -34,16 +35,32 @@ CHUNK = 64
 """Templates filled by one call of the batch API (and so the most held in memory at a time, per process)."""
 
 
-def record(line: int, result: InfillResult) -> dict:
-    """OUT's record of input ``line``: its template, fillings and diagnostics (no wall time)."""
+def fillings(result: InfillResult, top: Optional[int]) -> list[dict]:
+    """``result``'s fillings as a record holds them, ``{"text", "count", "fills", "energy"}`` each (and ``terms``
+    under constraints): without ``top``, each distinct text once with the ``count`` of draws that reached it (the
+    fills and energy of its best draw), most drawn first, then by energy, then by text; with ``top``, the top
+    fillings as they come, ``count`` None (chosen among the states the chains visited too: not counted). The keys
+    are the same either way, so that ``datasets`` loads a file of both as one typed column."""
+    from .results import top_distinct
+
+    lean = [
+        {"text": s.text, "count": None, **{k: v for k, v in s.to_dict().items() if k not in ("chain", "tokens")}}
+        for s in result.samples
+    ]
+    if top is not None:
+        return lean
+    counts = Counter(f["text"] for f in lean)
+    best = top_distinct(lean, None, key=lambda f: f["text"], energy=lambda f: f["energy"])
+    return sorted(
+        ({**f, "count": counts[f["text"]]} for f in best), key=lambda f: (-f["count"], -f["energy"], f["text"])
+    )
+
+
+def record(line: int, result: InfillResult, top: Optional[int]) -> dict:
+    """OUT's record of input ``line``: its template, :func:`fillings` and diagnostics (no wall time)."""
     diagnostics = result.diagnostics.to_dict()
     diagnostics.pop("seconds", None)
-    return {
-        "line": line,
-        "template": result.template,
-        "fillings": [s.to_dict() for s in result.samples],
-        "diagnostics": diagnostics,
-    }
+    return {"line": line, "template": result.template, "fillings": fillings(result, top), "diagnostics": diagnostics}
 
 
 def error_record(line: int, template: str, error: str) -> dict:
@@ -51,28 +68,36 @@ def error_record(line: int, template: str, error: str) -> dict:
     return {"line": line, "template": template, "error": error}
 
 
-class Out:
-    """OUT locked and opened for appending, its half-written tail cut off; ``done`` complete records, the last of
-    them ``last`` (None where there are none)."""
+def lock(path: str) -> FileLock:
+    """``OUT.lock`` held for OUT at ``path`` (:mod:`filelock`, which needs no torch: a refusal comes at once), or
+    a one-line refusal: OUT is a directory, cannot be written, or is being written by another run."""
+    out = Path(path)
+    if out.is_dir():
+        raise InfillError(f"--out {path} is a directory; give a file (OUT.jsonl)")
+    if not out.parent.is_dir():  # checked here: filelock would make the directory
+        raise InfillError(f"cannot write --out {path}: no directory {out.parent}")
+    held = FileLock(f"{path}.lock", timeout=0)
+    try:
+        held.acquire()
+    except Timeout:
+        raise InfillError(f"--out {path} is being written by another run; wait for it or give another --out") from None
+    except OSError as exc:
+        raise InfillError(f"cannot write --out {path}: {exc.strerror or exc}") from None
+    return held
 
-    def __init__(self, path: str):
+
+class Out:
+    """OUT opened for appending under ``held`` (:func:`lock`'s; taken here where None), its half-written tail cut
+    off; ``done`` complete records, the last of them ``last`` (None where there are none)."""
+
+    def __init__(self, path: str, held: Optional[FileLock] = None):
         self.path = Path(path)
-        if self.path.is_dir():
-            raise InfillError(f"--out {path} is a directory; give a file (OUT.jsonl)")
-        try:  # opened first, so that a path that cannot be written is not taken for a lock held
+        self.lock = lock(path) if held is None else held
+        try:
             self.file = open(self.path, "a+b")
         except OSError as exc:
+            self.lock.release()
             raise InfillError(f"cannot write --out {path}: {exc.strerror}") from None
-        self.lock = FileLock(f"{path}.lock", timeout=0)
-        try:
-            self.lock.acquire()
-        except (Timeout, OSError) as exc:
-            self.file.close()
-            raise InfillError(
-                f"--out {path} is being written by another run; wait for it or give another --out"
-                if isinstance(exc, Timeout)
-                else f"cannot lock --out {path}: {exc}"
-            ) from None
         try:
             self.done, self.last = resume(self.file, path)
         except InfillError:
@@ -144,22 +169,19 @@ def fill_iterable(infiller, templates: Iterable[str], world=None, **options) -> 
 
 
 def fill_dataset(infiller, dataset, column: str = "template", world=None, **options):
-    """``dataset`` (a Hugging Face ``datasets.Dataset``) with the fillings of its ``column`` of templates added
-    (``Dataset.map``, batched): ``fillings`` (the filled texts, best first where ``top`` is given), ``fills``
-    (each filling's fill per blank) and ``energies`` (their PLLs). ``options`` and ``world`` as
-    :func:`fill_iterable`'s: every rank returns the whole dataset filled."""
+    """``dataset`` (a Hugging Face ``datasets.Dataset``) with the :func:`fillings` of its ``column`` of templates
+    added as columns (``Dataset.map``, batched): ``fillings`` (the filled texts), ``fills`` (each one's fill per
+    blank), ``energies`` (their PLLs) and, without ``top``, ``counts`` (the draws that reached each). ``options``
+    and ``world`` as :func:`fill_iterable`'s: every rank returns the whole dataset filled."""
     from .distributed import World
 
     if column not in dataset.column_names:
         raise InfillError(f"the dataset has no column {column!r} (it has {', '.join(dataset.column_names)})")
-    world = world or World()
+    world, top = world or World(), options.get("top")
+    keys = {"fillings": "text", "fills": "fills", "energies": "energy", **({"counts": "count"} if top is None else {})}
 
     def fill(batch: dict) -> dict:
-        results = list(fill_iterable(infiller, batch[column], world, **options))
-        return {
-            "fillings": [r.texts for r in results],
-            "fills": [[s.fills for s in r.samples] for r in results],
-            "energies": [[s.energy for s in r.samples] for r in results],
-        }
+        kept = [fillings(r, top) for r in fill_iterable(infiller, batch[column], world, **options)]
+        return {name: [[f[key] for f in row] for row in kept] for name, key in keys.items()}
 
     return dataset.map(fill, batched=True, batch_size=world.size * CHUNK, load_from_cache_file=False)
