@@ -1,6 +1,6 @@
 """A corpus at the speed of the bare model? Templates per second of ``infill`` against ``pipeline("fill-mask")``.
 
-    python -m scripts.bench_corpus [--lines 2000] [--chunk 250] [--default-lines 100] [--default-chunk 25]
+    python -m scripts.bench_corpus [--lines 2000] [--chunk 250] [--default-lines 100]
                                    [--processes 2]
                                    [--process-lines N] [--check-lines 200] [--model DIR] [--out eval/corpus-minilm]
                                    [--only-processes]
@@ -16,10 +16,7 @@ letters. One torch thread, the dev MLM, in one process:
   batch size;
 - **two blanks**: ``confident-first`` (``top=5``) and the default (``auto``) on the first ``--default-lines``
   lines, each alone, with their encoder sequences per template, and the bare model's sequences per second on those
-  lines' sequences (:func:`bare_rate`): the ceiling of a method at its sequences per template; then the default
-  with runs of one length side by side (the product's) against one at a time
-  (``infill.pipeline.infiller.SIDE_BY_SIDE = 1``), in chunks of ``--default-chunk`` lines run in turn: templates
-  per second, model calls, and whether the fillings are the same;
+  lines' sequences (:func:`bare_rate`): the ceiling of a method at its sequences per template;
 - **one process against N** (``--processes``): ``infill sample -f FILE --out OUT --sampler argmax --top 1`` on the
   first ``--process-lines`` one-blank lines (all of them by default), alone and under ``torchrun --nproc-per-node
   N``, in turn, OUT compared; and each on the first line alone, its start-up (imports, model load, the launcher
@@ -53,12 +50,13 @@ BATCH_SIZES = (1, 8, 32, 64, 128)
 ONE_PASS = ("argmax", "independent")
 
 
-def lines(n: int, blanks: int) -> list[str]:
-    """The first ``n`` templates of ``blanks`` masked words from the corpus (module docstring)."""
+def lines(n: int, blanks: int, corpus: Path = CORPUS, fewest: int = 8) -> list[str]:
+    """The first ``n`` templates of ``blanks`` masked words from ``corpus``, of ``fewest`` to 40 words (module
+    docstring)."""
     out = []
-    for sentence in CORPUS.read_text(encoding="utf-8").splitlines():
+    for sentence in corpus.read_text(encoding="utf-8").splitlines():
         words = sentence.split()
-        if not 8 <= len(words) <= 40:
+        if not fewest <= len(words) <= 40:
             continue
         at = [len(words) // 2] if blanks == 1 else [len(words) // 3, 2 * len(words) // 3]
         if all(words[i].isalpha() for i in at):
@@ -122,38 +120,6 @@ def bare_rate(infiller, templates: list[str], sequences: int = 2000) -> float:
     return len(pairs) / (time.perf_counter() - start)
 
 
-def side_by_side(infiller, templates: list[str], chunk: int) -> dict:
-    """The default on ``templates`` in chunks, runs of one length side by side against one at a time, in turn:
-    templates per second, model calls per template, and whether every filling is the same."""
-    from infill.pipeline import infiller as pipeline
-
-    product, calls, forward = pipeline.SIDE_BY_SIDE, [], infiller.model.base_model.forward
-    infiller.model.base_model.forward = lambda *a, **k: calls.append(1) or forward(*a, **k)
-    seconds, passes, texts = {"side by side": [], "one at a time": []}, {}, {}
-    try:
-        for k, start in enumerate(range(0, len(templates), chunk)):
-            for name in list(seconds) if k % 2 == 0 else list(reversed(seconds)):
-                pipeline.SIDE_BY_SIDE = product if name == "side by side" else 1
-                calls.clear()
-                started = time.perf_counter()
-                results = infiller.sample_many(templates[start : start + chunk], seed=0)
-                seconds[name].append(time.perf_counter() - started)
-                passes[name] = passes.get(name, 0) + len(calls)
-                texts.setdefault(name, []).extend(r.texts for r in results)
-    finally:
-        pipeline.SIDE_BY_SIDE = product
-        del infiller.model.base_model.forward
-    ratios = [a / b for a, b in zip(seconds["one at a time"], seconds["side by side"])]
-    return {
-        "group": product,
-        "chunk": chunk,
-        "per_second": {name: len(templates) / sum(s) for name, s in seconds.items()},
-        "calls_per_template": {name: n / len(templates) for name, n in passes.items()},
-        "speedup": {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)},
-        "same_fillings": texts["side by side"] == texts["one at a time"],
-    }
-
-
 def sample_command(model, source: Path, out: Path, processes: int = 1) -> list[str]:
     """``infill sample -f SOURCE --out OUT --sampler argmax --top 1`` on ``processes`` (``torchrun`` above one)."""
     launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 else []
@@ -178,7 +144,6 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--chunk", type=int, default=250)
     parser.add_argument("--default-lines", type=int, default=100)
-    parser.add_argument("--default-chunk", type=int, default=25)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--process-lines", type=int, help="one-blank lines the processes fill (default: --lines)")
     parser.add_argument("--check-lines", type=int, default=200)
@@ -213,7 +178,6 @@ def main() -> int:
         two_blank[name] = len(two) / (time.perf_counter() - start)
         sequences[name] = statistics.fmean(r.diagnostics.encoder_sequences for r in results)
     bare = bare_rate(infiller, two)
-    side = side_by_side(infiller, two, args.default_chunk)
     report = {
         "cpu": cpu_model(),
         "torch": torch.__version__,
@@ -231,7 +195,6 @@ def main() -> int:
         "two_blank_sequences_per_template": sequences,
         "bare_sequences_per_second": bare,
         "two_blank_ceiling_per_second": {name: bare / n for name, n in sequences.items()},
-        "side_by_side": side,
         "processes": processes(one[: args.process_lines or args.lines], args.processes, args.model),
         "first_pass_exact": exact_first_passes(infiller, one[: args.check_lines]),
     }
@@ -279,7 +242,7 @@ def markdown(r: dict) -> str:
         f"{r['two_blank_ceiling_per_second'][name]:.2f} |"
         for name, rate in r["two_blank_per_second"].items()
     )
-    p, x, side = r["processes"], r["first_pass_exact"], r.get("side_by_side")
+    p, x = r["processes"], r["first_pass_exact"]
     wall = {int(n): w for n, w in p["wall"].items()}  # int keys, also when read back from report.json
     return f"""# A corpus: templates per second against `pipeline("fill-mask")` (dev MLM)
 
@@ -308,7 +271,6 @@ can take a method past it on this machine at the same budget.
 |---|---|---|---|
 {two}
 
-{_side_by_side(side)}
 ## One process against {p["processes"]} (`--out`, argmax top-1, {p["lines"]} one-blank lines, in turn)
 
 Wall seconds: one process {_seconds(wall[1])}; {p["processes"]} processes {_seconds(wall[p["processes"]])}.
@@ -323,25 +285,6 @@ logits bit for bit alone and packed with the others.
 
 def _seconds(walls: list[float]) -> str:
     return ", ".join(f"{s:.1f}" for s in walls)
-
-
-def _side_by_side(side: dict | None) -> str:
-    if side is None:
-        return ""
-    rows = "\n".join(
-        f"| {name} | {rate:.2f} | {side['calls_per_template'][name]:.1f} |" for name, rate in side["per_second"].items()
-    )
-    v = side["speedup"]
-    return f"""The default with runs of one length side by side (at most {side["group"]}, sharing their passes) against one at a
-time, chunks of {side["chunk"]} lines in turn:
-
-| runs | templates / s | model calls / template |
-|---|---|---|
-{rows}
-
-Seconds one at a time over side by side per chunk: {v["median"]:.2f} ({v["min"]:.2f}-{v["max"]:.2f}); the same
-fillings: {side["same_fillings"]}.
-"""
 
 
 def _startup(p: dict) -> str:

@@ -104,7 +104,8 @@ def probe(model: str, template: str) -> None:
     config = RunConfig.create(**cli_options(args))
     mark(STAGES[0])
     from infill.lm import models
-    from infill.pipeline.infiller import Infiller, prepare
+    from infill.pipeline.infiller import Infiller
+    from infill.pipeline.prepare import prepare
 
     tokenizer = models.load_tokenizer(model)
     model_config = models.load_config(model)

@@ -51,7 +51,7 @@ from infill.evaluation.tasks import Task
 from infill.lm.mlm_draws import FORWARDS, draw
 from infill.metrics import self_bleu
 from infill.pipeline.config import RunConfig
-from infill.pipeline.infiller import rewrite_template
+from infill.pipeline.rewrite import rewrite_template
 from infill.pipeline.signature import library_versions
 from scripts.harness import CORPORA as BERT_GEN
 from scripts.harness import Rows

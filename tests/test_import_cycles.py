@@ -2,11 +2,9 @@
 
 The graph is read from the source with :mod:`ast`: an edge ``A -> B`` for every ``import``/``from ... import`` in
 ``A`` that names module ``B`` of the package (``from P import name`` names ``P.name`` where that is a module, else
-the package ``P`` itself, its ``__init__``). The imports that count are those run when a module loads (module
-level, in classes, in ``try``/``if`` blocks) and those under ``if TYPE_CHECKING:`` (a dependency for the type
-checker, and so for a reader). An import inside a function does not count: it is deferred on purpose (e.g. to
-keep torch out of the CLI's start-up) and runs only when the function does. Importing a submodule also runs
-its packages' ``__init__``; that implicit step is no edge.
+the package ``P`` itself, its ``__init__``). Every import counts: at module level, under ``if TYPE_CHECKING:``,
+and inside a function (deferred, e.g. to keep torch out of the CLI's start-up, but a dependency all the same).
+Importing a submodule also runs its packages' ``__init__``; that implicit step is no edge.
 """
 
 from __future__ import annotations
@@ -24,22 +22,14 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def module_level(node: ast.AST):
-    """The nodes under ``node`` outside function bodies."""
-    for child in ast.iter_child_nodes(node):
-        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            yield child
-            yield from module_level(child)
-
-
 def import_graph(root: Path) -> dict[str, set[str]]:
-    """Module -> the package's modules it imports outside functions."""
+    """Module -> the package's modules it imports, lazily or not."""
     paths = {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
     graph = {}
     for name, path in paths.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         targets = set()
-        for node in module_level(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 targets |= {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom):
@@ -64,7 +54,7 @@ def test_no_module_of_the_package_imports_one_that_imports_it_back():
     assert cycles(graph) == []
 
 
-def test_a_cycle_is_found_through_a_package_and_type_checking_but_not_a_function(tmp_path):
+def test_a_cycle_is_found_through_a_package_type_checking_and_a_function(tmp_path):
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)
     (package / "__init__.py").write_text("from .sub import b\n")
@@ -78,8 +68,8 @@ def test_a_cycle_is_found_through_a_package_and_type_checking_but_not_a_function
     assert graph == {
         "pkg": {"pkg.sub.b"},
         "pkg.a": {"pkg.c", "pkg.sub.b"},
-        "pkg.c": {"pkg.sub"},
+        "pkg.c": {"pkg.sub", "pkg.a"},
         "pkg.sub": set(),
         "pkg.sub.b": {"pkg.a"},
     }
-    assert cycles(graph) == [["pkg.a", "pkg.sub.b"]]
+    assert cycles(graph) == [["pkg.a", "pkg.c", "pkg.sub.b"]]  # c's lazy import of a closes a -> c -> a

@@ -242,7 +242,7 @@ def checked(job: Job):
 
 def prepared(job: Job, config, tokenizer, limit: int):
     """``job`` prepared for the model (every check that needs the tokenizer)."""
-    from ..pipeline.infiller import prepare
+    from ..pipeline.prepare import prepare
 
     try:
         return prepare([job.template], config, tokenizer, limit)
@@ -253,7 +253,7 @@ def prepared(job: Job, config, tokenizer, limit: int):
 def groups(jobs: list[Job], tokenizer, limit: int) -> Iterator[tuple[list[Job], object]]:
     """``jobs`` in runs of consecutive jobs of one configuration, each run prepared for the model as one (a
     vocabulary's categories built once, not per line): ``(run, prepared)``. A bad job fails naming its line."""
-    from ..pipeline.infiller import prepare
+    from ..pipeline.prepare import prepare
 
     for config, run in groupby(((job, checked(job)) for job in jobs), key=lambda item: item[1]):
         run = [job for job, _ in run]

@@ -8,8 +8,8 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from ..lm import side_by_side
 from ..lm.models import category_head
+from ..lm.packed import encode_rows
 from .budget import Meter
 from .conditionals import CACHE_MIB, MASKED, ConditionalCache, as_bytes
 
@@ -137,8 +137,8 @@ class MaskedLMEnergy:
             return given[1][(slots[0, :, None] == self.blank_positions[0]).int().argmax(1)][None]
         if self._head is None:
             return self.model(**inputs).logits[rows, slots][..., self.category_ids]
-        if ids is not None and not torch.is_grad_enabled():  # pooled with the passes of runs side by side
-            return self._head(side_by_side.encode(self.model, ids)[rows, slots])
+        if ids is not None and not torch.is_grad_enabled():  # as the shared first passes encode
+            return self._head(encode_rows(self.model, ids)[rows, slots])
         return self._head(self.model.base_model(**inputs)[0][rows, slots])
 
     def __call__(self, x: Tensor) -> Tensor:

@@ -1,6 +1,7 @@
-"""A run, prepare -> sample -> postprocess: :mod:`.infiller` (``prepare``, ``Infiller``), :mod:`.postprocess`
-(candidates, ``top``, text, marginals) into :mod:`.results`; the run settings (:mod:`.config`) and a run's
-signature (:mod:`.signature`).
+"""A run, prepare -> run -> postprocess: :mod:`.prepare` (templates checked, each one's :class:`~.policy.Plan`
+resolved by :mod:`.policy`), :mod:`.runs` (each kind of run's ``execute``), :mod:`.postprocess` (candidates,
+``top``, text, marginals) into :mod:`.results`, driven by :mod:`.infiller` (``Infiller``); the run settings
+(:mod:`.config`) and a run's signature (:mod:`.signature`).
 
 The package is also callable: ``infill.pipeline(model=...)`` is the joint fill-mask pipeline of
 :mod:`.fill_mask`, a one-line switch from ``transformers.pipeline("fill-mask", model=...)``. Calling it imports

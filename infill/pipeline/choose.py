@@ -30,7 +30,6 @@ from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError
 from ..text.blanks import quote
 from ..text.repeats import Repeats
-from .config import RunConfig
 
 RESCORE_COPIES = 512  # masked copies per forward pass when re-scoring candidates
 BOUND_SLACK = 1e-4
@@ -65,7 +64,7 @@ def choose(batch, bar=None, avoid: Optional[Repeats] = None) -> Chosen:
     (``avoid``, :mod:`infill.text.repeats`) are kept only where too few others are left."""
     rows, values = candidates(batch)
     include = _include(batch.target)
-    if batch.config.top is None:
+    if batch.plan.keep.top is None:
         return _every_chain(batch, rows, values, include, bar)
     unique, inverse, first = distinct(rows)
     held = None if include is None else holds(include, unique)
@@ -79,12 +78,12 @@ def choose(batch, bar=None, avoid: Optional[Repeats] = None) -> Chosen:
 def candidates(batch) -> tuple[Tensor, Tensor]:
     """The states ``(N, d)`` ``top`` may choose from, the visited states first, with their values ``(N,)`` at
     temperature 1 (NaN where the run did not compute them)."""
-    config, trace = batch.config, batch.trace
+    keep, trace = batch.plan.keep, batch.trace
     if trace is None:
         values = torch.full((len(batch.x),), math.nan) if batch.energies is None else batch.energies
         return batch.x.cpu(), values.cpu()
-    states, values = trace.candidates(config.decode, config.top)
-    if config.top is not None and config.decode == "diverse":
+    states, values = trace.candidates(keep.decode, keep.top)
+    if keep.top is not None and keep.decode == "diverse":
         scored = [(states, values), (batch.starts[None], torch.full_like(values[:1], math.nan))]
         if trace.proposals is not None:
             proposed = trace.proposal_energies[trace.burn_in :] * trace.temperature
@@ -104,10 +103,10 @@ def score(batch, unique: Tensor, values: Tensor, held: Optional[Tensor], bar) ->
     """``values`` of the distinct states ``unique`` with the missing ones computed where they may be kept (a
     new tensor): on the PLL alone those that may be among the pool :func:`pick` ranks, else every one that
     holds the include words, while the budget lasts (the float32 finalists' share held back)."""
-    config, energy, target = batch.config, batch.energy, batch.target
+    keep, energy, target = batch.plan.keep, batch.energy, batch.target
     values = values.clone()
-    pool = _pool(config, len(unique), batch.float32 is None)
-    with energy.meter.holding(_held_back(batch)):
+    pool = _pool(keep, len(unique), batch.float32 is None)
+    with energy.meter.holding(batch.plan.spend.float32):
         if target is energy:
             _fill_top(energy, unique, values, pool * (1 if batch.float32 is None else FINALISTS), bar)
         else:
@@ -122,24 +121,24 @@ def pick(
     chains ran in float32): the best by ``values``, scored ones only, holding the include words; the finalists
     re-ranked in float32; with ``decode="diverse"`` spread over the pool, those that repeat a content word or
     double a word (``avoid``) last."""
-    config = batch.config
+    keep = batch.plan.keep
     best = torch.sort(-values, stable=True).indices  # unique rows are sorted: ties go to the smaller indices
     best = best[~values[best].isnan()]  # a state left unscored (the budget, or an include word it lacks) is out
     if held is not None:
         best = best[held[best]]
-    ranked, exact, pool = values[best], None, _pool(config, len(unique), batch.float32 is None)
+    ranked, exact, pool = values[best], None, _pool(keep, len(unique), batch.float32 is None)
     if batch.float32 is not None and batch.target is batch.energy:
         best = best[: FINALISTS * pool]
         ranked, by = torch.sort(plls_of(batch.float32, unique[best]), descending=True, stable=True)
         best = best[by]
-    if config.decode == "diverse" and len(best):
-        margin = DIVERSE_MARGIN if config.diversity is None else config.diversity
+    if keep.decode == "diverse" and len(best):
+        margin = DIVERSE_MARGIN if keep.diversity is None else keep.diversity
         rows = unique[best[:pool]]
-        kept = spread(rows, ranked[:pool], config.top, margin, None if avoid is None else ~avoid.of(rows))
+        kept = spread(rows, ranked[:pool], keep.top, margin, None if avoid is None else ~avoid.of(rows))
         best, ranked = best[:pool][kept], ranked[:pool][kept]
     if batch.float32 is not None and batch.target is batch.energy:
-        exact = ranked[: config.top]
-    return best[: config.top], exact
+        exact = ranked[: keep.top]
+    return best[: keep.top], exact
 
 
 def _every_chain(batch, rows: Tensor, values: Tensor, include: Optional[Include], bar) -> Chosen:
@@ -150,35 +149,17 @@ def _every_chain(batch, rows: Tensor, values: Tensor, include: Optional[Include]
     order = torch.arange(len(rows)) if held is None else torch.arange(len(rows))[held]
     scorer = exact if exact is not None and batch.target is energy else batch.target
     values = values.clone()
-    with energy.meter.holding(_held_back(batch)):
+    with energy.meter.holding(batch.plan.spend.float32):
         _fill_missing(scorer, rows, values, bar, energy.category_ids.device, held)
     _check_include(batch, include, order)
     return Chosen(rows, values, order, values[order] if scorer is exact else None, len(rows))
 
 
-def _pool(config: RunConfig, distinct_rows: int, float32: bool) -> int:
-    """How many of the best candidates ``top`` chooses among (every one where a ``diversity`` is named and the
-    chains ran in float32)."""
-    pool = config.top * (DIVERSE_POOL if config.decode == "diverse" else 1)
-    return max(pool, distinct_rows) if config.diversity is not None and float32 else pool
-
-
-def _held_back(batch) -> int:
-    return (
-        0
-        if batch.float32 is None
-        else float32_cost(batch.config, batch.template.num_blanks, batch.target is not batch.energy)
-    )
-
-
-def float32_cost(config: RunConfig, d: int, constrained: bool) -> int:
-    """The most encoder sequences the float32 PLLs take, beyond the ``d * (top or num_samples)`` that scoring the
-    fillings takes, where the chains of a run of ``d`` blank tokens ran in a lower precision: with ``top`` on
-    the PLL alone the finalists'; with terms the reported fillings'; none without either (the fillings' PLLs
-    are computed in float32 at once)."""
-    if constrained:
-        return d * (config.top or config.num_samples)
-    return 0 if config.top is None else d * FINALISTS * config.top * (DIVERSE_POOL if config.decode == "diverse" else 1)
+def _pool(keep, distinct_rows: int, float32: bool) -> int:
+    """How many of the best candidates ``top`` chooses among under ``keep`` (a plan's
+    :class:`~.policy.Keep`; every one where a ``diversity`` is named and the chains ran in float32)."""
+    pool = keep.top * (DIVERSE_POOL if keep.decode == "diverse" else 1)
+    return max(pool, distinct_rows) if keep.diversity is not None and float32 else pool
 
 
 def _include(target) -> Optional[Include]:
@@ -192,8 +173,8 @@ def holds(include: Include, rows: Tensor) -> Tensor:
 
 def _check_include(batch, include: Optional[Include], order: Tensor) -> None:
     if include is not None and not len(order):
-        config = batch.config
-        spent = "steps" if config.budget is None else f"budget of {config.budget} encoder sequences"
+        limit = batch.plan.spend.limit
+        spent = "steps" if limit is None else f"budget of {limit} encoder sequences"
         raise InfillError(
             f"no filling the run found holds every include word of {quote(batch.template.text)}: raise its {spent}"
         )

@@ -46,14 +46,15 @@ def forwards(config: RunConfig, d: int) -> int:
     return mlm_draws.FORWARDS[SMC(**config.options).order if config.method == PARTICLES else config.method](d)
 
 
-def draw(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> tuple[Tensor, Optional[Tensor]]:
-    """``config``'s draws ``(N, d)`` with their PLLs ``(N,)`` where the method scored them (None where not):
-    ``config.num_samples`` of them, or with a budget as many as it buys (:func:`_to_budget`); the product
-    search's every filling scored (:func:`infill.samplers.product_search.search`)."""
+def draw(energy: MaskedLMEnergy, plan, generator: torch.Generator) -> tuple[Tensor, Optional[Tensor]]:
+    """The draws ``(N, d)`` of ``plan`` (a :class:`~.policy.Plan`) with their PLLs ``(N,)`` where the method scored
+    them (None where not): ``num_samples`` of them, or with a budget as many as it buys (:func:`_to_budget`); the
+    product search's every filling scored (:func:`infill.samplers.product_search.search`)."""
+    config = plan.config
     if config.method == product_search.METHOD:
         return product_search.search(energy)
-    method = _particles(energy, config, generator) if config.method == PARTICLES else _order(energy, config, generator)
-    return method(config.num_samples) if config.budget is None else _to_budget(energy, config, method)
+    method = _particles(energy, plan, generator) if config.method == PARTICLES else _order(energy, config, generator)
+    return method(config.num_samples) if plan.spend.limit is None else _to_budget(energy, plan, method)
 
 
 def _order(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> Draw:
@@ -61,27 +62,27 @@ def _order(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator
     return lambda n: (mlm_draws.draw(energy, config.method, n, generator, config.token_temperature), None)
 
 
-def _particles(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> Draw:
+def _particles(energy: MaskedLMEnergy, plan, generator: torch.Generator) -> Draw:
     """One ``smc`` run of ``n`` particles (:func:`~infill.samplers.particles.smc`), scored: with ``top`` every
     particle and every state its moves visited are candidates; without, its samples (resampled and moved)."""
-    settings = SMC(**config.options)
+    settings = SMC(**plan.config.options)
 
     def particles(n: int) -> tuple[Tensor, Tensor]:
-        out = smc(energy, settings, 1, n, generator, config.token_temperature)
-        if config.top is None:
+        out = smc(energy, settings, 1, n, generator, plan.config.token_temperature)
+        if plan.keep.top is None:
             return out.samples[0], out.sample_energy[0].cpu()
         return torch.cat([out.x[0], out.visited]), torch.cat([out.energy[0], out.visited_energy]).cpu()
 
     return particles
 
 
-def _to_budget(energy: MaskedLMEnergy, config: RunConfig, method: Draw) -> tuple[Tensor, Tensor]:
-    """Draws ``(N, d)`` of ``method`` until ``config``'s budget is spent, with their PLLs ``(N,)``: each distinct
+def _to_budget(energy: MaskedLMEnergy, plan, method: Draw) -> tuple[Tensor, Tensor]:
+    """Draws ``(N, d)`` of ``method`` until ``plan``'s budget is spent, with their PLLs ``(N,)``: each distinct
     draw is scored as it comes (where the method did not), so a sequence a pass or an earlier draw computed is
     not paid twice (the cache), and the next round takes as many draws as what is left surely buys
     (:func:`draw_cost` each; the first round ``config.num_samples``). The draws stop when the rest buys none, a
     round brings no new filling or cannot be paid, or :data:`~.config.MAX_DRAWS` are drawn."""
-    d = energy.num_blanks
+    d, config = energy.num_blanks, plan.config
     cost = draw_cost(config, d)
     draws, scores, n = [], {}, config.num_samples
     while n >= 1 and sum(map(len, draws)) + n <= MAX_DRAWS:
@@ -90,7 +91,7 @@ def _to_budget(energy: MaskedLMEnergy, config: RunConfig, method: Draw) -> tuple
         except BudgetSpent:  # the round cost more than it surely would (a cache that kept too little)
             if not draws:
                 raise InfillError(
-                    f"a budget of {config.budget} encoder sequences buys no round of {n} "
+                    f"a budget of {plan.spend.limit} encoder sequences buys no round of {n} "
                     f"{config.method} draws on {d} blank tokens: raise --budget"
                 ) from None
             break

@@ -1,17 +1,17 @@
 """What each template runs: the one place where ``auto`` and the budget are resolved.
 
-:func:`resolve` turns the request's :class:`~.config.RunConfig` and one template into a :class:`Run`: for
-token blanks ``auto`` chosen by the number of blank tokens and whether the energy has terms
-(:func:`for_blanks`), a one-pass method's first round of draws set by its budget, the budget checked
-(:func:`least_budget`) and the sampler built and checked against the blanks, once; for word blanks the span
-sampler's chains and steps (:func:`for_words`). The stages after it read the run and decide nothing of their
-own. Nothing here imports torch at module level, so the CLI resolves runs before it loads a model.
+:func:`resolve` turns the request's :class:`~.config.RunConfig` and one template into a :class:`Plan`: the kind of
+run (:data:`KINDS`), the method's settings with ``auto`` resolved (:func:`for_blanks`, :func:`for_words`), its
+sampler built and checked against the blanks, the budget split (:class:`Spend`) and what choosing keeps
+(:class:`Keep`). Every budget refusal is raised here, before any model work (:func:`checked_budget`). The stages
+after it read the plan and decide nothing of their own. Nothing here imports torch at module level, so the CLI
+resolves runs before it loads a model.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Optional
 
 from ..errors import InfillError
 from .config import (
@@ -29,32 +29,91 @@ from .config import (
     RunConfig,
 )
 
+KINDS = ("one-pass", "search", "particles", "chains", "spans")
+"""The kinds of run: the masked LM's draws in one pass (an order), the product search, particles (``smc``), MCMC
+chains over token blanks, the span sampler's chains over word blanks."""
+
 
 @dataclass(frozen=True)
-class Run:
-    """One template's run: its ``config`` with ``auto`` resolved, and its ``sampler`` (None where the masked
-    LM draws in one pass, and for word blanks, which the span sampler fills)."""
+class Keep:
+    """What choosing keeps: the ``top`` best distinct fillings (None: every chain's final state, or every draw),
+    taken as ``decode`` says, spread at ``diversity`` nats where it is ``diverse``."""
 
+    top: Optional[int] = None
+    decode: Optional[str] = None
+    diversity: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Spend:
+    """The budget split: at most ``limit`` encoder sequences in all (None: no cap), of which chains leave
+    ``scoring`` for the PLLs of the fillings kept, and ``float32`` for their float32 PLLs where the chains run in
+    a lower precision."""
+
+    limit: Optional[int] = None
+    scoring: int = 0
+    float32: int = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One template's run: its ``kind`` (:data:`KINDS`), the method's settings ``config`` (``auto`` resolved; its
+    ``top`` and ``budget`` are None: they live in ``keep`` and ``spend``), its ``sampler`` (chains only)."""
+
+    kind: str
     config: RunConfig
+    keep: Keep
+    spend: Spend
     sampler: Any = None
 
     @property
     def steps(self) -> int:
         """The most steps the run takes (0 for one-pass draws), for progress."""
-        return 0 if self.config.is_baseline else self.config.steps
+        return self.config.steps if self.kind in ("chains", "spans") else 0
 
 
-def resolve(config: RunConfig, template, constrained: bool = False) -> Run:
-    """The run of ``template`` under ``config``; ``constrained`` where the energy has terms beside the PLL
-    (include words, closeness, a classifier, a user's term). Raises :class:`InfillError` with one line."""
+def resolve(config: RunConfig, template, constrained: bool = False, lower_precision: bool = False) -> Plan:
+    """The plan of ``template`` under ``config``; ``constrained`` where the energy has terms beside the PLL
+    (include words, closeness, a classifier, a user's term); ``lower_precision`` where chains run in a lower
+    precision than float32 (choosing re-scores in float32). Raises :class:`InfillError` with one line."""
     if not template.fixed:
-        return Run(for_words(config))
+        words = for_words(config)
+        return _plan("spans", words, spend=Spend(words.budget))
     d = template.num_blanks
     resolved = for_blanks(config, d, constrained)
     sampler = make_sampler(resolved)
-    if sampler is not None:
-        sampler.check_variables(d)
-    return Run(resolved, sampler)
+    if sampler is None:
+        kind = {SEARCH: "search", AUTO_PARTICLES["method"]: "particles"}.get(resolved.method, "one-pass")
+        return _plan(kind, resolved, spend=Spend(resolved.budget))
+    sampler.check_variables(d)
+    float32 = _float32_cost(resolved, d, constrained) if lower_precision else 0
+    if resolved.budget is not None and resolved.budget < least_budget(resolved, d) + float32:
+        raise InfillError(
+            f"a budget of {resolved.budget} encoder sequences is too small for {resolved.num_samples} "
+            f"{resolved.method} chains on {d} blank tokens in a lower precision, re-scored in float32: at least "
+            f"{least_budget(resolved, d) + float32}"
+        )
+    return _plan(
+        "chains", resolved, sampler, Spend(resolved.budget, d * (resolved.top or resolved.num_samples), float32)
+    )
+
+
+def _float32_cost(config: RunConfig, d: int, constrained: bool) -> int:
+    """The most encoder sequences the float32 PLLs take, beyond the ``d * (top or num_samples)`` that scoring the
+    fillings takes, where chains of ``d`` blank tokens run in a lower precision: with ``top`` on the PLL alone the
+    finalists' (:data:`~.choose.FINALISTS`); with terms the reported fillings'; none without either (the
+    fillings' PLLs are computed in float32 at once)."""
+    from .choose import DIVERSE_POOL, FINALISTS
+
+    if constrained:
+        return d * (config.top or config.num_samples)
+    return 0 if config.top is None else d * FINALISTS * config.top * (DIVERSE_POOL if config.decode == "diverse" else 1)
+
+
+def _plan(kind: str, resolved: RunConfig, sampler: Any = None, spend: Spend = Spend()) -> Plan:
+    """``resolved`` split into the method's settings, what choosing keeps and the budget ``spend``."""
+    keep = Keep(resolved.top, resolved.decode, resolved.diversity)
+    return Plan(kind, replace(resolved, top=None, budget=None), keep, spend, sampler)
 
 
 def make_sampler(config: RunConfig):

@@ -34,7 +34,7 @@ from ..text.repeats import repeats
 from ..text.template import Template, blank_pieces, detokenize, fill_pieces
 from . import one_pass
 from .choose import Chosen, choose, plls_of
-from .config import RunConfig
+from .policy import Plan
 from .results import Diagnostics, InfillResult, Sample
 
 MARGINAL_FILLS = 10  # fills listed per blank in the marginals
@@ -53,7 +53,10 @@ class Batch:
     computed by it); ``energies`` the PLLs of one-pass draws where the run computed them."""
 
     template: Template
-    config: RunConfig
+    plan: Plan
+    method: str
+    chains: int
+    steps: int
     start: float
     energy: Union[MaskedLMEnergy, MaskedLMSpanEnergy]
     target: Union[MaskedLMEnergy, WeightedSum, MaskedLMSpanEnergy, SpanInclude]
@@ -98,7 +101,7 @@ def _token_choices(batch: Batch, tokenizer, bar) -> Choice:
     marginals of the states visited and the trace, the visited states' values as re-scored."""
     avoid = (
         repeats(tokenizer, batch.energy.category_ids, batch.template)
-        if batch.config.decode == "diverse" and batch.config.top is not None
+        if batch.plan.keep.decode == "diverse" and batch.plan.keep.top is not None
         else None
     )
     chosen = choose(batch, bar, avoid)
@@ -131,7 +134,7 @@ def _token_fillings(batch: Batch, chosen: Chosen) -> list[tuple]:
         plls = plls_of(batch.float32, reported).tolist()
         if terms is not None:
             terms["pll"] = plls
-    chains = batch.config.num_samples
+    chains = batch.chains
     return [
         (
             blank_pieces(template, ids),
@@ -147,18 +150,18 @@ def _token_fillings(batch: Batch, chosen: Chosen) -> list[tuple]:
 
 def _from_visited(batch: Batch) -> bool:
     """Whether the candidates began with the states the chains visited after burn-in."""
-    return batch.trace is not None and batch.config.top is not None and batch.config.decode != "final"
+    return batch.trace is not None and batch.plan.keep.top is not None and batch.plan.keep.decode != "final"
 
 
 def _rescored(batch: Batch, chosen: Chosen) -> Optional[Trace]:
     """The run's trace, with the values of the states visited as they were scored where the candidates began
     with them (a new trace; the run's is left as it was)."""
-    trace, config = batch.trace, batch.config
+    trace = batch.trace
     if not _from_visited(batch):
         return trace
     energies = trace.energies.clone()
     visited = energies[trace.burn_in :]
-    visited[:] = (chosen.values[: visited.numel()] / trace.temperature).view(-1, config.num_samples).to(energies.device)
+    visited[:] = (chosen.values[: visited.numel()] / trace.temperature).view(-1, batch.chains).to(energies.device)
     return dataclasses.replace(trace, energies=energies)
 
 
@@ -166,7 +169,7 @@ def _visited(batch: Batch, chosen: Chosen) -> Tensor:
     """The states ``(N, d)`` the marginals count: those visited after burn-in (a one-pass method's draws)."""
     trace = batch.trace
     if _from_visited(batch):
-        return chosen.rows[: trace.samples[trace.burn_in :].shape[0] * batch.config.num_samples]
+        return chosen.rows[: trace.samples[trace.burn_in :].shape[0] * batch.chains]
     return (batch.x[None] if trace is None else trace.samples[trace.burn_in :]).flatten(0, 1).cpu()
 
 
@@ -174,8 +177,8 @@ def _span_choices(batch: Batch, tokenizer, bar) -> Choice:
     """The template of a run of word blanks: the chains' final states, or with ``top`` the best distinct
     states visited (or final, ``decode="final"``) by the span energy the run computed
     (:func:`infill.spans.best`); marginals over the fills (as spliced) of every state visited."""
-    template, config, trace, energy, target = batch.template, batch.config, batch.trace, batch.energy, batch.target
-    rows, values, chains = best(trace, config.top, config.decode)
+    template, keep, trace, energy, target = batch.template, batch.plan.keep, batch.trace, batch.energy, batch.target
+    rows, values, chains = best(trace, keep.top, keep.decode)
     fills, energies, terms = batch.sampler.fills(rows), values.tolist(), [None] * len(rows)  # temperature 1
     if target is not energy:  # the energy stays the span energy; the include term is reported beside
         include = target.include(fills).tolist()
@@ -214,28 +217,27 @@ def marginals(template: Template, tokenizer, energy: MaskedLMEnergy, states: Ten
 
 def _diagnostics(batch: Batch, choice: Choice, model_name: str, seed: int) -> Diagnostics:
     run = _span_run(batch) if isinstance(batch.sampler, SpanSampler) else _token_run(batch, choice.trace)
-    config = batch.config
     return Diagnostics(
         **run,
         model=model_name,
-        num_samples=config.num_samples,
+        num_samples=batch.chains,
         seed=seed,
-        decode=config.decode,
+        decode=batch.plan.keep.decode,
         encoder_sequences=choice.encoder_sequences,
         cache_hits=choice.cache_hits,
         candidates=choice.candidates,
-        budget=config.budget,
+        budget=batch.plan.spend.limit,
         seconds=time.perf_counter() - batch.start,
     )
 
 
 def _span_run(batch: Batch) -> dict:
     """The diagnostics of a run of the span sampler (word blanks)."""
-    config, trace = batch.config, batch.trace
+    config, trace = batch.plan.config, batch.trace
     return dict(
         sampler=config.span_method,
         hyperparameters={},
-        steps=config.steps,
+        steps=batch.steps,
         init=config.init,
         temperature=config.span_temperature,
         acceptance_rate=trace.acceptance_rate,
@@ -250,21 +252,17 @@ def _span_run(batch: Batch) -> dict:
 
 def _token_run(batch: Batch, trace) -> dict:
     """The diagnostics of a run over token blanks: chains (``trace``) or one pass (``trace`` None)."""
-    config = batch.config
+    config, d = batch.plan.config, batch.template.num_blanks
     return dict(
-        sampler=config.method,
+        sampler=batch.method,
         hyperparameters={} if batch.sampler is None else batch.sampler.hyperparameters(),
-        steps=0 if trace is None else config.steps,
+        steps=batch.steps,
         init="-" if trace is None else config.init,
         temperature=config.token_temperature,
         acceptance_rate=None if trace is None else trace.acceptance_rate,
         mean_hops=None if trace is None else trace.mean_hops,
         tuned=None if trace is None or trace.tuning is None else trace.tuning.to_dict(),
-        burn_in=0 if trace is None else config.steps - trace.samples.shape[0] + trace.burn_in,
+        burn_in=0 if trace is None else batch.steps - trace.samples.shape[0] + trace.burn_in,
         evaluations=0 if trace is None else trace.evaluations,
-        forwards=(
-            one_pass.forwards(config, batch.template.num_blanks)
-            if trace is None
-            else mlm_draws.FORWARDS[config.init](batch.template.num_blanks)
-        ),
+        forwards=one_pass.forwards(config, d) if batch.plan.kind != "chains" else mlm_draws.FORWARDS[config.init](d),
     )

@@ -144,14 +144,47 @@ def smc(
         log_weight = log_weight + (new_gamma - log_gamma - log_q).view(runs, particles)
         log_gamma = new_gamma
         if t < d - 1:
-            low = effective_size(log_weight) < settings.ess * particles
-            if low.any():
-                ancestors = systematic(log_weight, generator)
-                ancestors = torch.where(low[:, None], ancestors, torch.arange(particles, device=device))
-                pick = _flat(ancestors)
-                z, masked, log_gamma = z[pick], masked[pick], log_gamma[pick]
-                order = None if order is None else order[pick]
-                log_weight = torch.where(low[:, None], torch.zeros_like(log_weight), log_weight)
+            z, masked, log_gamma, order, log_weight = _resample(
+                z, masked, log_gamma, order, log_weight, settings, generator
+            )
+    return _finish(energy, settings, z, log_gamma, log_weight, temperature, generator)
+
+
+def _resample(
+    z: Tensor,
+    masked: Tensor,
+    log_gamma: Tensor,
+    order: Optional[Tensor],
+    log_weight: Tensor,
+    settings: SMC,
+    generator: Optional[torch.Generator],
+) -> tuple:
+    """The particles of the runs whose effective size fell below ``settings.ess`` of theirs resampled (their
+    weights reset); the other runs' as they were."""
+    particles = log_weight.shape[1]
+    low = effective_size(log_weight) < settings.ess * particles
+    if not low.any():
+        return z, masked, log_gamma, order, log_weight
+    ancestors = systematic(log_weight, generator)
+    ancestors = torch.where(low[:, None], ancestors, torch.arange(particles, device=z.device))
+    pick = _flat(ancestors)
+    order = None if order is None else order[pick]
+    log_weight = torch.where(low[:, None], torch.zeros_like(log_weight), log_weight)
+    return z[pick], masked[pick], log_gamma[pick], order, log_weight
+
+
+def _finish(
+    energy: Energy,
+    settings: SMC,
+    z: Tensor,
+    log_gamma: Tensor,
+    log_weight: Tensor,
+    temperature: float,
+    generator: Optional[torch.Generator],
+) -> Particles:
+    """The filled particles with their normalised weights, resampled into samples and moved by
+    ``settings.moves`` steps of ``settings.move`` (every state the moves visit kept)."""
+    (runs, particles), d = log_weight.shape, z.shape[1]
     log_weight = log_weight - torch.logsumexp(log_weight, -1, keepdim=True)
     energies = log_gamma * temperature
     pick = _flat(systematic(log_weight, generator))
