@@ -1,15 +1,16 @@
 """Doubled words in the default's kept fillings (issue 55): templates from the bert-gen corpus, and the share of kept
 fillings in which a fill doubles a word (:func:`infill.text.repeats.doubled`).
 
-    python -m scripts.doubled_words templates [--count 40] [--out eval/doubled-words-minilm/templates.txt]
+    python -m scripts.doubled_words templates [--count 40] [--templates eval/doubled-words-minilm/templates.txt]
     infill sample --file TEMPLATES --out RUN.jsonl --top 5 --seed 0 --model ../shared/models/infill-dev-minilm-mlm
     python -m scripts.doubled_words report NAME=RUN.jsonl ... [--templates TEMPLATES]
 
 ``templates``: sentences of ``wiki103.5k.txt`` that the calibration suite (``corpora/calibration``) does not use,
 with 2-6 blanks at one-token words, built by the calibration suite's builder (:func:`scripts.harness.template`),
 seeded. ``report`` prints, per run, the share of kept fillings that double a word, of templates with one such kept
-filling or more, of kept fillings that repeat a content word, and the kept fillings' mean PLL; and the share of the
-removed words (the corpus's own text) that the rule flags.
+filling or more, of kept fillings that repeat a content word, and the kept fillings' mean energy; the share of the
+removed words (the corpus's own text) that the rule flags; and the share of each corpus's lines with a word doubled
+anywhere (every word taken as a fill's).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import random
 import statistics
 from pathlib import Path
 
-from scripts.harness import DEV_MODEL, ROOT, load_half, sentences, template
+from scripts.harness import CORPORA, CORPUS_FILES, DEV_MODEL, ROOT, load_half, normalise, sentences, template
 
 OUT = ROOT / "eval" / "doubled-words-minilm"
 BLANKS = (2, 6)
@@ -45,6 +46,14 @@ def build(count: int, seed: int) -> list[dict]:
     raise SystemExit(f"only {len(rows)} sentences for {count} templates")
 
 
+def corpus_lines() -> dict[str, list[str]]:
+    """The non-empty lines of each bert-gen corpus file."""
+    return {
+        name: [line for line in (CORPORA / file).read_text(encoding="utf-8").splitlines() if line.strip()]
+        for name, file in CORPUS_FILES.items()
+    }
+
+
 def parts_of(text: str) -> list[str]:
     """The template's text around its blanks."""
     from infill.text.blanks import scan
@@ -58,16 +67,16 @@ def measure(records: list[dict]) -> dict:
     from infill.text.repeats import doubled
     from scripts.reader_study import repeated
 
-    kept = [(parts_of(r["template"]), s) for r in records for s in r["samples"]]
+    kept = [(parts_of(r["template"]), s) for r in records for s in r["fillings"]]
     flagged = [doubled(parts, s["fills"]) for parts, s in kept]
-    per_template = [any(doubled(parts_of(r["template"]), s["fills"]) for s in r["samples"]) for r in records]
+    per_template = [any(doubled(parts_of(r["template"]), s["fills"]) for s in r["fillings"]) for r in records]
     return {
         "templates": len(records),
         "kept": len(kept),
         "doubled": sum(flagged) / len(kept),
         "templates_with_doubled": sum(per_template) / len(records),
         "repeated_content_word": statistics.fmean(repeated(s["fills"]) for _, s in kept),
-        "mean_pll": statistics.fmean(s["energy"] for _, s in kept),
+        "mean_energy": statistics.fmean(s["energy"] for _, s in kept),
         "examples": [s["text"] for (_, s), f in zip(kept, flagged) if f][:8],
     }
 
@@ -77,7 +86,13 @@ def report(runs: dict[str, Path], templates: Path) -> dict:
     from infill.text.repeats import doubled
 
     rows = [json.loads(line) for line in (templates.with_suffix(".jsonl")).read_text().splitlines()]
-    out = {"removed_doubled": statistics.fmean(doubled(parts_of(r["template"]), r["removed"]) for r in rows)}
+    out = {
+        "removed_doubled": statistics.fmean(doubled(parts_of(r["template"]), r["removed"]) for r in rows),
+        "corpus_lines_doubled": {  # every word of a line taken as a fill's: the rule's reach on human text
+            name: statistics.fmean(doubled(["", ""], [normalise(line)]) for line in lines)
+            for name, lines in corpus_lines().items()
+        },
+    }
     for name, path in runs.items():
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         out[name] = measure(records)

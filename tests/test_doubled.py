@@ -111,3 +111,15 @@ def test_the_dev_mlm_default_keeps_no_doubled_word_where_others_are_found(dev_mo
     assert any(doubled(parts, s.fills) for s in plain.samples)  # "he could not not be found"
     kept = infiller.sample(template, top=5, seed=0)
     assert len(kept.samples) == 5 and not any(doubled(parts, s.fills) for s in kept.samples)
+
+
+def test_the_measurement_builds_templates_the_calibration_leaves_out_and_counts_doubles(dev_model_path):
+    from scripts.doubled_words import build, measure
+    from scripts.harness import load_half
+
+    rows = build(6, 0)
+    used = {row["id"][: -len(row["regime"]) - 1] for half in ("tune", "check") for row in load_half(half)}
+    assert len(rows) == 6 and not used & {r["id"] for r in rows}
+    assert all(r["id"].startswith("wt103-") and 2 <= r["template"].count("[MASK]") <= 6 for r in rows)
+    fillings = [{"text": "", "fills": fills, "energy": -1.0} for fills in (["not", "not"], ["not", "only"])]
+    assert measure([{"template": "he could [MASK] [MASK] be .", "fillings": fillings}])["doubled"] == 0.5
