@@ -74,6 +74,12 @@ def add_run_arguments(
             "json", "print JSONL: one object per sample, then one {'diagnostics', 'marginals'} per template"
         ),
     )
+    _add_setting_flags(parser, skip, helps)
+    _add_model_and_sampler_flags(parser, helps)
+
+
+def _add_setting_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...], helps: dict) -> None:
+    """A flag per run setting (RunConfig's fields but ``skip``), ``helps`` overriding a setting's help."""
     for setting in settings():  # the run settings: one list, RunConfig's fields
         if setting.name in skip:
             continue
@@ -92,6 +98,10 @@ def add_run_arguments(
                 metavar=meta.get("metavar"),
                 help=helps.get(setting.name, meta["help"] + default),
             )
+
+
+def _add_model_and_sampler_flags(parser: argparse.ArgumentParser, helps: dict) -> None:
+    """The model's flags, ``--option``, ``--quiet`` and the named sampler hyperparameters."""
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
     parser.add_argument("--device", default="cpu", help="torch device (cpu)")
     parser.add_argument("--dtype", help="float32 (default), bfloat16, float16 or auto")
