@@ -194,7 +194,7 @@ class RunConfig:
         metadata={
             "help": f"where --top takes fillings from: visited (every state after burn-in), final (the chains' final "
             f"states) or diverse (every state the run scored, kept for quality and diversity, those that repeat "
-            f"a content word last); default visited ({AUTO}: diverse for its chains)",
+            f"a content word or double a word last); default visited ({AUTO}: diverse for its chains)",
             "metavar": "HOW",
         },
     )
