@@ -1,4 +1,4 @@
-"""Doubled words in the default's kept fillings (issue 55): templates from the bert-gen corpus, and the share of kept
+"""Doubled words in the default's kept fillings: templates from the bert-gen corpus, and the share of kept
 fillings in which a fill doubles a word (:func:`infill.text.repeats.doubled`).
 
     python -m scripts.doubled_words templates [--count 40] [--templates eval/doubled-words-minilm/templates.txt]
