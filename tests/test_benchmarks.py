@@ -294,3 +294,32 @@ def test_bench_corpus(tmp_path, tiny_model_dir):
     run("bench_corpus", "--model", tiny_model_dir, "--lines", "4", "--only-processes", "--out", out)
     again = json.loads((out / "report.json").read_text())
     assert again["processes"]["lines"] == 4 and again["processes"]["same_out"] and again["lines"] == 8
+
+
+def test_bench_host(tmp_path, tiny_model_dir):
+    out = tmp_path / "host"
+    run("bench_host", "--model", tiny_model_dir, "--templates", "1", "--rounds", "1", "--sites", "5", "--out", out)
+    report = json.loads((out / "report.json").read_text())
+    assert set(report["summary"]["blanks"]) == {"2", "3", "4", "6", "8"}
+    assert sorted(row["blanks"] for row in report["calls"]) == [2, 3, 4, 6, 8]
+    assert all(row["calls"] > 0 and row["sequences"] > 0 for row in report["calls"])
+    assert sorted(row["blanks"] for row in report["walls"]) == [2, 3, 4, 6, 8]
+    assert all(row["default_per_sequence"] > 0 and row["bare_per_sequence"] > 0 for row in report["walls"])
+    assert len(report["summary"]["functions"]) == 5 and report["environment"]["cpu"]
+    assert "host calls / sequence" in (out / "report.md").read_text()
+    run("bench_host", "--markdown-only", "--sites", "2", "--out", out)  # re-summarized from the JSON
+    assert len(json.loads((out / "report.json").read_text())["summary"]["functions"]) == 2
+
+
+def test_bench_cache(tmp_path, tiny_model_dir):
+    out = tmp_path / "cache"
+    run("bench_cache", "--model", tiny_model_dir, "--blanks", "2,3", "--templates", "1", "--rounds", "2", "--out", out)
+    report = json.loads((out / "report.json").read_text())
+    assert set(report["summary"]) == {"all", "2", "3"} and report["summary"]["all"]["rows"] == 4
+    for row in report["rows"]:
+        assert all(
+            row[side]["sequences"] > 0 and 0 < row[side]["encoder_cpu"] < row[side]["cpu"] for side in ("on", "off")
+        )
+    assert {row["first"] for row in report["rows"]} == {"on", "off"}  # the order alternates
+    run("bench_cache", "--model", tiny_model_dir, "--profile", "2", "--out", out)
+    assert "cache off" in (out / "profile-2.txt").read_text()
