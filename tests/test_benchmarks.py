@@ -267,8 +267,6 @@ def test_bench_corpus(tmp_path, tiny_model_dir):
         "4",
         "--default-lines",
         "2",
-        "--default-chunk",
-        "1",
         "--check-lines",
         "6",
         "--out",
@@ -282,10 +280,6 @@ def test_bench_corpus(tmp_path, tiny_model_dir):
         == {"confident-first", "auto"}
     )
     assert report["bare_sequences_per_second"] > 0
-    assert report["side_by_side"]["same_fillings"] and set(report["side_by_side"]["per_second"]) == {
-        "side by side",
-        "one at a time",
-    }
     assert report["processes"]["same_out"] and report["processes"]["processes"] == 2
     assert len(report["processes"]["startup"]["1"]) == 2  # each side's start-up, in both rounds
     exact = report["first_pass_exact"]
@@ -294,6 +288,17 @@ def test_bench_corpus(tmp_path, tiny_model_dir):
     run("bench_corpus", "--model", tiny_model_dir, "--lines", "4", "--only-processes", "--out", out)
     again = json.loads((out / "report.json").read_text())
     assert again["processes"]["lines"] == 4 and again["processes"]["same_out"] and again["lines"] == 8
+
+
+def test_bench_fill_mask(tmp_path, tiny_model_dir):
+    out = tmp_path / "fill-mask"
+    run("bench_fill_mask", "--model", tiny_model_dir, "--lines", "6", "--chunk", "3", "--out", out)
+    report = json.loads((out / "report.json").read_text())
+    assert set(report["sets"]) == {"long (wiki103)", "short (tbc)"}
+    for part in report["sets"].values():
+        assert part["lines"] == 6 and set(part["per_second"]) >= {"argmax", "independent", "fill-mask/8"}
+        assert 0 <= part["answers"]["differ"] <= 1 and 0 <= part["answers_with_punctuation"]["differ"] <= 1
+    assert "short (tbc)" in (out / "report.md").read_text()
 
 
 def test_bench_host(tmp_path, tiny_model_dir):
