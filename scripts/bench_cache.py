@@ -19,7 +19,7 @@ and on how many templates the median wall (and CPU) ratio is above 1.
 GPU's is: :func:`scripts.bench_host.fast_encoder`). ``--profile B`` writes instead a cProfile of each side on
 the first template of ``B`` blanks (after a warm-up run), its top functions by own and by cumulative time, to
 ``OUT/profile-B.txt``. Writes ``OUT/report.json`` and ``OUT/report.md`` with the CPU model, the library versions
-and the commit; the target (issue 55) is on/off at most 1.0 by the median over templates, and never above it.
+and the commit; the target is on/off at most 1.0 by the median over templates, and never above it.
 """
 
 from __future__ import annotations

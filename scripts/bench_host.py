@@ -25,7 +25,7 @@ template, top=5, seed=0)`` (method ``auto``), on one torch thread.
   two sides run in turn, template by template (the default first in even rounds, the bare passes first in
   odd ones), for ``--rounds`` rounds; median and range of the ratio over templates and rounds.
 
-Targets (issue 55): at most :data:`CALLS_TARGET` host calls per encoder sequence, and the fast encoder's wall per
+Targets: at most :data:`CALLS_TARGET` host calls per encoder sequence, and the fast encoder's wall per
 sequence at most :data:`WALL_TARGET` times the bare pass's. Writes ``OUT/report.json`` and ``OUT/report.md``
 with the CPU model, the library versions, the threads and the commit; ``--markdown-only`` re-summarizes a written
 ``OUT/report.json`` (``--sites`` may change) and rewrites both.
