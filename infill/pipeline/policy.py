@@ -87,11 +87,12 @@ def resolve(config: RunConfig, template, constrained: bool = False, lower_precis
         return _plan(kind, resolved, spend=Spend(resolved.budget))
     sampler.check_variables(d)
     float32 = _float32_cost(resolved, d, constrained) if lower_precision else 0
-    if resolved.budget is not None and resolved.budget < least_budget(resolved, d) + float32:
+    least = least_budget(resolved, d) + float32
+    if resolved.budget is not None and resolved.budget < least:
         raise InfillError(
             f"a budget of {resolved.budget} encoder sequences is too small for {resolved.num_samples} "
             f"{resolved.method} chains on {d} blank tokens in a lower precision, re-scored in float32: at least "
-            f"{least_budget(resolved, d) + float32}"
+            f"{least}"
         )
     return _plan(
         "chains", resolved, sampler, Spend(resolved.budget, d * (resolved.top or resolved.num_samples), float32)
