@@ -1,11 +1,11 @@
 """The calibration suite of the equal-compute study: templates with one-token word blanks from Wang & Cho's bert-gen corpora.
 
 Sentences of 12-30 words from ``wiki103.5k.txt`` and ``tbc.5k.txt`` (normalised as the protocols do), with
-2-4 blanks (``few``) or 6-10 blanks (``many``) at words the dev tokenizer spells as one word-start token
+2-4 blanks (``2-4``), 6-10 (``6-10``), 5 (``5``) or 11-16 (``11-16``) at words the dev tokenizer spells as one word-start token
 (letters only: no punctuation, no numbers). Each template keeps its removed words. A seeded shuffle splits
 every regime into a tuning half and a check half, written as ``corpora/calibration/{tune,check}.jsonl``:
 
-    {"id": "wt103-4444-few", "template": "... [MASK] ...", "removed": ["word", ...], "regime": "2-4"}
+    {"id": "wt103-4444-2-4", "template": "... [MASK] ...", "removed": ["word", ...], "regime": "2-4"}
 
 Run: ``python3 -m scripts.calibration_suite`` (same seed, same files).
 """
@@ -21,8 +21,9 @@ from transformers import AutoTokenizer
 
 from scripts.harness import CORPORA, DEV_MODEL, ROOT, sentences, template
 
-REGIMES = {"2-4": ((2, 4), 48), "6-10": ((6, 10), 36)}
-"""Regime -> (blanks per template, templates): half of each to tuning, half to checking."""
+REGIMES = {"2-4": ((2, 4), 48), "6-10": ((6, 10), 36), "5": ((5, 5), 16), "11-16": ((11, 16), 12)}
+"""Regime -> (blanks per template, templates): half of each to tuning, half to checking. The regimes drawn
+later were added later, after the first two, so those keep their templates."""
 
 
 def build(tokenizer, corpus_dir: Path, seed: int) -> dict[str, list[dict]]:

@@ -16,7 +16,7 @@ A SPEC is a method with ``+key=value`` settings (``scripts/particles.py``'s synt
 ``Infiller(...).sample(..., top=5, temperature=1)`` on the dev MLM at a budget of 100 encoder sequences per blank
 token; a one-pass order (``confident-first``, ``left-to-right``, ``random-order``) is given what a perfect cache
 charges for it (:func:`infill.evaluation.compute.matched`: that budget, never less than its ``top`` draws need),
-re-ranked by the target its spec names. Regimes by blank tokens: 2, 3, 4, 6-7, 8-10, from
+re-ranked by the target its spec names. Regimes by blank tokens: 2, 3, 4, 5, 6-7, 8-10, 11-16, from
 ``corpora/calibration/{tune,check}.jsonl`` (the tuning half to choose, the check half to judge).
 
 Each run is one line of ``OUT/runs.jsonl`` (a run resumes where it stopped; ``--shard i/n`` runs the i-th of n
@@ -39,7 +39,7 @@ import time
 
 from scripts.harness import ROOT, TARGETS, TOP, Rows, fill, load_half, log, paired, parse, run_key
 
-REGIMES = {"2": (2,), "3": (3,), "4": (4,), "6-7": (6, 7), "8-10": (8, 9, 10)}
+REGIMES = {"2": (2,), "3": (3,), "4": (4,), "5": (5,), "6-7": (6, 7), "8-10": (8, 9, 10), "11-16": tuple(range(11, 17))}
 ORDERS = ("confident-first", "left-to-right", "random-order")
 BUDGET_PER_BLANK = 100
 OUT = ROOT / "eval" / "reader-minilm"
@@ -218,7 +218,7 @@ def execute(phase: str, tasks: list[dict], seeds: list[int], rows: dict, shard: 
     for task, seed in groups[i::n]:
         specs = rows[task["regime"]]
         against = {f"{o}+target={t}" if t != "pll" else o for t in map(target_of, specs) for o in orders}
-        for spec in [*specs, *sorted(against)]:
+        for spec in [*specs, *sorted(against - set(specs))]:
             if (phase, task["id"], seed, spec) in done:
                 continue
             record = {

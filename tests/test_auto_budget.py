@@ -5,9 +5,9 @@ import torch
 
 from infill import Infiller
 from infill.errors import InfillError
-from infill.pipeline.choose import spread
-from infill.pipeline.config import AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_ORDER, MAX_BUDGET, RunConfig
-from infill.pipeline.policy import for_blanks, for_words
+from infill.pipeline.choose import DIVERSE_MARGIN, _margin, spread
+from infill.pipeline.config import AUTO_BUDGET_PER_BLANK, AUTO_ORDER, AUTO_SPREAD, MAX_BUDGET, RunConfig
+from infill.pipeline.policy import Keep, for_blanks, for_words, resolve, searchable
 from infill.samplers.base import Trace
 
 TWO = "The [MASK] sat on the [MASK]."
@@ -22,13 +22,11 @@ def infiller(tiny_model_dir):
 def test_auto_resolves_by_the_number_of_blanks():
     config = RunConfig.create(top=5)
     assert config.method == "auto" and config.num_samples is None and config.decode is None
-    search = for_blanks(config, AUTO_CHAIN_BLANKS)
-    assert (search.method, search.decode, search.target) == ("product-search", "diverse", "repeat-masked")
-    assert search.budget == AUTO_BUDGET_PER_BLANK * AUTO_CHAIN_BLANKS and search.diversity == 3.0
-    assert (for_blanks(config, 2).method, for_blanks(config, 2).diversity) == ("product-search", 0.5)
-    three = for_blanks(config, 3)  # at 3 blank tokens the chains beat the search
-    assert (three.method, three.decode, three.diversity, three.target) == ("gibbs", "diverse", None, "repeat-masked")
-    chains = for_blanks(RunConfig.create(), AUTO_CHAIN_BLANKS)  # without top every chain's final state a sample
+    for d in (2, 3, 4):  # the first product of 3 tokens a blank fits up to 4 blank tokens at 100 a blank
+        search = for_blanks(config, d)
+        assert (search.method, search.decode, search.target) == ("product-search", "diverse", "repeat-masked")
+        assert search.budget == AUTO_BUDGET_PER_BLANK * d and search.diversity is None
+    chains = for_blanks(RunConfig.create(), 4)  # without top every chain's final state a sample
     assert (chains.method, chains.init, chains.num_samples, chains.decode) == (
         "gibbs",
         "confident-first",
@@ -39,10 +37,9 @@ def test_auto_resolves_by_the_number_of_blanks():
     assert for_blanks(RunConfig.create(top=5, include=("cat",)), 3, constrained=True).method == "gibbs"
     particles = for_blanks(config, 6)
     assert (particles.method, particles.options, particles.decode) == ("smc", {"tilt": 2.0}, "diverse")
-    assert particles.target == "repeat-masked"
-    assert particles.budget == AUTO_BUDGET_PER_BLANK * 6 and particles.diversity == 12.0
+    assert particles.target == "repeat-masked" and particles.diversity is None
+    assert particles.budget == AUTO_BUDGET_PER_BLANK * 6
     assert particles.num_samples == (particles.budget - 1) // (6 - 1 + 6)  # 5 passes after the shared one, 6 to score
-    assert for_blanks(config, 8).diversity == 40.0 and for_blanks(config, 12).diversity == 40.0
     assert for_blanks(RunConfig.create(top=5, diversity=3.0), 8).diversity == 3.0  # the user's, where named
     assert for_blanks(RunConfig.create(top=5, decode="final"), 8).diversity is None  # no diverse pick: no diversity
     draws = for_blanks(RunConfig.create(num_samples=7), 6)  # without top every draw is a sample
@@ -51,6 +48,64 @@ def test_auto_resolves_by_the_number_of_blanks():
     assert for_blanks(RunConfig.create(num_samples=3, steps=2), 2).num_samples == 3
     words = for_words(RunConfig.create())  # word blanks: the span sampler at the named methods' defaults
     assert (words.num_samples, words.steps) == (25, 12)
+
+
+LADDER = {"search": 0, "particles": 1, "chains": 0, "one-pass": 1}
+"""The rule's kinds in the order it takes them as the blanks grow: with top, then without."""
+
+
+@pytest.mark.parametrize("top", [5, None])
+@pytest.mark.parametrize("budget", [None, 300, 2000, 50_000])
+def test_auto_never_goes_back_as_the_blanks_grow(top, budget):
+    """From 2 to 32 blank tokens, at the default budget and at fixed ones, the rule leaves the search (chains
+    without top) once and never comes back; terms run chains at every count."""
+    kinds = []
+    for d in range(2, 33):
+        template = Template(d)
+        try:
+            kinds.append(resolve(RunConfig.create(top=top, budget=budget), template).kind)
+        except InfillError:  # a fixed budget too small for the request at this many blanks
+            break
+        if budget is None:
+            plan = resolve(RunConfig.create(top=top, include=("cat",)), template, constrained=True)
+            assert plan.kind == "chains"
+    ranks = [LADDER[k] for k in kinds]
+    assert len(ranks) >= 2 and ranks == sorted(ranks), kinds
+    assert kinds[0] == ("search" if top else "chains")
+    if budget is None:
+        assert kinds[2:4] == (["search", "particles"] if top else ["chains", "one-pass"])
+
+
+class Template:
+    """What :func:`resolve` reads of a template of ``num_blanks`` token blanks."""
+
+    fixed = True
+
+    def __init__(self, num_blanks: int):
+        self.num_blanks = num_blanks
+
+
+def test_the_rule_is_read_from_the_budget():
+    assert searchable(4, 400) and not searchable(5, 500)  # 4 x 27 <= 199.5 < 5 x 81
+    assert searchable(5, 1000) and not searchable(6, 1000)  # a larger budget buys the search more blanks
+    assert resolve(RunConfig.create(top=5, budget=1000), Template(5)).kind == "search"
+
+
+def test_auto_keeps_a_share_of_the_candidates_range():
+    keep = resolve(RunConfig.create(top=5), Template(3)).keep
+    assert (keep.decode, keep.diversity, keep.share) == ("diverse", None, AUTO_SPREAD)
+    assert resolve(RunConfig.create(top=5), Template(9)).keep.share == AUTO_SPREAD
+    named = resolve(RunConfig.create(top=5, diversity=2.0), Template(3)).keep
+    assert (named.diversity, named.share) == (2.0, None)  # nats, where the user names them
+    assert resolve(RunConfig.create(top=5, decode="visited"), Template(3)).keep.share is None
+    assert resolve(RunConfig.create(top=5, method="product-search"), Template(3)).keep.share is None
+
+
+def test_the_share_sets_the_margin_from_the_range():
+    ranked = torch.tensor([-1.0, -2.0, -5.0])
+    assert _margin(Keep(5, "diverse", None, 0.5), ranked) == 2.0
+    assert _margin(Keep(5, "diverse", 3.0, None), ranked) == 3.0
+    assert _margin(Keep(5, "diverse"), ranked) == DIVERSE_MARGIN
 
 
 def test_a_one_pass_method_spends_its_budget(infiller):

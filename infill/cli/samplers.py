@@ -65,11 +65,11 @@ def _row(name: str, group: str, options: dict, summary: str) -> dict:
 
 def _auto() -> str:
     """``auto`` in words, from the constants that resolve it."""
-    from ..pipeline.config import AUTO_BUDGET_PER_BLANK, AUTO_CHAIN_BLANKS, AUTO_ORDER, AUTO_TARGET, _auto_top
+    from ..pipeline.config import AUTO_BUDGET_PER_BLANK, AUTO_TARGET, auto_rule
 
     return (
         f"picks its run by the number of blank tokens: on one, a single pass of the masked LM; with --top "
-        f"{_auto_top()}; without --top chains up to {AUTO_CHAIN_BLANKS} and {AUTO_ORDER} draws above; with "
+        f"{auto_rule()}; with "
         f"--include chains. On more than one blank token its target is {AUTO_TARGET}; its budget is "
         f"{AUTO_BUDGET_PER_BLANK} encoder sequences per blank token unless --budget."
     )

@@ -260,14 +260,7 @@ class MaskedLMEnergy:
         template_key, read_at, rows = host[:, :1], host[:, 1 : 1 + s], host[:, 1 + s :]  # one copy to the host a read
         keys = self.cache.keys(template_key.repeat_interleave(s), read_at.flatten(), rows.repeat_interleave(s, 0))
         found = self.cache.find(keys)
-        wanted: dict[bytes, dict[int, list[int]]] = {}  # a sequence (template, row) -> slot -> outputs
-        first: dict[bytes, int] = {}  # a sequence -> the first row holding it
-        if min(found) < 0:
-            sequences, slots = as_bytes(torch.cat([template_key, rows], 1)), read_at.flatten().tolist()
-            for o, row in enumerate(found):
-                if row < 0:
-                    first.setdefault(sequences[o // s], o // s)
-                    wanted.setdefault(sequences[o // s], {}).setdefault(slots[o], []).append(o)
+        wanted, first = _missing(found, torch.cat([template_key, rows], 1), read_at, s)
         self.cache_hits += n - len(wanted)
         held = len(set(found)) - (min(found) < 0) + sum(map(len, wanted.values()))
         pooled = held <= self.cache.capacity(self.num_categories)
@@ -281,14 +274,7 @@ class MaskedLMEnergy:
         for start in range(0, len(sequences), self.pass_sequences):
             part = sequences[start : start + self.pass_sequences]
             logits = self._forward(x_idx, masked, template, [first[q] for q in part], [wanted[q] for q in part])
-            width = logits.shape[0] // len(part)
-            entries: list[Optional[bytes]] = [None] * len(logits)  # the key of each row of logits (None: padding)
-            source, target = [], []
-            for q, sequence in enumerate(part):
-                for c, outputs in enumerate(wanted[sequence].values()):
-                    entries[q * width + c] = keys[outputs[0]]
-                    source += [q * width + c] * len(outputs)
-                    target += outputs
+            entries, source, target = _placement([wanted[q] for q in part], keys, len(logits))
             placed = self.cache.put(entries, logits)
             if source == target == list(range(n * s)):  # one pass read every output, in order
                 return logits.view(n, s, -1)
@@ -327,3 +313,31 @@ class MaskedLMEnergy:
 def _is_one_hot(x: Tensor) -> bool:
     """Whether every row of ``x (B, d, K)`` is a one-hot vector (a state, not a relaxation)."""
     return bool(((x == 0) | (x == 1)).all() and (x.sum(-1) == 1).all())
+
+
+def _missing(found: list[int], sequences: Tensor, read_at: Tensor, s: int) -> tuple[dict, dict]:
+    """The outputs the cache lacks (``found`` below 0; ``s`` outputs a row), grouped: a sequence (the row's
+    template key and tokens, ``sequences``) -> slot -> its outputs, and a sequence -> the first row holding it."""
+    wanted: dict[bytes, dict[int, list[int]]] = {}
+    first: dict[bytes, int] = {}
+    if min(found) < 0:
+        keys, slots = as_bytes(sequences), read_at.flatten().tolist()
+        for o, row in enumerate(found):
+            if row < 0:
+                first.setdefault(keys[o // s], o // s)
+                wanted.setdefault(keys[o // s], {}).setdefault(slots[o], []).append(o)
+    return wanted, first
+
+
+def _placement(wanted: list[dict[int, list[int]]], keys: list, rows: int) -> tuple[list, list[int], list[int]]:
+    """Where a pass's ``rows`` logits go, its sequences' ``wanted`` slots in order, each padded to one width: the
+    cache key of each row (None: padding), and the (row, output) pairs it fills."""
+    width = rows // len(wanted)
+    entries: list[Optional[bytes]] = [None] * rows
+    source, target = [], []
+    for q, slots in enumerate(wanted):
+        for c, outputs in enumerate(slots.values()):
+            entries[q * width + c] = keys[outputs[0]]
+            source += [q * width + c] * len(outputs)
+            target += outputs
+    return entries, source, target

@@ -10,8 +10,9 @@ among the best: the terms the cache of conditionals holds bound a candidate's PL
 at most 0), so one bounded below the ``top``-th PLL found is left unscored (NaN). ``top`` keeps the best
 distinct ones (ties to the smaller category indices, so the choice never depends on the chains' order), with
 ``decode="diverse"`` chosen by :func:`spread` among the :data:`DIVERSE_POOL` x ``top`` best (every candidate
-where the run names a ``diversity``). With chains in a lower precision the :data:`FINALISTS` x ``top`` best are
-re-scored in float32 and ranked by it. With include words, a filling that lacks one is never chosen.
+where the run names a ``diversity``) at the plan's diversity: nats, or a share of those candidates' range. With
+chains in a lower precision the :data:`FINALISTS` x ``top`` best are re-scored in float32 and ranked by it. With
+include words, a filling that lacks one is never chosen.
 """
 
 from __future__ import annotations
@@ -132,13 +133,21 @@ def pick(
         ranked, by = torch.sort(plls_of(batch.float32, unique[best]), descending=True, stable=True)
         best = best[by]
     if keep.decode == "diverse" and len(best):
-        margin = DIVERSE_MARGIN if keep.diversity is None else keep.diversity
         rows = unique[best[:pool]]
+        margin = _margin(keep, ranked[:pool])
         kept = spread(rows, ranked[:pool], keep.top, margin, None if avoid is None else ~avoid.of(rows))
         best, ranked = best[:pool][kept], ranked[:pool][kept]
     if batch.float32 is not None and batch.target is batch.energy:
         exact = ranked[: keep.top]
     return best[: keep.top], exact
+
+
+def _margin(keep, ranked: Tensor) -> float:
+    """How far below the best one left a candidate is comparable: the ``diversity`` named, or ``share`` of the
+    range of the candidates ``ranked`` (best first), or :data:`DIVERSE_MARGIN`."""
+    if keep.diversity is not None:
+        return keep.diversity
+    return DIVERSE_MARGIN if keep.share is None else keep.share * float(ranked[0] - ranked[-1])
 
 
 def _every_chain(batch, rows: Tensor, values: Tensor, include: Optional[Include], bar) -> Chosen:

@@ -40,9 +40,6 @@ AUTO = "auto"
 LM's best one-pass order re-ranked by PLL at equal encoder sequences, on a check half of templates not tuned on
 (``eval/default-minilm``, ``eval/particles-minilm``); its compute is ``budget`` (default
 :data:`AUTO_BUDGET_PER_BLANK` x ``d``)."""
-AUTO_CHAIN_BLANKS = 4
-"""``auto`` runs the product search (with ``top``) or chains (without) on templates of up to this many blank tokens,
-and particles (with ``top``) or draws in one pass (without) above it."""
 AUTO_CHAINS = {"method": "gibbs", "num_samples": 50, "init": "confident-first", "steps": 100}
 """``auto``'s chains: random-scan Gibbs from confident-first draws, stepping until the budget is spent; its
 default chains and most steps (``num_samples`` and ``steps`` override them)."""
@@ -54,15 +51,19 @@ repeated content words at as high a plain PLL (``eval/reader-minilm``)."""
 AUTO_PARTICLES = {"method": "smc", "options": {"tilt": 2.0}}
 """``auto``'s particles: through the confident-first order weighted toward the target
 (:mod:`infill.samplers.particles`), every particle and move a candidate."""
-AUTO_TOP = ((2, SEARCH, 0.5), (3, "chains", None), (4, SEARCH, 3.0), (7, "smc", 12.0), (None, "smc", 40.0))
-"""``(most blank tokens, run, diversity)``: what ``auto`` runs with ``top`` (and no terms) on more than one blank
-token, and the ``--diversity`` at which it keeps the fillings: the product search
-(:mod:`infill.samplers.product_search`), :data:`AUTO_CHAINS` or :data:`AUTO_PARTICLES`, whichever beat the one-pass
-orders on the check half, the diversity chosen on the tuning half so that the kept fillings are about as diverse as
-the best order's (``eval/reader-minilm``, ``eval/particles-minilm``); None: any more blank tokens, and the chains'
-default diversity."""
+AUTO_SEARCH_VALUES = 3.0
+"""``auto``'s one rule on more than one blank token (and no terms): the product search with ``top`` (chains
+without) while the budget buys its first product of this many tokens a blank (``d * v ** (d - 1)`` encoder
+sequences within the search's first share, :data:`infill.samplers.product_search.EXPLORE`), :data:`AUTO_PARTICLES`
+with ``top`` (:data:`AUTO_ORDER`'s draws without) above. Chosen on the calibration suite's tuning half, 2-16 blank
+tokens, 3 seeds, on the dev MLM (``eval/auto-rule-minilm``)."""
+AUTO_SPREAD = 0.3
+"""``auto`` keeps the search's or the particles' fillings spread (``decode="diverse"``) at this share of the PLL
+range of the best :data:`~infill.pipeline.choose.DIVERSE_POOL` x ``top`` candidates, not at nats of its own: a
+range the run sees, whatever the model, the tokenizer or the blanks. Chosen with :data:`AUTO_SEARCH_VALUES`."""
 AUTO_ORDER = "confident-first"
-"""``auto``'s one-pass order above :data:`AUTO_CHAIN_BLANKS` blank tokens without ``top`` (every draw a sample)."""
+"""``auto``'s one-pass order without ``top`` where the product search's rule (:data:`AUTO_SEARCH_VALUES`) gives
+up (every draw a sample)."""
 AUTO_BUDGET_PER_BLANK = 100
 """``auto``'s default budget: encoder sequences per blank token."""
 MAX_DRAWS = 1 << 20
@@ -72,12 +73,12 @@ MAX_BUDGET = MAX_DRAWS
 so no budget accepted buys more than :data:`MAX_DRAWS` draws."""
 
 
-def _auto_top() -> str:
-    """:data:`AUTO_TOP` in words, for the help."""
-    runs = {SEARCH: "the product search", "chains": "chains", "smc": "particles"}
-    return ", ".join(
-        f"{runs[run]}{f' (diversity {value:g})' if value else ''} " + (f"up to {most}" if most else "above")
-        for most, run, value in AUTO_TOP
+def auto_rule() -> str:
+    """:data:`AUTO_SEARCH_VALUES` in words, for the help."""
+    return (
+        f"with --top the product search while the budget buys a first product of {AUTO_SEARCH_VALUES:g} tokens a "
+        f"blank, particles above, both kept spread at {AUTO_SPREAD:g} of the best candidates' PLL range; without "
+        f"--top chains, then {AUTO_ORDER} draws"
     )
 
 
@@ -131,8 +132,7 @@ class RunConfig:
     method: str = field(
         default=AUTO,
         metadata={
-            "help": f"{AUTO} (with --top by blank tokens: {_auto_top()}; without --top chains up to "
-            f"{AUTO_CHAIN_BLANKS} and one-pass draws above; with --include chains; it sets its own target, chains, "
+            "help": f"{AUTO} ({auto_rule()}; with --include chains; it sets its own target, chains, "
             "steps and budget), a sampler (see `infill samplers`) or a baseline: independent, "
             "left-to-right, argmax, confident-first, random-order, smc, product-search",
             "flag": "--sampler",

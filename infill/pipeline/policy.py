@@ -17,12 +17,12 @@ from ..errors import InfillError
 from .config import (
     AUTO,
     AUTO_BUDGET_PER_BLANK,
-    AUTO_CHAIN_BLANKS,
     AUTO_CHAINS,
     AUTO_ORDER,
     AUTO_PARTICLES,
+    AUTO_SEARCH_VALUES,
+    AUTO_SPREAD,
     AUTO_TARGET,
-    AUTO_TOP,
     SAMPLES,
     SEARCH,
     STEPS,
@@ -37,11 +37,13 @@ chains over token blanks, the span sampler's chains over word blanks."""
 @dataclass(frozen=True)
 class Keep:
     """What choosing keeps: the ``top`` best distinct fillings (None: every chain's final state, or every draw),
-    taken as ``decode`` says, spread at ``diversity`` nats where it is ``diverse``."""
+    taken as ``decode`` says, spread where it is ``diverse`` at ``diversity`` nats or at ``share`` of the PLL
+    range of the candidates chosen among (:data:`~.config.AUTO_SPREAD`)."""
 
     top: Optional[int] = None
     decode: Optional[str] = None
     diversity: Optional[float] = None
+    share: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ def resolve(config: RunConfig, template, constrained: bool = False, lower_precis
     sampler = make_sampler(resolved)
     if sampler is None:
         kind = {SEARCH: "search", AUTO_PARTICLES["method"]: "particles"}.get(resolved.method, "one-pass")
-        return _plan(kind, resolved, spend=Spend(resolved.budget))
+        spread = config.method == AUTO and kind != "one-pass" and resolved.diversity is None
+        return _plan(kind, resolved, spend=Spend(resolved.budget), share=AUTO_SPREAD if spread else None)
     sampler.check_variables(d)
     float32 = _float32_cost(resolved, d, constrained) if lower_precision else 0
     least = least_budget(resolved, d) + float32
@@ -111,9 +114,12 @@ def _float32_cost(config: RunConfig, d: int, constrained: bool) -> int:
     return 0 if config.top is None else d * FINALISTS * config.top * (DIVERSE_POOL if config.decode == "diverse" else 1)
 
 
-def _plan(kind: str, resolved: RunConfig, sampler: Any = None, spend: Spend = Spend()) -> Plan:
-    """``resolved`` split into the method's settings, what choosing keeps and the budget ``spend``."""
-    keep = Keep(resolved.top, resolved.decode, resolved.diversity)
+def _plan(
+    kind: str, resolved: RunConfig, sampler: Any = None, spend: Spend = Spend(), share: Optional[float] = None
+) -> Plan:
+    """``resolved`` split into the method's settings, what choosing keeps (spread at ``share`` of the
+    candidates' range where it is given) and the budget ``spend``."""
+    keep = Keep(resolved.top, resolved.decode, resolved.diversity, share if resolved.decode == "diverse" else None)
     return Plan(kind, replace(resolved, top=None, budget=None), keep, spend, sampler)
 
 
@@ -170,10 +176,11 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
 
 
 def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
-    """``auto`` on ``d > 1`` blank tokens, on the :data:`AUTO_TARGET` (unless ``target`` is named): with terms, or up
-    to :data:`AUTO_CHAIN_BLANKS` blank tokens without ``top``, chains; with ``top`` what :data:`AUTO_TOP` names for
-    ``d`` (the product search, chains or particles), its fillings kept for quality and diversity at its diversity;
-    above :data:`AUTO_CHAIN_BLANKS` without ``top`` one-pass draws (every draw a sample, as many as asked)."""
+    """``auto`` on ``d > 1`` blank tokens, on the :data:`AUTO_TARGET` (unless ``target`` is named), by one rule
+    (:func:`searchable`): with terms chains; while the product search's first product fits, the search with
+    ``top`` and chains without; above, particles with ``top`` and one-pass draws without (every draw a sample, as
+    many as asked). The search's and the particles' fillings are kept for quality and diversity at
+    :data:`AUTO_SPREAD` (:func:`resolve`), unless ``diversity`` is named."""
     auto, config = (
         config,
         replace(
@@ -185,8 +192,8 @@ def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
             target=config.target or AUTO_TARGET,
         ),
     )
-    run, diversity = next((run, value) for most, run, value in AUTO_TOP if most is None or d <= most)
-    if constrained or (auto.top is not None and run == "chains") or (d <= AUTO_CHAIN_BLANKS and auto.top is None):
+    search = searchable(d, config.budget)
+    if constrained or (search and auto.top is None):
         return replace(config, method=AUTO_CHAINS["method"], decode=auto.decode or "diverse")
     if auto.top is None:
         return replace(
@@ -195,15 +202,19 @@ def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
             budget=auto.budget,
             decode=auto.decode or ("diverse" if auto.diversity is not None else "visited"),
         )
-    decode = auto.decode or "diverse"
-    options = AUTO_PARTICLES["options"] if run == AUTO_PARTICLES["method"] else {}
-    return replace(
-        config,
-        method=run,
-        options=options,
-        decode=decode,
-        diversity=auto.diversity if auto.diversity is not None or decode != "diverse" else diversity,
-    )
+    method = SEARCH if search else AUTO_PARTICLES["method"]
+    options = {} if search else AUTO_PARTICLES["options"]
+    return replace(config, method=method, options=options, decode=auto.decode or "diverse")
+
+
+def searchable(d: int, budget: int) -> bool:
+    """``auto``'s rule: whether ``budget`` encoder sequences buy the product search's first product of
+    :data:`AUTO_SEARCH_VALUES` tokens for each of ``d`` blanks (``d * v ** (d - 1)`` sequences) within the share
+    the search gives it. As ``d`` grows at a fixed budget, or at a fixed budget per blank, the product outgrows
+    it: once false, false for every larger ``d``."""
+    from ..samplers.product_search import EXPLORE
+
+    return d * AUTO_SEARCH_VALUES ** (d - 1) <= EXPLORE * (budget - 1)
 
 
 def for_words(config: RunConfig) -> RunConfig:
