@@ -113,10 +113,12 @@ def bare_rate(infiller, templates: list[str], sequences: int = 2000) -> float:
     """Sequences per second of the bare model on ``templates``' all-masked sequences, ``sequences`` of them in
     passes as large as the energies' (one length a pass, the head only at the blanks): what a method that spends
     ``n`` sequences a template can reach at most is this over ``n``."""
+    from infill.pipeline import engine
+
     pass_, pairs = all_masked(infiller, templates)
     pairs = (pairs * (sequences // len(pairs) + 1))[:sequences]
     start = time.perf_counter()
-    pass_(pairs, infiller._pass_rows())
+    pass_(pairs, engine.pass_rows(infiller))
     return len(pairs) / (time.perf_counter() - start)
 
 

@@ -5,7 +5,7 @@ A run goes through three stages, as the Hugging Face fill-mask pipeline does, wh
 1. :func:`~.prepare.prepare` (the tokenizer only, no model): parse the templates, build the categories a blank
    may take, resolve each template's plan once (:mod:`~infill.pipeline.policy`: ``auto``, the budget, the
    sampler, what choosing keeps); the CLI calls it before it loads the model;
-2. :meth:`Infiller.run_batch`, one template's plan run by its kind's module (:mod:`~infill.pipeline.runs`), its
+2. :func:`~.engine.run_batch`, one template's plan run by its kind's module (:mod:`~infill.pipeline.runs`), its
    chains or draws one batch -> a :class:`~infill.pipeline.postprocess.Batch`;
 3. :func:`infill.pipeline.postprocess.postprocess`: candidates (for token blanks one deduplication on tensors,
    energies only where missing), ``top``, marginals, text.
@@ -17,36 +17,23 @@ forward pass, and each copy again for a backward pass (see :class:`~infill.energ
 from __future__ import annotations
 
 import copy
-import functools
-import secrets
-import sys
-import time
 from typing import Callable, Iterator, Optional, Sequence, Union
 
 import torch
 from torch import Tensor, nn
 
 from ..constraints import check_change, source_categories
-from ..energies.budget import BudgetSpent, Meter
-from ..energies.conditionals import CACHE_MIB, ConditionalCache
-from ..energies.masked_lm import PASS_SEQUENCES, MaskedLMEnergy
+from ..energies.conditionals import CACHE_MIB
 from ..errors import InfillError, positive_integer
-from ..lm import default_model, models, packed, scoring
-from ..lm.models import category_head
-from ..text.blanks import quote
+from ..lm import default_model, models, scoring
 from ..text.template import Template, parse
 from ..text.vocabulary import sampleable_token_ids
+from . import engine
 from .config import AUTO, REWRITE_SAMPLER, RunConfig
-from .policy import Plan
-from .postprocess import Batch, postprocess
 from .prepare import Prepared, prepare
 from .results import InfillResult
 from .rewrite import in_source_words, rewrite_template
-from .runs import Context, execute
 
-PACK = 256
-"""Templates whose first passes share encoder passes (:meth:`Infiller._first_passes`): more find more of one
-length; their logits are held until their runs."""
 OnStep = Callable[[int, int], None]
 """``on_step(done, total)``, called after every sampler step of a run; an exception raised in it ends the run."""
 
@@ -116,9 +103,10 @@ class Infiller:
 
     def prepare(self, templates: Sequence[str], config: RunConfig, constrained: bool = False) -> Prepared:
         """:func:`prepare` with this model's tokenizer and the chains' precision."""
-        return prepare(templates, config, self.tokenizer, self.max_length, constrained, self._lower_precision())
+        return prepare(templates, config, self.tokenizer, self.max_length, constrained, self.lower_precision())
 
-    def _lower_precision(self) -> bool:
+    def lower_precision(self) -> bool:
+        """Whether chains run in a lower precision than the model's float32."""
         return self.chain_model is not self.model
 
     def sample(
@@ -243,166 +231,10 @@ class Infiller:
         rewrite: Optional[tuple[Tensor, float]] = None,
     ) -> Iterator[tuple[int, InfillResult]]:
         """Fill every template as ``config`` says (or run what :meth:`prepare` returned), yielding
-        ``(index, result)`` in the templates' order. Each template is a run of its own, all its chains one
-        batch, drawing from its own generator seeded with the request's seed, with its own cache and budget.
-        Runs share their first encoder pass, with the floats each gets alone, :data:`PACK` templates at a time
-        (:meth:`_first_passes`); then each runs alone, in order. A template gets the same samples whatever it is
-        requested with (exactly :meth:`sample`'s). ``rewrite`` is ``(source, change)`` of :meth:`rewrite`."""
+        ``(index, result)`` in the templates' order (:func:`~.engine.stream`). Each template is a run of its own,
+        all its chains one batch, drawing from its own generator seeded with the request's seed, with its own
+        cache and budget; runs share their first encoder pass, with the floats each gets alone. A template gets
+        the same samples whatever it is requested with (exactly :meth:`sample`'s). ``rewrite`` is ``(source,
+        change)`` of :meth:`rewrite`."""
         prepared = templates if isinstance(templates, Prepared) else self.prepare(templates, config)
-        prepared = prepared.resolved(bool(terms) or rewrite is not None, self._lower_precision())
-        config = prepared.config
-        if terms and config.is_baseline:
-            raise InfillError(
-                f"{config.method} draws from the masked LM alone and cannot see terms: use auto or an MCMC sampler"
-            )
-        seed = secrets.randbits(32) if config.seed is None else config.seed
-        total = sum(plan.steps for plan in prepared.plans)
-        taken = iter(range(1, total + 1))
-        from tqdm.auto import tqdm
-
-        with tqdm(
-            total=total,
-            disable=not progress,
-            delay=2,
-            file=sys.stderr,
-            unit="step",
-            desc=f"infill {config.method}",
-            leave=False,
-        ) as bar:
-
-            def stepped(*_):
-                bar.update()
-                if on_step is not None:
-                    on_step(next(taken), total)
-
-            fill = functools.partial(self._fill, prepared, seed, stepped, terms, rewrite, bar)
-            for window in self._first_passes(prepared, rewrite is None):
-                for index, first in window:
-                    yield index, fill(index, first)
-
-    def _fill(
-        self,
-        prepared: Prepared,
-        seed: int,
-        stepped: Callable,
-        terms: Sequence[tuple],
-        rewrite: Optional[tuple[Tensor, float]],
-        bar,
-        index: int,
-        first: Optional[Tensor],
-    ) -> InfillResult:
-        """Template ``index``'s result: its run (:meth:`run_batch`) from a generator seeded with ``seed``, then
-        its fillings chosen (:func:`~.postprocess.postprocess`)."""
-        generator = torch.Generator(self.device).manual_seed(seed)
-        batch = self.run_batch(prepared, index, generator, stepped, terms, rewrite, first)
-        try:
-            return postprocess(batch, self.tokenizer, self.model_name, seed, bar)
-        except BudgetSpent:
-            raise InfillError(
-                f"the budget of {batch.plan.spend.limit} encoder sequences ran out while choosing "
-                f"the fillings of {quote(batch.template.text)}: raise --budget"
-            ) from None
-
-    def run_batch(
-        self,
-        prepared: Prepared,
-        index: int,
-        generator: torch.Generator,
-        callback: Optional[Callable] = None,
-        terms: Sequence[tuple] = (),
-        rewrite: Optional[tuple[Tensor, float]] = None,
-        first: Optional[Tensor] = None,
-    ) -> Batch:
-        """Stage 2 for template ``index``: its plan run by its kind's module (:mod:`~infill.pipeline.runs`);
-        ``callback(t, state, info)`` after every step. A budget caps the encoder sequences through a
-        :class:`~infill.energies.budget.Meter` shared by the run's energies. ``first``: the template's
-        all-masked logits from a shared pass (:meth:`_first_passes`), which its energy takes as its first."""
-        template, plan = prepared.templates[index], prepared.plans[index]
-        meter = Meter(plan.spend.limit)
-        context = Context(
-            template=template,
-            prepared=prepared,
-            model=self.model,
-            chain_model=self.chain_model,
-            tokenizer=self.tokenizer,
-            energy=functools.partial(self._energy, template=template, prepared=prepared, meter=meter, plan=plan),
-            meter=meter,
-            generator=generator,
-            callback=callback,
-            terms=terms,
-            rewrite=rewrite,
-            start=time.perf_counter(),
-            first=first,
-        )
-        return execute(plan, context)
-
-    def _first_passes(self, prepared: Prepared, drawn_starts: bool) -> Iterator[list[tuple[int, Optional[Tensor]]]]:
-        """Windows of :data:`PACK` templates, each template's index with its all-masked logits ``(d, K)`` (None
-        where it takes none), computed for the window in shared passes (:func:`infill.lm.packed.all_masked_logits`):
-        for token blanks whose run reads that sequence first: the one-pass methods, and chains from drawn starts
-        (``drawn_starts``: not rewrite's)."""
-        for start in range(0, len(prepared.templates), PACK):
-            window = range(start, min(start + PACK, len(prepared.templates)))
-            models_of = {
-                index: self._first_model(prepared.templates[index], prepared.plans[index], drawn_starts)
-                for index in window
-            }
-            firsts: dict[int, Tensor] = {}
-            for model in {id(m): m for m in models_of.values() if m is not None}.values():
-                head = category_head(model, prepared.categories.to(self.device))
-                at = [index for index in window if models_of[index] is model]
-                if head is None:
-                    continue
-                logits = packed.all_masked_logits(
-                    model,
-                    head,
-                    [
-                        (
-                            prepared.templates[i].input_ids.to(self.device),
-                            prepared.templates[i].blank_positions.to(self.device),
-                        )
-                        for i in at
-                    ],
-                    self.tokenizer.mask_token_id,
-                    self._pass_rows(),
-                )
-                firsts.update(zip(at, logits))
-            yield [(index, firsts.get(index)) for index in window]
-
-    def _first_model(self, template: Template, plan: Plan, drawn_starts: bool) -> Optional[nn.Module]:
-        """The model whose all-masked pass ``plan`` reads first on ``template`` (None: it reads none first)."""
-        if not template.fixed or self.cache_mib == 0:
-            return None
-        if plan.kind != "chains":
-            return self.model
-        return self.chain_model if drawn_starts and plan.config.init != "uniform" else None
-
-    def _pass_rows(self) -> int:
-        """Sequences a shared pass holds at most: as the energies' passes without gradient."""
-        return min(PASS_SEQUENCES.get(self.device.type, PASS_SEQUENCES["cuda"]), self.chunk_size or 1 << 62)
-
-    def _energy(
-        self,
-        model: nn.Module,
-        first: Optional[Tensor] = None,
-        *,
-        template: Template,
-        prepared: Prepared,
-        meter: Meter,
-        plan: Plan,
-    ) -> MaskedLMEnergy:
-        """The PLL energy of ``template`` on ``model`` charged to ``meter``, taking ``first`` as its first pass."""
-        energy = MaskedLMEnergy(
-            model,
-            template.input_ids,
-            template.blank_positions,
-            prepared.categories,
-            self.tokenizer.mask_token_id,
-            self.chunk_size,
-            ConditionalCache(self.cache_mib << 20),
-            meter,
-            plan.config.mask_repeats,
-        )
-        if first is not None:
-            energy.take_pass(first)
-        return energy
+        yield from engine.stream(self, prepared, progress, on_step, terms, rewrite)
