@@ -6,7 +6,14 @@ import torch
 from infill import Infiller
 from infill.errors import InfillError
 from infill.pipeline.choose import DIVERSE_MARGIN, _margin, spread
-from infill.pipeline.config import AUTO_BUDGET_PER_BLANK, AUTO_ORDER, AUTO_SPREAD, MAX_BUDGET, RunConfig
+from infill.pipeline.config import (
+    AUTO_BUDGET_PER_BLANK,
+    AUTO_ORDER,
+    AUTO_PARTICLE_POOL,
+    AUTO_SPREAD,
+    MAX_BUDGET,
+    RunConfig,
+)
 from infill.pipeline.policy import Keep, for_blanks, for_words, resolve, searchable
 from infill.samplers.base import Trace
 
@@ -22,7 +29,7 @@ def infiller(tiny_model_dir):
 def test_auto_resolves_by_the_number_of_blanks():
     config = RunConfig.create(top=5)
     assert config.method == "auto" and config.num_samples is None and config.decode is None
-    for d in (2, 3, 4):  # the first product of 3 tokens a blank fits up to 4 blank tokens at 100 a blank
+    for d in (2, 3):  # the first product of 4 tokens a blank fits up to 3 blank tokens at 100 a blank
         search = for_blanks(config, d)
         assert (search.method, search.decode, search.target) == ("product-search", "diverse", "repeat-masked")
         assert search.budget == AUTO_BUDGET_PER_BLANK * d and search.diversity is None
@@ -35,6 +42,7 @@ def test_auto_resolves_by_the_number_of_blanks():
     )
     assert chains.target == "repeat-masked" and for_blanks(RunConfig.create(target="pll"), 2).target == "pll"
     assert for_blanks(RunConfig.create(top=5, include=("cat",)), 3, constrained=True).method == "gibbs"
+    assert for_blanks(config, 4).method == "smc"
     particles = for_blanks(config, 6)
     assert (particles.method, particles.options, particles.decode) == ("smc", {"tilt": 2.0}, "diverse")
     assert particles.target == "repeat-masked" and particles.diversity is None
@@ -50,8 +58,8 @@ def test_auto_resolves_by_the_number_of_blanks():
     assert (words.num_samples, words.steps) == (25, 12)
 
 
-LADDER = {"search": 0, "particles": 1, "chains": 0, "one-pass": 1}
-"""The rule's kinds in the order it takes them as the blanks grow: with top, then without."""
+LADDER = {5: ("search", "particles"), None: ("chains", "one-pass")}
+"""The rule's kinds in the order it takes them as the blanks grow, with ``top`` and without."""
 
 
 @pytest.mark.parametrize("top", [5, None])
@@ -69,11 +77,11 @@ def test_auto_never_goes_back_as_the_blanks_grow(top, budget):
         if budget is None:
             plan = resolve(RunConfig.create(top=top, include=("cat",)), template, constrained=True)
             assert plan.kind == "chains"
-    ranks = [LADDER[k] for k in kinds]
+    ranks = [LADDER[top].index(k) for k in kinds]
     assert len(ranks) >= 2 and ranks == sorted(ranks), kinds
     assert kinds[0] == ("search" if top else "chains")
-    if budget is None:
-        assert kinds[2:4] == (["search", "particles"] if top else ["chains", "one-pass"])
+    if budget is None:  # with top the search up to 3 blank tokens; without, chains up to 4
+        assert kinds[1:3] == ["search", "particles"] if top else kinds[2:4] == ["chains", "one-pass"]
 
 
 class Template:
@@ -86,15 +94,16 @@ class Template:
 
 
 def test_the_rule_is_read_from_the_budget():
-    assert searchable(4, 400) and not searchable(5, 500)  # 4 x 27 <= 199.5 < 5 x 81
-    assert searchable(5, 1000) and not searchable(6, 1000)  # a larger budget buys the search more blanks
-    assert resolve(RunConfig.create(top=5, budget=1000), Template(5)).kind == "search"
+    assert searchable(3, 300) and not searchable(4, 400)  # 3 x 16 <= 149.5 < 4 x 64 > 199.5
+    assert searchable(4, 1000) and not searchable(5, 1000)  # a larger budget buys the search more blanks
+    assert resolve(RunConfig.create(top=5, budget=1000), Template(4)).kind == "search"
 
 
 def test_auto_keeps_a_share_of_the_candidates_range():
     keep = resolve(RunConfig.create(top=5), Template(3)).keep
-    assert (keep.decode, keep.diversity, keep.share) == ("diverse", None, AUTO_SPREAD)
-    assert resolve(RunConfig.create(top=5), Template(9)).keep.share == AUTO_SPREAD
+    assert (keep.decode, keep.diversity, keep.share, keep.among) == ("diverse", None, AUTO_SPREAD, None)
+    particles = resolve(RunConfig.create(top=5), Template(9)).keep
+    assert (particles.share, particles.among) == (AUTO_SPREAD, AUTO_PARTICLE_POOL)
     named = resolve(RunConfig.create(top=5, diversity=2.0), Template(3)).keep
     assert (named.diversity, named.share) == (2.0, None)  # nats, where the user names them
     assert resolve(RunConfig.create(top=5, decode="visited"), Template(3)).keep.share is None

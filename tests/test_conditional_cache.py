@@ -183,7 +183,8 @@ def test_top_skips_only_candidates_that_cannot_be_among_the_best(bert_tokenizer,
 
     infiller = Infiller(tiny_bert(init=0.5), tokenizer=bert_tokenizer)
     template = "the [MASK] sat on the [MASK] by the [MASK] ."
-    pruned = infiller.sample(template, num_samples=8, steps=10, top=4, seed=1)
+    chains = {"sampler": "gibbs", "init": "confident-first", "target": "repeat-masked", "decode": "diverse"}
+    pruned = infiller.sample(template, num_samples=8, steps=10, top=4, seed=1, budget=300, **chains)
     monkeypatch.setattr(
         choose,
         "_fill_top",
@@ -191,7 +192,7 @@ def test_top_skips_only_candidates_that_cannot_be_among_the_best(bert_tokenizer,
             energy, rows, values, bar, energy.category_ids.device
         ),
     )
-    full = infiller.sample(template, num_samples=8, steps=10, top=4, seed=1)
+    full = infiller.sample(template, num_samples=8, steps=10, top=4, seed=1, budget=300, **chains)
     assert pruned.texts == full.texts
     np.testing.assert_allclose([s.energy for s in pruned.samples], [s.energy for s in full.samples], atol=1e-5)
     assert pruned.diagnostics.encoder_sequences < full.diagnostics.encoder_sequences

@@ -167,7 +167,7 @@ def _every_chain(batch, rows: Tensor, values: Tensor, include: Optional[Include]
 def _pool(keep, distinct_rows: int, float32: bool) -> int:
     """How many of the best candidates ``top`` chooses among under ``keep`` (a plan's
     :class:`~.policy.Keep`; every one where a ``diversity`` is named and the chains ran in float32)."""
-    pool = keep.top * (DIVERSE_POOL if keep.decode == "diverse" else 1)
+    pool = keep.top * ((keep.among or DIVERSE_POOL) if keep.decode == "diverse" else 1)
     return max(pool, distinct_rows) if keep.diversity is not None and float32 else pool
 
 

@@ -51,19 +51,25 @@ repeated content words at as high a plain PLL (``eval/reader-minilm``)."""
 AUTO_PARTICLES = {"method": "smc", "options": {"tilt": 2.0}}
 """``auto``'s particles: through the confident-first order weighted toward the target
 (:mod:`infill.samplers.particles`), every particle and move a candidate."""
-AUTO_SEARCH_VALUES = 3.0
-"""``auto``'s one rule on more than one blank token (and no terms): the product search with ``top`` (chains
-without) while the budget buys its first product of this many tokens a blank (``d * v ** (d - 1)`` encoder
-sequences within the search's first share, :data:`infill.samplers.product_search.EXPLORE`), :data:`AUTO_PARTICLES`
-with ``top`` (:data:`AUTO_ORDER`'s draws without) above. Chosen on the calibration suite's tuning half, 2-16 blank
-tokens, 3 seeds, on the dev MLM (``eval/auto-rule-minilm``)."""
-AUTO_SPREAD = 0.3
-"""``auto`` keeps the search's or the particles' fillings spread (``decode="diverse"``) at this share of the PLL
-range of the best :data:`~infill.pipeline.choose.DIVERSE_POOL` x ``top`` candidates, not at nats of its own: a
-range the run sees, whatever the model, the tokenizer or the blanks. Chosen with :data:`AUTO_SEARCH_VALUES`."""
+AUTO_SEARCH_VALUES = 4.0
+"""``auto``'s rule with ``top`` on more than one blank token (and no terms): the product search while the budget
+buys its first product of this many tokens a blank (``d * v ** (d - 1)`` encoder sequences within the search's
+first share, :data:`infill.samplers.product_search.EXPLORE`), :data:`AUTO_PARTICLES` above. One of the rule's three
+constants, with :data:`AUTO_SPREAD` and :data:`AUTO_PARTICLE_POOL`: chosen together on the calibration suite's
+tuning half (2-16 blank tokens, 3 seeds, the dev MLM; ``eval/auto-rule-minilm``)."""
+AUTO_SPREAD = 0.4
+"""``auto`` with ``top`` keeps the search's or the particles' fillings spread (``decode="diverse"``) at this share
+of the PLL range of the candidates it chooses among, not at nats of its own: a range each run sees, whatever the
+model, the tokenizer or the blanks."""
+AUTO_PARTICLE_POOL = 20
+"""``auto`` keeps the particles' fillings among their ``AUTO_PARTICLE_POOL x top`` best (the search's among
+:data:`~infill.pipeline.choose.DIVERSE_POOL` x ``top``, as any diverse decoding): particles are drawn, each one
+likely, where most of a product's fillings are not."""
+AUTO_CHAIN_BLANKS = 4
+"""``auto`` without ``top`` (every chain's final state, or every draw, a sample): chains on templates of up to this
+many blank tokens, :data:`AUTO_ORDER`'s draws in one pass above (``eval/default-minilm``)."""
 AUTO_ORDER = "confident-first"
-"""``auto``'s one-pass order without ``top`` where the product search's rule (:data:`AUTO_SEARCH_VALUES`) gives
-up (every draw a sample)."""
+"""``auto``'s one-pass order above :data:`AUTO_CHAIN_BLANKS` blank tokens without ``top`` (every draw a sample)."""
 AUTO_BUDGET_PER_BLANK = 100
 """``auto``'s default budget: encoder sequences per blank token."""
 MAX_DRAWS = 1 << 20
@@ -78,7 +84,7 @@ def auto_rule() -> str:
     return (
         f"with --top the product search while the budget buys a first product of {AUTO_SEARCH_VALUES:g} tokens a "
         f"blank, particles above, both kept spread at {AUTO_SPREAD:g} of the best candidates' PLL range; without "
-        f"--top chains, then {AUTO_ORDER} draws"
+        f"--top chains up to {AUTO_CHAIN_BLANKS} blank tokens and {AUTO_ORDER} draws above"
     )
 
 

@@ -17,8 +17,10 @@ from ..errors import InfillError
 from .config import (
     AUTO,
     AUTO_BUDGET_PER_BLANK,
+    AUTO_CHAIN_BLANKS,
     AUTO_CHAINS,
     AUTO_ORDER,
+    AUTO_PARTICLE_POOL,
     AUTO_PARTICLES,
     AUTO_SEARCH_VALUES,
     AUTO_SPREAD,
@@ -37,13 +39,15 @@ chains over token blanks, the span sampler's chains over word blanks."""
 @dataclass(frozen=True)
 class Keep:
     """What choosing keeps: the ``top`` best distinct fillings (None: every chain's final state, or every draw),
-    taken as ``decode`` says, spread where it is ``diverse`` at ``diversity`` nats or at ``share`` of the PLL
-    range of the candidates chosen among (:data:`~.config.AUTO_SPREAD`)."""
+    taken as ``decode`` says; where it is ``diverse``, chosen among the best ``among`` x ``top`` candidates (None:
+    :data:`~.choose.DIVERSE_POOL`), spread at ``diversity`` nats or at ``share`` of their PLL range
+    (:data:`~.config.AUTO_SPREAD`)."""
 
     top: Optional[int] = None
     decode: Optional[str] = None
     diversity: Optional[float] = None
     share: Optional[float] = None
+    among: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,8 @@ def resolve(config: RunConfig, template, constrained: bool = False, lower_precis
     if sampler is None:
         kind = {SEARCH: "search", AUTO_PARTICLES["method"]: "particles"}.get(resolved.method, "one-pass")
         spread = config.method == AUTO and kind != "one-pass" and resolved.diversity is None
-        return _plan(kind, resolved, spend=Spend(resolved.budget), share=AUTO_SPREAD if spread else None)
+        among = AUTO_PARTICLE_POOL if spread and kind == "particles" else None
+        return _plan(kind, resolved, spend=Spend(resolved.budget), share=AUTO_SPREAD if spread else None, among=among)
     sampler.check_variables(d)
     float32 = _float32_cost(resolved, d, constrained) if lower_precision else 0
     least = least_budget(resolved, d) + float32
@@ -115,11 +120,19 @@ def _float32_cost(config: RunConfig, d: int, constrained: bool) -> int:
 
 
 def _plan(
-    kind: str, resolved: RunConfig, sampler: Any = None, spend: Spend = Spend(), share: Optional[float] = None
+    kind: str,
+    resolved: RunConfig,
+    sampler: Any = None,
+    spend: Spend = Spend(),
+    share: Optional[float] = None,
+    among: Optional[int] = None,
 ) -> Plan:
-    """``resolved`` split into the method's settings, what choosing keeps (spread at ``share`` of the
-    candidates' range where it is given) and the budget ``spend``."""
-    keep = Keep(resolved.top, resolved.decode, resolved.diversity, share if resolved.decode == "diverse" else None)
+    """``resolved`` split into the method's settings, what choosing keeps (among the best ``among`` x ``top``
+    candidates, spread at ``share`` of their range, where given) and the budget ``spend``."""
+    diverse = resolved.decode == "diverse"
+    keep = Keep(
+        resolved.top, resolved.decode, resolved.diversity, share if diverse else None, among if diverse else None
+    )
     return Plan(kind, replace(resolved, top=None, budget=None), keep, spend, sampler)
 
 
@@ -176,11 +189,11 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
 
 
 def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
-    """``auto`` on ``d > 1`` blank tokens, on the :data:`AUTO_TARGET` (unless ``target`` is named), by one rule
-    (:func:`searchable`): with terms chains; while the product search's first product fits, the search with
-    ``top`` and chains without; above, particles with ``top`` and one-pass draws without (every draw a sample, as
-    many as asked). The search's and the particles' fillings are kept for quality and diversity at
-    :data:`AUTO_SPREAD` (:func:`resolve`), unless ``diversity`` is named."""
+    """``auto`` on ``d > 1`` blank tokens, on the :data:`AUTO_TARGET` (unless ``target`` is named): with terms
+    chains; with ``top`` the product search while its first product fits (:func:`searchable`), particles above,
+    their fillings kept for quality and diversity at :data:`AUTO_SPREAD` of their range (:func:`resolve`) unless
+    ``diversity`` is named; without ``top`` chains up to :data:`AUTO_CHAIN_BLANKS` blank tokens, one-pass draws
+    above (every draw a sample, as many as asked)."""
     auto, config = (
         config,
         replace(
@@ -193,7 +206,7 @@ def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
         ),
     )
     search = searchable(d, config.budget)
-    if constrained or (search and auto.top is None):
+    if constrained or (auto.top is None and d <= AUTO_CHAIN_BLANKS):
         return replace(config, method=AUTO_CHAINS["method"], decode=auto.decode or "diverse")
     if auto.top is None:
         return replace(
