@@ -130,13 +130,14 @@ def replay(run: dict, share: float | None = None, margin: float | None = None, p
     from infill.pipeline.choose import DIVERSE_POOL, spread
 
     pool = pool or DIVERSE_POOL * TOP
-    words, values, fresh = run["words"][:pool], run["values"][:pool], run["fresh"][:pool]
+    order = sorted(range(len(run["words"])), key=lambda i: not run["fresh"][i])  # the fresh first, as pick does
+    words, values, fresh = ([run[n][i] for i in order[:pool]] for n in ("words", "values", "fresh"))
     if not words:
         return {}
     index: dict = {}
     rows = torch.tensor([[index.setdefault(w, len(index)) for w in f] for f in words])
     ranked = torch.tensor(values, dtype=torch.float32)
-    margin = margin if margin is not None else share * (values[0] - values[-1])
+    margin = margin if margin is not None else share * (max(values) - min(values))
     kept = spread(rows, ranked, TOP, margin, torch.tensor(fresh)).tolist()
     return measures(run, [words[i] for i in kept], [values[i] for i in kept])
 

@@ -14,7 +14,7 @@ unchanged, its encoder sequences 73 where 77 were); the reader study made ``auto
 more than one blank token and the product search with ``top`` up to 4 (re-recorded then: only the ``auto`` cases
 of more than one blank token, and the new cases of the target, the search and ``auto`` without ``top``); ``auto``
 with ``top`` then followed one rule (the search while its first product fits, particles above, kept at a share of
-the candidates' range: re-recorded then: only ``auto-4blanks``, ``auto-6blanks``, ``auto-8blanks``,
+the range of the best candidates that repeat no content word: re-recorded then: only ``auto-4blanks``, ``auto-6blanks``, ``auto-8blanks``,
 ``auto-budget-3blanks`` and ``auto-batch-3``, the cases of ``top`` on more than two blank tokens).
 ``tests/golden/fillings.json`` holds, per case and seed, every returned sample's ``text`` and
 ``fills`` (compared exactly), its ``energy`` and ``terms`` (within 1e-4 absolute), and the run's

@@ -65,12 +65,13 @@ def test_fill_shows_fillings_marginals_traces_and_the_baseline(page, tmp_path):
     assert page.input_value("#steps") == "4"  # the fast preset
     hint = page.inner_text("#fill .hint")
     assert all(s in hint for s in ("[MASK*?]", "[MASK*m-n]", "word"))
-    page.fill("#template", "The [MASK] sat on the [MASK] [MASK].")  # three blanks: auto runs chains
+    page.fill("#template", "The [MASK] sat on the [MASK] [MASK].")
+    page.select_option("#method", "gibbs")  # chains: a trace line each
     page.fill("#seed", "3")
     page.check("#baseline")
     page.click("#run")
     page.wait_for_function("document.querySelectorAll('#results ol.fillings').length == 2", timeout=60_000)
-    gibbs = page.locator("section.run[data-method=auto]")
+    gibbs = page.locator("section.run[data-method=gibbs]")
     baseline = page.locator("section.run[data-method=left-to-right]")
     assert gibbs.locator("ol.fillings li").count() == 5
     assert gibbs.locator("ol.fillings li").first.locator("mark").count() == 3  # the blanks highlighted
@@ -85,6 +86,7 @@ def test_fill_shows_fillings_marginals_traces_and_the_baseline(page, tmp_path):
 
 def test_fill_at_two_blanks_searches_and_draws_no_chain_traces(page):
     page.fill("#template", "The [MASK] sat on the [MASK].")  # two blanks with a top: auto runs the product search
+    page.select_option("#method", "auto")
     page.fill("#seed", "3")
     page.check("#baseline")  # each test sets what it reads: xdist may run any of them first
     page.click("#run")
@@ -97,6 +99,7 @@ def test_fill_at_two_blanks_searches_and_draws_no_chain_traces(page):
 
 def test_fill_spans_with_an_include_word_show_the_lengths_chosen(page, tmp_path):
     page.select_option("#examples", label="She was [MASK*?] the garden when it started to rain.")
+    page.select_option("#method", "auto")
     page.fill("#include", "running")
     page.fill("#seed", "0")
     page.check("#baseline")

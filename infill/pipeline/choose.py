@@ -121,7 +121,8 @@ def pick(
     """Indices into ``unique`` of the ``top`` fillings kept, best first, and their float32 PLLs (None where the
     chains ran in float32): the best by ``values``, scored ones only, holding the include words; the finalists
     re-ranked in float32; with ``decode="diverse"`` spread over the pool, those that repeat a content word or
-    double a word (``avoid``) last."""
+    double a word (``avoid``) last (with a ``share``, the pool is the best of the others, where there are
+    enough)."""
     keep = batch.plan.keep
     best = torch.sort(-values, stable=True).indices  # unique rows are sorted: ties go to the smaller indices
     best = best[~values[best].isnan()]  # a state left unscored (the budget, or an include word it lacks) is out
@@ -133,6 +134,10 @@ def pick(
         ranked, by = torch.sort(plls_of(batch.float32, unique[best]), descending=True, stable=True)
         best = best[by]
     if keep.decode == "diverse" and len(best):
+        if keep.share is not None and avoid is not None:  # the pool: the best fresh candidates, the others after
+            fresh = ~avoid.of(unique[best])
+            order = torch.cat([fresh.nonzero().flatten(), (~fresh).nonzero().flatten()])
+            best, ranked = best[order], ranked[order]
         rows = unique[best[:pool]]
         margin = _margin(keep, ranked[:pool])
         kept = spread(rows, ranked[:pool], keep.top, margin, None if avoid is None else ~avoid.of(rows))
@@ -144,10 +149,10 @@ def pick(
 
 def _margin(keep, ranked: Tensor) -> float:
     """How far below the best one left a candidate is comparable: the ``diversity`` named, or ``share`` of the
-    range of the candidates ``ranked`` (best first), or :data:`DIVERSE_MARGIN`."""
+    range of the candidates chosen among (``ranked``), or :data:`DIVERSE_MARGIN`."""
     if keep.diversity is not None:
         return keep.diversity
-    return DIVERSE_MARGIN if keep.share is None else keep.share * float(ranked[0] - ranked[-1])
+    return DIVERSE_MARGIN if keep.share is None else keep.share * float(ranked.max() - ranked.min())
 
 
 def _every_chain(batch, rows: Tensor, values: Tensor, include: Optional[Include], bar) -> Chosen:
