@@ -115,13 +115,6 @@ def capture(kind: str, blanks: range, half: str, seeds: list[int], shard: str) -
         log(f"{kind} {task['id']} s{seed}: {result.diagnostics.encoder_sequences} seqs {seconds:.1f}s")
 
 
-def searchable(d: int, values: float, budget: int) -> bool:
-    """Whether the product search's first product buys ``values`` tokens for each of ``d`` blanks."""
-    from infill.samplers.product_search import EXPLORE
-
-    return d * values ** (d - 1) <= EXPLORE * (budget - 1)
-
-
 def replay(run: dict, share: float | None = None, margin: float | None = None, pool: int | None = None) -> dict:
     """The kept five of a captured run under the keep rule: among the ``pool`` best candidates (default
     ``DIVERSE_POOL x 5``), spread at ``margin`` nats or at ``share`` of the pool's PLL range; its metrics."""
@@ -130,7 +123,8 @@ def replay(run: dict, share: float | None = None, margin: float | None = None, p
     from infill.pipeline.choose import DIVERSE_POOL, spread
 
     pool = pool or DIVERSE_POOL * TOP
-    order = sorted(range(len(run["words"])), key=lambda i: not run["fresh"][i])  # the fresh first, as pick does
+    fresh_first = share is not None  # as pick does: with a share, the pool is the best fresh candidates
+    order = sorted(range(len(run["words"])), key=lambda i: fresh_first and not run["fresh"][i])
     words, values, fresh = ([run[n][i] for i in order[:pool]] for n in ("words", "values", "fresh"))
     if not words:
         return {}
@@ -192,11 +186,13 @@ def judge(ours: dict, order: dict) -> dict:
 
 
 def rules() -> dict:
-    """The grid: ``(values, share)`` -> a function of a captured run's blanks that names (kind, share, margin, pool)."""
+    """The grid: ``(values, share, pools)`` -> a function of a captured run's blanks that names (kind, share, margin, pool)."""
+    from infill.pipeline.policy import searchable
+
     grid = {
         f"values {v}, share {s}, pools {p}": (
             lambda d, v=v, s=s, p=p: (
-                ("search", s, None, p[0]) if searchable(d, v, BUDGET_PER_BLANK * d) else ("smc", s, None, p[1])
+                ("search", s, None, p[0]) if searchable(d, BUDGET_PER_BLANK * d, v) else ("smc", s, None, p[1])
             )
         )
         for v in VALUES

@@ -134,13 +134,12 @@ def pick(
         ranked, by = torch.sort(plls_of(batch.float32, unique[best]), descending=True, stable=True)
         best = best[by]
     if keep.decode == "diverse" and len(best):
-        if keep.share is not None and avoid is not None:  # the pool: the best fresh candidates, the others after
-            fresh = ~avoid.of(unique[best])
+        fresh = None if avoid is None else ~avoid.of(unique[best if keep.share is not None else best[:pool]])
+        if fresh is not None and keep.share is not None:  # the pool: the best fresh candidates, the others after
             order = torch.cat([fresh.nonzero().flatten(), (~fresh).nonzero().flatten()])
-            best, ranked = best[order], ranked[order]
-        rows = unique[best[:pool]]
+            best, ranked, fresh = best[order], ranked[order], fresh[order]
         margin = _margin(keep, ranked[:pool])
-        kept = spread(rows, ranked[:pool], keep.top, margin, None if avoid is None else ~avoid.of(rows))
+        kept = spread(unique[best[:pool]], ranked[:pool], keep.top, margin, None if fresh is None else fresh[:pool])
         best, ranked = best[:pool][kept], ranked[:pool][kept]
     if batch.float32 is not None and batch.target is batch.energy:
         exact = ranked[: keep.top]

@@ -205,7 +205,6 @@ def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
             target=config.target or AUTO_TARGET,
         ),
     )
-    search = searchable(d, config.budget)
     if constrained or (auto.top is None and d <= AUTO_CHAIN_BLANKS):
         return replace(config, method=AUTO_CHAINS["method"], decode=auto.decode or "diverse")
     if auto.top is None:
@@ -215,19 +214,20 @@ def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
             budget=auto.budget,
             decode=auto.decode or ("diverse" if auto.diversity is not None else "visited"),
         )
+    search = searchable(d, config.budget)
     method = SEARCH if search else AUTO_PARTICLES["method"]
     options = {} if search else AUTO_PARTICLES["options"]
     return replace(config, method=method, options=options, decode=auto.decode or "diverse")
 
 
-def searchable(d: int, budget: int) -> bool:
-    """``auto``'s rule: whether ``budget`` encoder sequences buy the product search's first product of
-    :data:`AUTO_SEARCH_VALUES` tokens for each of ``d`` blanks (``d * v ** (d - 1)`` sequences) within the share
-    the search gives it. As ``d`` grows at a fixed budget, or at a fixed budget per blank, the product outgrows
-    it: once false, false for every larger ``d``."""
+def searchable(d: int, budget: int, values: float = AUTO_SEARCH_VALUES) -> bool:
+    """``auto``'s rule: whether ``budget`` encoder sequences buy the product search's first product of ``values``
+    tokens for each of ``d`` blanks (``d * v ** (d - 1)`` sequences) within the share the search gives it. As
+    ``d`` grows at a fixed budget, or at a fixed budget per blank, the product outgrows it: once false, false for
+    every larger ``d``."""
     from ..samplers.product_search import EXPLORE
 
-    return d * AUTO_SEARCH_VALUES ** (d - 1) <= EXPLORE * (budget - 1)
+    return d * values ** (d - 1) <= EXPLORE * (budget - 1)
 
 
 def for_words(config: RunConfig) -> RunConfig:
