@@ -121,7 +121,7 @@ class ConditionalCache:
             self._make_room(len(entries), logits)
             rows = torch.tensor(list(placed), device=logits.device)
             source = list(placed.values())
-            if source != list(range(len(logits))):
+            if source != list(range(logits.shape[0])):
                 logits = logits.index_select(0, torch.tensor(source, device=logits.device))
             self._logits.index_copy_(0, rows, logits.float())
             self._normalisers[rows] = float("nan")
@@ -129,7 +129,7 @@ class ConditionalCache:
 
     def _make_room(self, rows: int, like: Tensor) -> None:
         """Let the logits tensor (its rows kept) hold ``rows`` rows, over ``like``'s categories and on its device."""
-        have = 0 if self._logits is None else len(self._logits)
+        have = 0 if self._logits is None else self._logits.shape[0]
         if rows <= have:
             return
         k = like.shape[1]

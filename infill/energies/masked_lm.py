@@ -82,7 +82,8 @@ class MaskedLMEnergy:
         self.cache = ConditionalCache(CACHE_MIB << 20) if cache is None else cache
         self.meter = Meter() if meter is None else meter
         self.pass_sequences = min(PASS_SEQUENCES.get(device.type, PASS_SEQUENCES["cuda"]), chunk_size or 1 << 62)
-        self._template_keys = torch.arange(len(self.input_ids), device=device)  # template g's part of a cache key
+        self._template_keys = torch.arange(self.input_ids.shape[0], device=device)  # template g's part of a cache key
+        self._template_index: dict[int, Tensor] = {}  # _template_of's answers, by chains
         self._head = category_head(model, self.category_ids)
         self.sequences = 0
         self.cache_hits = 0
@@ -99,7 +100,7 @@ class MaskedLMEnergy:
         own counts."""
         energy = copy.copy(self)
         energy.input_ids, energy.blank_positions = self.input_ids[g : g + 1], self.blank_positions[g : g + 1]
-        energy._template_keys = self._template_keys[g : g + 1]
+        energy._template_keys, energy._template_index = self._template_keys[g : g + 1], {}
         energy.sequences = energy.cache_hits = 0
         return energy
 
@@ -108,11 +109,14 @@ class MaskedLMEnergy:
         return self.blank_positions.shape[1]
 
     def _template_of(self, b: int) -> Tensor:
-        """The template index ``(B,)`` of each of ``b`` chains."""
-        g = len(self.input_ids)
-        if b % g:
-            raise ValueError(f"{b} chains do not split evenly over {g} templates")
-        return torch.arange(b, device=self.input_ids.device) // (b // g)
+        """The template index ``(B,)`` of each of ``b`` chains (built once per ``b``: not to be written to)."""
+        index = self._template_index.get(b)
+        if index is None:
+            g = self.input_ids.shape[0]
+            if b % g:
+                raise ValueError(f"{b} chains do not split evenly over {g} templates")
+            index = self._template_index[b] = torch.arange(b, device=self.input_ids.device) // (b // g)
+        return index
 
     def _templates(self, b: int) -> tuple[Tensor, Tensor]:
         """Token ids ``(B, L)`` and blank positions ``(B, d)`` of each chain's template."""
@@ -129,11 +133,12 @@ class MaskedLMEnergy:
         ``input_ids`` or ``inputs_embeds``; the head runs only at those slots where the family's is known.
         ``ahead``: the sequences of a backward pass that must follow, charged with it. The first pass after
         :meth:`take_pass` takes its logits where it is that sequence alone."""
-        rows = torch.arange(len(slots), device=slots.device)[:, None]
-        self.meter.spend(len(slots), ahead)
-        self.sequences += len(slots)
+        n = slots.shape[0]
+        rows = torch.arange(n, device=slots.device)[:, None]
+        self.meter.spend(n, ahead)
+        self.sequences += n
         given, self._given, ids = self._given, None, inputs.get("input_ids")
-        if given is not None and ids is not None and len(ids) == 1 and torch.equal(ids[0], given[0]):
+        if given is not None and ids is not None and n == 1 and torch.equal(ids[0], given[0]):
             return given[1][(slots[0, :, None] == self.blank_positions[0]).int().argmax(1)][None]
         if self._head is None:
             return self.model(**inputs).logits[rows, slots][..., self.category_ids]
@@ -164,7 +169,7 @@ class MaskedLMEnergy:
         """Which blanks each PLL term masks, bool ``(B, d, d)``: entry ``[b, i, j]`` where term ``i`` of state ``b``
         masks blank ``j`` (blank ``i`` itself, and with ``mask_repeats`` every blank holding its token)."""
         d = x_idx.shape[1]
-        own = torch.eye(d, dtype=torch.bool, device=x_idx.device).expand(len(x_idx), d, d)
+        own = torch.eye(d, dtype=torch.bool, device=x_idx.device).expand(x_idx.shape[0], d, d)
         return own | (x_idx[:, :, None] == x_idx[:, None, :]) if self.mask_repeats else own
 
     def _chunks(self, x: Tensor) -> tuple[Tensor, ...]:
@@ -246,8 +251,8 @@ class MaskedLMEnergy:
         blank ``(B, d, K)``, or only at the blanks ``read (B, S)`` of each chain ``(B, S, K)`` (the head runs
         only where it is read, the encoder only for what the cache lacks)."""
         if read is None:
-            read = torch.arange(x_idx.shape[1], device=x_idx.device).expand(len(x_idx), -1)
-        return self._read(x_idx, masked, read, self._template_of(len(x_idx)))
+            read = torch.arange(x_idx.shape[1], device=x_idx.device).expand(x_idx.shape[0], -1)
+        return self._read(x_idx, masked, read, self._template_of(x_idx.shape[0]))
 
     @torch.inference_mode()
     def _read(self, x_idx: Tensor, masked: Tensor, read: Tensor, template: Tensor) -> Tensor:

@@ -62,7 +62,7 @@ def draw_cost(method: str, d: int) -> int:
 def all_masked_logits(energy, num_chains: int) -> Tensor:
     """The logits ``(num_chains, d, K)`` with every blank masked: one sequence per stacked template, each
     template's logits repeated (a view where there is one template) over its block of chains."""
-    templates, d = len(energy.input_ids), energy.num_blanks
+    templates, d = energy.input_ids.shape[0], energy.num_blanks
     x = torch.zeros(templates, d, dtype=torch.long, device=energy.category_ids.device)
     logits = energy.blank_logits(x, torch.ones_like(x, dtype=torch.bool))
     if templates == 1:
@@ -110,16 +110,41 @@ def fill(
     masked[rows[:, None], blanks] = True
     log_q = torch.zeros(n, device=z.device)
     for t in range(m):
-        read = still_masked(blanks, masked, m - t) if confident else blanks[:, t : t + 1]  # no filled blank is read
+        read = to_read(blanks, masked, t, confident)
         step_logits = first if t == 0 and first is not None else logits(z, masked, read)
         first = step_logits if t == 0 else first
-        log_p = torch.log_softmax(scaled(step_logits, temperature), dim=-1)
-        col = most_peaked(log_p) if confident else torch.zeros_like(rows)
-        j = read[rows, col]
-        v = sample_categorical(step_logits[rows, col] / temperature, generator) if values is None else values[rows, j]
-        log_q = log_q + log_p[rows, col, v]
+        j, v, log_p = step(step_logits, read, confident, temperature, generator, values)
+        log_q = log_q + log_p
         z[rows, j], masked[rows, j] = v, False
     return z, log_q, first
+
+
+def to_read(blanks: Tensor, masked: Tensor, t: int, confident: bool) -> Tensor:
+    """The blanks step ``t`` of an order reads: every blank of ``blanks (N, m)`` still masked, in their order,
+    where ``confident``; else its ``t``-th column (no filled blank is read)."""
+    return still_masked(blanks, masked, blanks.shape[1] - t) if confident else blanks[:, t : t + 1]
+
+
+def step(
+    logits: Tensor,
+    read: Tensor,
+    confident: bool,
+    temperature: float,
+    generator: Optional[torch.Generator],
+    values: Optional[Tensor] = None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """One step of an order over ``N`` rows: given the logits ``(N or 1, S, K)`` at the blanks ``read (N, S)``,
+    the blank ``j (N,)`` it fills (the most peaked where ``confident``, else the first read), the category ``v
+    (N,)`` drawn from its tempered conditional (or replayed from ``values (N, d)``), and that draw's
+    log-probability ``(N,)``."""
+    n = read.shape[0]
+    rows = torch.arange(n, device=read.device)
+    log_p = torch.log_softmax(scaled(logits, temperature), dim=-1)
+    col = most_peaked(log_p).expand(n) if confident else torch.zeros_like(rows)
+    logits, log_p = logits.expand(n, -1, -1), log_p.expand(n, -1, -1)
+    j = read[rows, col]
+    v = sample_categorical(scaled(logits[rows, col], temperature), generator) if values is None else values[rows, j]
+    return j, v, log_p[rows, col, v]
 
 
 def draw(
@@ -137,10 +162,10 @@ def draw(
         raise ValueError(f"unknown draw method {method!r}")
     first = all_masked_logits(energy, num_chains)
     if method == "argmax":
-        if d == 1 and len(energy.input_ids) == 1:
+        if d == 1 and energy.input_ids.shape[0] == 1:
             return first[0, 0].topk(min(num_chains, k)).indices[:, None]
-        return first.argmax(-1) if len(energy.input_ids) > 1 else first[:1].argmax(-1).expand(num_chains, d)
-    if len(energy.input_ids) > 1:  # stacked templates: one piece, each block of chains its template's
+        return first.argmax(-1) if energy.input_ids.shape[0] > 1 else first[:1].argmax(-1).expand(num_chains, d)
+    if energy.input_ids.shape[0] > 1:  # stacked templates: one piece, each block of chains its template's
         return _draw(energy, method, first, generator, temperature)
     return torch.cat([_draw(energy, method, part, generator, temperature) for part in first.split(CHUNK)])
 

@@ -58,13 +58,14 @@ def all_masked_logits(
 def encode_rows(model: nn.Module, input_ids: Tensor) -> Tensor:
     """``model.base_model``'s hidden states ``(N, L, H)`` for ``input_ids (N, L)``, in a pass of at least
     :data:`MIN_ROWS` token rows (sequences shorter than that are repeated)."""
-    repeat = -(-MIN_ROWS // (len(input_ids) * input_ids.shape[1]))
-    return model.base_model(input_ids=input_ids.repeat(repeat, 1) if repeat > 1 else input_ids)[0][: len(input_ids)]
+    n, length = input_ids.shape
+    repeat = -(-MIN_ROWS // (n * length))
+    return model.base_model(input_ids=input_ids.repeat(repeat, 1) if repeat > 1 else input_ids)[0][:n]
 
 
 def _head(head: Callable[[Tensor], Tensor], hidden: Tensor) -> Tensor:
     """``head`` over ``hidden (N, H)``, its product padded to :data:`MIN_ROWS` rows."""
-    n = len(hidden)
+    n = hidden.shape[0]
     if n >= MIN_ROWS:
         return head(hidden)
     return head(torch.cat([hidden, hidden[:1].expand(MIN_ROWS - n, -1)]))[:n]

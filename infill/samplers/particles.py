@@ -116,24 +116,21 @@ def smc(
     rows = torch.arange(n, device=device)
     z = torch.zeros(n, d, dtype=torch.long, device=device)
     masked = torch.ones(n, d, dtype=torch.bool, device=device)
-    order = (
-        torch.rand(n, d, generator=generator, device=device).argsort(-1) if settings.order == "random-order" else None
-    )
+    confident = settings.order == "confident-first"
+    blanks = (
+        torch.arange(d, device=device).expand(n, d)
+        if confident
+        else torch.rand(n, d, generator=generator, device=device).argsort(-1)
+    )  # a random order per particle: resampled with it
     log_gamma = torch.zeros(n, device=device)  # the intermediate target of each particle's partial filling
     log_weight = torch.zeros(runs, particles, device=device)
-    confident, blanks = order is None, torch.arange(d, device=device).expand(n, d)
     for t in range(d):
-        read = mlm_draws.still_masked(blanks, masked, d - t) if confident else order[:, t : t + 1]  # no filled blank
+        read = mlm_draws.to_read(blanks, masked, t, confident)
         if t == 0:  # the first pass, shared: (1, d, K) until a particle's own row is taken
-            logits = first[None] if confident else first[order[:, 0]][:, None]
+            logits = first[None] if confident else first[blanks[:, 0]][:, None]
         else:
             logits = energy.blank_logits(z, masked, read)
-        log_p = torch.log_softmax(mlm_draws.scaled(logits, temperature), -1)
-        col = mlm_draws.most_peaked(log_p).expand(n) if confident else torch.zeros_like(rows)
-        logits, log_p = logits.expand(n, -1, -1), log_p.expand(n, -1, -1)
-        j = read[rows, col]
-        v = mlm_draws.sample_categorical(mlm_draws.scaled(logits[rows, col], temperature), generator)
-        log_q = log_p[rows, col, v]
+        j, v, log_q = mlm_draws.step(logits, read, confident, temperature, generator)
         z[rows, j], masked[rows, j] = v, False
         if t == d - 1:
             new_gamma = _energy(energy, z, k) / temperature
@@ -144,8 +141,8 @@ def smc(
         log_weight = log_weight + (new_gamma - log_gamma - log_q).view(runs, particles)
         log_gamma = new_gamma
         if t < d - 1:
-            z, masked, log_gamma, order, log_weight = _resample(
-                z, masked, log_gamma, order, log_weight, settings, generator
+            z, masked, log_gamma, blanks, log_weight = _resample(
+                z, masked, log_gamma, blanks, log_weight, settings, generator
             )
     return _finish(energy, settings, z, log_gamma, log_weight, temperature, generator)
 
@@ -154,23 +151,22 @@ def _resample(
     z: Tensor,
     masked: Tensor,
     log_gamma: Tensor,
-    order: Optional[Tensor],
+    blanks: Tensor,
     log_weight: Tensor,
     settings: SMC,
     generator: Optional[torch.Generator],
 ) -> tuple:
     """The particles of the runs whose effective size fell below ``settings.ess`` of theirs resampled (their
-    weights reset); the other runs' as they were."""
+    weights reset, their orders ``blanks`` with them); the other runs' as they were."""
     particles = log_weight.shape[1]
     low = effective_size(log_weight) < settings.ess * particles
     if not low.any():
-        return z, masked, log_gamma, order, log_weight
+        return z, masked, log_gamma, blanks, log_weight
     ancestors = systematic(log_weight, generator)
     ancestors = torch.where(low[:, None], ancestors, torch.arange(particles, device=z.device))
     pick = _flat(ancestors)
-    order = None if order is None else order[pick]
     log_weight = torch.where(low[:, None], torch.zeros_like(log_weight), log_weight)
-    return z[pick], masked[pick], log_gamma[pick], order, log_weight
+    return z[pick], masked[pick], log_gamma[pick], blanks[pick], log_weight
 
 
 def _finish(
