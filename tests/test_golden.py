@@ -15,7 +15,9 @@ more than one blank token and the product search with ``top`` up to 4 (re-record
 of more than one blank token, and the new cases of the target, the search and ``auto`` without ``top``); ``auto``
 with ``top`` then followed one rule (the search while its first product fits, particles above, kept at a share of
 the range of the best candidates that repeat no content word: re-recorded then: only ``auto-4blanks``, ``auto-6blanks``, ``auto-8blanks``,
-``auto-budget-3blanks`` and ``auto-batch-3``, the cases of ``top`` on more than two blank tokens).
+``auto-budget-3blanks`` and ``auto-batch-3``, the cases of ``top`` on more than two blank tokens); the product search
+then ended once a round left its best fillings as they were (re-recorded: only the encoder sequences of
+``auto-2blanks``, ``auto-batch-3`` and ``product-search-3blanks``, every filling and energy unchanged).
 ``tests/golden/fillings.json`` holds, per case and seed, every returned sample's ``text`` and
 ``fills`` (compared exactly), its ``energy`` and ``terms`` (within 1e-4 absolute), and the run's
 ``diagnostics.encoder_sequences`` (exactly).

@@ -84,3 +84,31 @@ def test_without_top_it_is_refused_in_one_line(infiller):
 
     with pytest.raises(InfillError, match="give --top K"):
         infiller.sample("the [MASK] of the [MASK] .", sampler="product-search", seed=0)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_round_that_leaves_the_best_fillings_ends_the_search(monkeypatch, seed):
+    """The search ends at the first refresh round whose best fillings are the round before's, budget unspent:
+    the rounds before it each changed them (a search that went on to its budget fails both)."""
+    from infill.samplers import product_search
+
+    bests, scores_of = [], product_search.product_scores
+
+    def recorded(energy, sets):
+        scores = scores_of(energy, sets)
+        bests.append(product_search._best(sets, scores, product_search.REFRESH_FROM))
+        return scores
+
+    monkeypatch.setattr(product_search, "product_scores", recorded)
+    energy = MaskedLMEnergy(
+        tiny_bert(vocab_size=32, seed=seed, init=0.25),
+        torch.tensor([2, 10, 4, 11, 4, 12, 4, 13, 3]),
+        torch.tensor([2, 4, 6]),
+        torch.arange(5, 32),  # too many for one product: the search refreshes
+        mask_token_id=4,
+        meter=Meter(400),
+    )
+    search(energy)
+    assert len(bests) >= 2 and torch.equal(bests[-1], bests[-2])
+    assert not any(torch.equal(a, b) for a, b in zip(bests[:-2], bests[1:-1]))
+    assert energy.meter.spent < 0.9 * 400

@@ -11,7 +11,8 @@ however many fillings the product holds, each read through the energy's cache of
 2. Every filling of the product is scored exactly.
 3. The conditionals at the best fillings found (blank ``j`` masked, the others as in that filling: sequences
    the product already paid) propose tokens not yet in the sets; they join the same way while the budget
-   lasts, and the product is scored again (only new sequences cost). A round that adds nothing ends the search.
+   lasts, and the product is scored again (only new sequences cost). A round that adds nothing, or leaves the
+   best fillings as they were, ends the search.
 
 With the repeat-masked PLL (``energy.mask_repeats``) a filling that holds one token at two blanks needs other
 sequences (both blanks masked at once): the best of those by the plain PLL are scored through the energy while
@@ -144,14 +145,18 @@ def search(energy, explore: float = EXPLORE) -> tuple[Tensor, Tensor]:
     offers = [list(zip(ranked_values[j, 1:width].tolist(), ranked[j, 1:width].tolist())) for j in range(d)]
     grow(sets, offers, int(explore * (meter.limit - meter.spent)))
     scores = product_scores(energy, sets)
+    best = _best(sets, scores, REFRESH_FROM)
     while True:
         tried = [list(s) for s in sets]
         try:  # BudgetSpent: the cache let go of sequences the product had paid
-            offers, left = _offers(energy, sets, _best(sets, scores, REFRESH_FROM), width), meter.limit - meter.spent
+            offers, left = _offers(energy, sets, best, width), meter.limit - meter.spent
             if not grow(tried, offers, left // 2) and not grow(tried, offers, left):
                 break
             scores, sets = product_scores(energy, tried), tried
         except BudgetSpent:
+            break
+        best, before = _best(sets, scores, REFRESH_FROM), best
+        if torch.equal(best, before):  # the round found no better filling: its tokens would propose again
             break
     x = _fillings(sets).to(energy.category_ids.device)
     return _repeats_scored(energy, x, scores.flatten()) if energy.mask_repeats else (x, scores.flatten().float())
