@@ -1,8 +1,8 @@
 """The calibration suite of the equal-compute study: templates with one-token word blanks from Wang & Cho's bert-gen corpora.
 
 Sentences of 12-30 words from ``wiki103.5k.txt`` and ``tbc.5k.txt`` (normalised as the protocols do), with
-2-4 blanks (``2-4``), 6-10 (``6-10``), 5 (``5``) or 11-16 (``11-16``) at words the dev tokenizer spells as one word-start token
-(letters only: no punctuation, no numbers). Each template keeps its removed words. A seeded shuffle splits
+2-4 blanks (``2-4``), 6-10 (``6-10``), 5 (``5``), 11-16 (``11-16``) or 4 (``4``: more templates at 4 blank tokens)
+at words the dev tokenizer spells as one word-start token (letters only: no punctuation, no numbers). Each template keeps its removed words. A seeded shuffle splits
 every regime into a tuning half and a check half, written as ``corpora/calibration/{tune,check}.jsonl``:
 
     {"id": "wt103-4444-2-4", "template": "... [MASK] ...", "removed": ["word", ...], "regime": "2-4"}
@@ -21,9 +21,25 @@ from transformers import AutoTokenizer
 
 from scripts.harness import CORPORA, DEV_MODEL, ROOT, sentences, template
 
-REGIMES = {"2-4": ((2, 4), 48), "6-10": ((6, 10), 36), "5": ((5, 5), 16), "11-16": ((11, 16), 12)}
+REGIMES = {
+    "2-4": ((2, 4), 48),
+    "6-10": ((6, 10), 36),
+    "5": ((5, 5), 16),
+    "11-16": ((11, 16), 12),
+    "4": ((4, 4), 32),
+}
 """Regime -> (blanks per template, templates): half of each to tuning, half to checking. The regimes drawn
-later were added later, after the first two, so those keep their templates."""
+later were added later, each at the end (``4`` last), so the earlier ones keep their templates."""
+AFTER_PROMISES = ("4",)
+"""Regimes added after the promises' held-out suite (``corpora/promises/heldout.jsonl``, drawn from sentences this
+suite did not use then): they skip its sentences, so the two stay apart."""
+
+
+def promise_ids(path: Path = ROOT / "corpora" / "promises" / "heldout.jsonl") -> set[str]:
+    """Sentence ids of the promises' held-out suite (none if it is not there)."""
+    if not path.exists():
+        return set()
+    return {json.loads(line)["sentence_id"] for line in path.read_text(encoding="utf-8").splitlines() if line}
 
 
 def build(tokenizer, corpus_dir: Path, seed: int) -> dict[str, list[dict]]:
@@ -31,13 +47,13 @@ def build(tokenizer, corpus_dir: Path, seed: int) -> dict[str, list[dict]]:
     rng = random.Random(seed)
     pool = sentences(corpus_dir)
     rng.shuffle(pool)
-    halves, used = {"tune": [], "check": []}, set()
+    halves, used, promised = {"tune": [], "check": []}, set(), promise_ids()
     for regime, ((low, high), total) in REGIMES.items():
-        rows = []
+        rows, skip = [], promised if regime in AFTER_PROMISES else set()
         for sid, words in pool:
             if len(rows) == total:
                 break
-            made = None if sid in used else template(tokenizer, words, rng.randint(low, high), rng)
+            made = None if sid in used or sid in skip else template(tokenizer, words, rng.randint(low, high), rng)
             if made is not None:
                 used.add(sid)
                 rows.append({"id": f"{sid}-{regime}", "template": made[0], "removed": made[1], "regime": regime})
