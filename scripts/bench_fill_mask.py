@@ -1,6 +1,7 @@
 """One blank, top-1 word: ``infill`` against ``pipeline("fill-mask")`` on long and on short lines.
 
     python -m scripts.bench_fill_mask [--lines 500] [--chunk 100] [--model DIR] [--out eval/fill-mask-minilm]
+    python -m scripts.bench_fill_mask --cli [--lines 1000] [--rounds 3] [--model DIR] [--out eval/fill-mask-minilm]
 
 Two line sets, each the first ``--lines`` one-blank templates of its corpus (the middle word masked, an all-letter
 word; :func:`scripts.bench_corpus.lines`): long lines from ``wiki103.5k.txt`` (8 to 40 words) and short lines
@@ -11,23 +12,35 @@ on both alike: templates per second, and per chunk the seconds of each method ov
 size (median, range). Also how often the two answer differently, and how often fill-mask's word is punctuation,
 which ``infill`` never fills unless ``--allow-punctuation`` (``allow_punctuation=True``): with it, how often they
 still differ. Writes ``OUT/report.json`` and ``OUT/report.md`` with the CPU model, torch's version and the commit.
+
+``--cli`` times the corpus path instead: ``infill sample -f FILE --out OUT --sampler argmax --top 1`` in a fresh
+process (``OMP_NUM_THREADS=1``) on each whole line set, less its start-up (the same command on the set's first line
+alone, run beside it), against ``pipeline("fill-mask", top_k=1)`` at batch sizes :data:`CLI_BATCH_SIZES` in this
+process: the sides in turn, reversed every round, for ``--rounds`` rounds. Per round, the CLI's seconds over
+fill-mask's at its fastest batch size that round (median, range). Writes ``OUT/cli.json`` and ``OUT/cli.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import string
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import torch
 
 from scripts.bench_corpus import lines as corpus_lines
-from scripts.bench_corpus import one_blank
+from scripts.bench_corpus import one_blank, timed
 from scripts.harness import CORPORA, DEV_MODEL, ROOT, commit, cpu_model
 
+CLI_BATCH_SIZES = (1, 8)
+"""fill-mask's fastest batch sizes on these lines (``report.md``)."""
 SETS = {"long (wiki103)": (CORPORA / "wiki103.5k.txt", 8), "short (tbc)": (CORPORA / "tbc.5k.txt", 4)}
 
 
@@ -64,6 +77,66 @@ def measure(infiller, pipe, templates: list[str], chunk: int) -> dict:
     }
 
 
+def cli_seconds(model: str, path: Path) -> float:
+    """Wall seconds of ``infill sample -f path --out ... --sampler argmax --top 1`` in a fresh process."""
+    with tempfile.TemporaryDirectory() as scratch:
+        command = ["infill", "sample", "-f", str(path), "--out", f"{scratch}/out.jsonl", "--sampler", "argmax"]
+        start = time.perf_counter()
+        subprocess.run(
+            [*command, "--top", "1", "--model", model, "--quiet"],
+            check=True,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+            capture_output=True,
+        )
+        return time.perf_counter() - start
+
+
+def cli_rounds(pipe, model: str, templates: list[str], rounds: int) -> dict:
+    """The CLI's seconds less its start-up, against fill-mask's at each batch size, round by round (docstring)."""
+    masked = [t.replace("[MASK]", pipe.tokenizer.mask_token) for t in templates]
+    with tempfile.TemporaryDirectory() as scratch:
+        whole, first = Path(scratch) / "whole.txt", Path(scratch) / "first.txt"
+        whole.write_text("\n".join(templates) + "\n", encoding="utf-8")
+        first.write_text(templates[0] + "\n", encoding="utf-8")
+        sides = {
+            "cli": lambda: cli_seconds(model, whole) - cli_seconds(model, first),
+            **{
+                f"fill-mask/{b}": (lambda b=b: timed(lambda: pipe(masked, top_k=1, batch_size=b)))
+                for b in CLI_BATCH_SIZES
+            },
+        }
+        seconds: dict = {name: [] for name in sides}
+        for k in range(rounds):
+            for name in list(sides) if k % 2 == 0 else list(reversed(sides)):
+                seconds[name].append(sides[name]())
+    ratios = [c / min(s[k] for n, s in seconds.items() if n != "cli") for k, c in enumerate(seconds["cli"])]
+    return {
+        "lines": len(templates),
+        "seconds": seconds,
+        "cli_over_fill_mask_best": {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)},
+    }
+
+
+def cli_markdown(r: dict) -> str:
+    rows = "\n".join(
+        f"| {name} | {m['lines']} | {statistics.median(m['seconds']['cli']):.1f} | "
+        + " | ".join(f"{statistics.median(m['seconds'][f'fill-mask/{b}']):.1f}" for b in CLI_BATCH_SIZES)
+        + f" | {m['cli_over_fill_mask_best']['median']:.2f} ({m['cli_over_fill_mask_best']['min']:.2f}-"
+        f"{m['cli_over_fill_mask_best']['max']:.2f}) |"
+        for name, m in r["sets"].items()
+    )
+    heads = " | ".join(f"fill-mask/{b} s" for b in CLI_BATCH_SIZES)
+    return (
+        '# One blank, top-1 word through `infill sample -f FILE --out` against `pipeline("fill-mask")` (dev MLM)\n\n'
+        f"Generated by `python -m scripts.bench_fill_mask --cli` (the protocol is its docstring). {r['cpu']}, "
+        f"torch {r['torch']}, 1 thread, commit {r['commit']}, {r['rounds']} rounds. Seconds are medians over the "
+        "rounds; the CLI's without its start-up.\n\n"
+        f"| lines | count | CLI s | {heads} | CLI over fill-mask's best, per round: median (range) |\n"
+        f"|---|---|---|{'---|' * len(CLI_BATCH_SIZES)}---|\n{rows}\n\n"
+        "Target: the CLI at most 1.0x fill-mask's best on both line sets.\n"
+    )
+
+
 def markdown(r: dict) -> str:
     parts = [
         '# One blank, top-1 word: `infill` against `pipeline("fill-mask")` (dev MLM)\n',
@@ -93,20 +166,34 @@ def main() -> int:
     parser.add_argument("--chunk", type=int, default=100)
     parser.add_argument("--model", default=str(DEV_MODEL))
     parser.add_argument("--out", default=str(ROOT / "eval" / "fill-mask-minilm"))
+    parser.add_argument("--cli", action="store_true", help="time the corpus path (module docstring)")
+    parser.add_argument("--rounds", type=int, default=3, help="with --cli: rounds (default 3)")
     args = parser.parse_args()
     from transformers import pipeline
 
+    torch.set_num_threads(1)
+    pipe = pipeline("fill-mask", model=args.model, device="cpu")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.cli:
+        sets = {
+            name: cli_rounds(pipe, args.model, corpus_lines(args.lines, 1, corpus, fewest), args.rounds)
+            for name, (corpus, fewest) in SETS.items()
+        }
+        report = {"cpu": cpu_model(), "torch": torch.__version__, "commit": commit(), "rounds": args.rounds}
+        report["sets"] = sets
+        (out / "cli.json").write_text(json.dumps(report, indent=1) + "\n")
+        (out / "cli.md").write_text(cli_markdown(report))
+        print(cli_markdown(report))
+        return 0
     from infill import Infiller
 
-    torch.set_num_threads(1)
-    infiller, pipe = Infiller(args.model), pipeline("fill-mask", model=args.model, device="cpu")
+    infiller = Infiller(args.model)
     sets = {
         name: measure(infiller, pipe, corpus_lines(args.lines, 1, corpus, fewest), args.chunk)
         for name, (corpus, fewest) in SETS.items()
     }
     report = {"cpu": cpu_model(), "torch": torch.__version__, "commit": commit(), "sets": sets}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     (out / "report.md").write_text(markdown(report))
     print(markdown(report))
