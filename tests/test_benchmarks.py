@@ -328,3 +328,19 @@ def test_bench_cache(tmp_path, tiny_model_dir):
     assert {row["first"] for row in report["rows"]} == {"on", "off"}  # the order alternates
     run("bench_cache", "--model", tiny_model_dir, "--profile", "2", "--out", out)
     assert "cache off" in (out / "profile-2.txt").read_text()
+
+
+def test_the_suites_are_what_their_scripts_write(dev_model_path):
+    """The calibration halves and the promises' held-out suite are written again byte for byte from the corpora:
+    a regime added to one suite must not move the other's templates."""
+    from transformers import AutoTokenizer
+
+    from scripts import calibration_suite, promises
+    from scripts.harness import CORPORA, ROOT
+
+    tokenizer = AutoTokenizer.from_pretrained(str(dev_model_path))
+    for half, rows in calibration_suite.build(tokenizer, CORPORA, 0).items():
+        written = (ROOT / "corpora" / "calibration" / f"{half}.jsonl").read_text(encoding="utf-8")
+        assert "".join(json.dumps(r) + "\n" for r in rows) == written, half
+    held_out = promises.SUITE.read_text(encoding="utf-8").splitlines()
+    assert promises.build_suite(tokenizer) == [json.loads(line) for line in held_out]
