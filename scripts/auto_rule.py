@@ -3,6 +3,7 @@ the candidates each run scored.
 
     python -m scripts.auto_rule capture --kind search|smc --blanks 2-6 [--half tune] [--seeds 0,1,2] [--shard 0/2]
     python -m scripts.auto_rule tune
+    python -m scripts.auto_rule compare [--kinds smc,smc-tilt1.5] [--share 0.4] [--pool 100] [--half tune]
 
 ``capture`` runs the product search or the particles (``smc``, tilt 2) as ``auto`` runs them (repeat-masked
 target, ``top=5``, 100 encoder sequences per blank token, the dev MLM, one thread) on the calibration half's
@@ -41,8 +42,10 @@ KEEP_CANDIDATES = 100
 SPECS = {
     "search": "product-search",
     "smc": "smc",
+    "smc-tilt1.5": "smc",
 }
-OPTIONS = {"search": {}, "smc": {"tilt": 2.0}}
+OPTIONS = {"search": {}, "smc": {"tilt": 2.0}, "smc-tilt1.5": {"tilt": 1.5}}
+"""The kinds captured: ``tune``'s grid reads ``search`` and ``smc`` (the product's); ``compare`` any of them."""
 VALUES = (2.0, 2.5, 3.0, 4.0, 8.0)
 SHARES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0)
 POOLS = ((20, 20), (50, 50), (100, 100), (20, 100), (20, 50))
@@ -258,9 +261,34 @@ def tune(half: str = "tune") -> None:
     print("\n".join(lines))
 
 
+def compare(kinds: list[str], share: float, pool: int, half: str = "tune") -> None:
+    """Each kind's captured runs kept at ``share`` of the range of its best ``pool`` candidates, against
+    ``confident-first`` by regime (:func:`judge`), on the (template, seed) pairs every kind captured."""
+    runs = [r for r in Rows(OUT / "captures.jsonl", key).read() if r["phase"] == half and r["kind"] in kinds]
+    common = set.intersection(*({(r["id"], r["seed"]) for r in runs if r["kind"] == k} for k in kinds))
+    order = orders(half)
+    print("| kind | regime | pairs | PLL higher | self-BLEU vs order | repeated vs order | top-1 vs order | met |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kind in kinds:
+        by_regime: dict = {}
+        for r in (r for r in runs if r["kind"] == kind and (r["id"], r["seed"]) in common):
+            kept = replay(r, share, None, pool)
+            if kept:
+                by_regime.setdefault(r["regime"], {})[(r["id"], r["seed"])] = kept
+        for regime in (r for r in REGIMES if r in by_regime):
+            j = judge(by_regime[regime], order)
+            print(
+                f"| {kind} | {regime} | {j['pairs']} | {100 * j['wins']:.0f}% | {j['self_bleu']:+.1f} | "
+                f"{100 * j['repeated']:+.0f} | {j['top1']:+.3f} | {'met' if j['met'] else '-'} |"
+            )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("phase", choices=("capture", "tune"))
+    parser.add_argument("phase", choices=("capture", "tune", "compare"))
+    parser.add_argument("--kinds", default="smc,smc-tilt1.5", help="compare: kinds, comma-separated")
+    parser.add_argument("--share", type=float, default=0.4, help="compare: the keep rule's share")
+    parser.add_argument("--pool", type=int, default=100, help="compare: the candidates it chooses among")
     parser.add_argument("--kind", choices=tuple(SPECS))
     parser.add_argument("--blanks", default="2-16")
     parser.add_argument("--half", default="tune")
@@ -269,6 +297,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.phase == "tune":
         tune()
+        return 0
+    if args.phase == "compare":
+        compare(args.kinds.split(","), args.share, args.pool, args.half)
         return 0
     low, high = map(int, args.blanks.split("-"))
     capture(args.kind, range(low, high + 1), args.half, list(map(int, args.seeds.split(","))), args.shard)
