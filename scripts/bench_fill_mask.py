@@ -78,12 +78,13 @@ def measure(infiller, pipe, templates: list[str], chunk: int) -> dict:
 
 
 def cli_seconds(model: str, path: Path) -> float:
-    """Wall seconds of ``infill sample -f path --out ... --sampler argmax --top 1`` in a fresh process."""
+    """Wall seconds of ``infill sample -f path --out ... --sampler argmax --top 1`` in a fresh process (``python -m
+    infill``, the console script's entry)."""
     with tempfile.TemporaryDirectory() as scratch:
-        command = ["infill", "sample", "-f", str(path), "--out", f"{scratch}/out.jsonl", "--sampler", "argmax"]
+        command = [sys.executable, "-m", "infill", "sample", "-f", str(path), "--out", f"{scratch}/out.jsonl"]
         start = time.perf_counter()
         subprocess.run(
-            [*command, "--top", "1", "--model", model, "--quiet"],
+            [*command, "--sampler", "argmax", "--top", "1", "--model", model, "--quiet"],
             check=True,
             env={**os.environ, "OMP_NUM_THREADS": "1"},
             capture_output=True,

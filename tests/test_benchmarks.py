@@ -301,6 +301,17 @@ def test_bench_fill_mask(tmp_path, tiny_model_dir):
     assert "short (tbc)" in (out / "report.md").read_text()
 
 
+def test_bench_fill_mask_cli(tmp_path, tiny_model_dir):
+    out = tmp_path / "fill-mask"
+    run("bench_fill_mask", "--cli", "--model", tiny_model_dir, "--lines", "3", "--rounds", "2", "--out", out)
+    report = json.loads((out / "cli.json").read_text())
+    assert set(report["sets"]) == {"long (wiki103)", "short (tbc)"} and report["rounds"] == 2
+    for part in report["sets"].values():
+        assert part["lines"] == 3 and all(len(s) == 2 for s in part["seconds"].values())
+        assert set(part["seconds"]) == {"cli", "fill-mask/1", "fill-mask/8"}
+    assert "CLI over fill-mask's best" in (out / "cli.md").read_text()
+
+
 def test_bench_host(tmp_path, tiny_model_dir):
     out = tmp_path / "host"
     run("bench_host", "--model", tiny_model_dir, "--templates", "1", "--rounds", "1", "--sites", "5", "--out", out)
