@@ -88,21 +88,39 @@ def token_scores(
     """
     if word_l2r and word_starts is None:
         raise InfillError("word-l2r scoring needs word_starts")
-    scored = scored.bool() & attention_mask.bool()
-    spans = masked_spans(scored, attention_mask, word_starts if word_l2r else None)
-    rows, slots = scored.nonzero(as_tuple=True)
     mask_id = mask_token_id if mask_token_id is not None else getattr(model.config, "mask_token_id", None)
     if mask_id is None:
         raise InfillError("token_scores needs the mask token id: pass mask_token_id=tokenizer.mask_token_id")
+    scored = scored.bool() & attention_mask.bool()
+    rows, slots, unique, inverse = _copies(
+        input_ids, attention_mask, scored, word_starts if word_l2r else None, mask_id, repeats
+    )
+    if charge is not None:
+        charge(len(unique))
+    return _answer(model, input_ids, attention_mask, (rows, slots, unique, inverse), max_copies, progress), len(unique)
+
+
+def _copies(
+    input_ids: Tensor, attention_mask: Tensor, scored: Tensor, starts: Optional[Tensor], mask_id: int, repeats: bool
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Every ``scored`` position's ``(row, slot)``, the distinct masked copies (ids, attention mask and slot: all
+    of it the key, so a copy that several sentences share is one) and each position's copy among them."""
+    spans = masked_spans(scored, attention_mask, starts)
+    rows, slots = scored.nonzero(as_tuple=True)
     positions = torch.arange(input_ids.shape[1], device=input_ids.device)
     masked = (positions >= slots[:, None]) & (positions < (slots + spans[rows, slots])[:, None])
     if repeats:
         masked |= scored[rows] & (input_ids[rows] == input_ids[rows, slots][:, None])
     copies = input_ids[rows].masked_fill(masked, mask_id)
     copies = torch.cat([copies, attention_mask[rows], slots[:, None]], 1)  # ids first; all of it is the key
-    unique, inverse = torch.unique(copies, dim=0, return_inverse=True)  # a copy shared by sentences runs once
-    if charge is not None:
-        charge(len(unique))
+    unique, inverse = torch.unique(copies, dim=0, return_inverse=True)
+    return rows, slots, unique, inverse
+
+
+def _answer(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, copies: tuple, max_copies: int, progress):
+    """The scores :func:`token_scores` returns, from ``copies`` (:func:`_copies`) run through the model in
+    passes of similar lengths."""
+    rows, slots, unique, inverse = copies
     lengths = attention_mask.long().cumsum(1).argmax(1) + 1  # last attended position + 1 per sequence
     first = torch.full((len(unique),), len(rows), device=rows.device).scatter_reduce(
         0, inverse, torch.arange(len(rows), device=rows.device), "amin"
@@ -122,7 +140,7 @@ def token_scores(
         out[rows[mine], slots[mine]] = logp[position[inverse[mine]], input_ids[rows[mine], slots[mine]]]
         if progress is not None:
             progress(len(mine))
-    return out, len(unique)
+    return out
 
 
 class SentenceScore(NamedTuple):

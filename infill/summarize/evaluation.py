@@ -88,35 +88,38 @@ def evaluate_document(
         "objective_cpu_seconds": time.process_time() - cpu,
         "methods": {},
     }
-    greedy_f = None
     for method in methods:
         t0, cpu = time.perf_counter(), time.process_time()
-        if method in BASELINES:
-            selection = lead(objective) if method == "lead" else greedy(objective)
-            row = {"seconds": time.perf_counter() - t0, "best": _score(objective, selection, doc.reference)}
-        elif method in PEERS:
-            selection = peer_summary(objective, method)
-            row = {"seconds": time.perf_counter() - t0, "best": _score(objective, selection, doc.reference)}
-        else:
-            result = run_chains(objective, ChainSettings(**{**vars(settings), "sampler": method}), seed=seed + n_doc)
-            row = {
-                "seconds": result.seconds,
-                "acceptance": result.acceptance_rate,
-                "hops": result.mean_hops,
-                "ess": result.ess,
-                "step_sizes": result.step_sizes,
-                "start_F": float(objective.value(result.start[None])),
-            }
-            row.update({d: _score(objective, s, doc.reference) for d, s in result.selections.items()})
-            row["improved"] = row["best"]["F"] > row["start_F"] + 1e-6 * objective.f1
+        row = _method_row(objective, doc, method, settings, seed + n_doc, t0)
         row["cpu_seconds"] = time.process_time() - cpu
-        if method == "greedy":
-            greedy_f = row["best"]["F"]
         out["methods"][method] = row
-    if greedy_f is not None:
+    if "greedy" in out["methods"]:
+        greedy_f = out["methods"]["greedy"]["best"]["F"]
         for row in out["methods"].values():
             row["below_greedy"] = row["best"]["F"] < greedy_f - 1e-6 * objective.f1
     return out
+
+
+def _method_row(objective, doc: AclsumDocument, method: str, settings: ChainSettings, seed: int, t0: float) -> dict:
+    """One method's row on ``doc``: a baseline's or a peer's summary, or a sampler's chains from ``seed``."""
+    if method in BASELINES or method in PEERS:
+        if method in BASELINES:
+            selection = lead(objective) if method == "lead" else greedy(objective)
+        else:
+            selection = peer_summary(objective, method)
+        return {"seconds": time.perf_counter() - t0, "best": _score(objective, selection, doc.reference)}
+    result = run_chains(objective, ChainSettings(**{**vars(settings), "sampler": method}), seed=seed)
+    row = {
+        "seconds": result.seconds,
+        "acceptance": result.acceptance_rate,
+        "hops": result.mean_hops,
+        "ess": result.ess,
+        "step_sizes": result.step_sizes,
+        "start_F": float(objective.value(result.start[None])),
+    }
+    row.update({d: _score(objective, s, doc.reference) for d, s in result.selections.items()})
+    row["improved"] = row["best"]["F"] > row["start_F"] + 1e-6 * objective.f1
+    return row
 
 
 def evaluate(
