@@ -1,9 +1,9 @@
 """Blind reading of two rows' kept fillings: packets a reader sees without knowing which row is which, and the tally.
 
-    python -m scripts.reader_blind packets --row ROW --against ORDER [--half check] [--seed 0] --out DIR
+    python -m scripts.reader_blind packets --row ROW --against ORDER [--half check] [--seed 0] [--runs F] --out DIR
     python -m scripts.reader_blind tally --row ROW --against ORDER --out DIR
 
-``packets`` takes ``eval/reader-minilm/runs.jsonl``'s runs of ``ROW`` and ``ORDER`` on the same (template, seed)
+``packets`` takes ``eval/reader-minilm/runs.jsonl``'s runs (or ``F``'s, for ``ROW``: runs kept aside) of ``ROW`` and ``ORDER`` on the same (template, seed)
 pairs and writes ``DIR/packet.json`` (each item: the template, sets A and B of kept sentences, A and B in an order
 drawn from a seeded generator) and ``DIR/key.json`` (which set is which: the reader never gets it). A reader
 answers in ``DIR/verdicts-NAME.json``: ``{"item": {"prefer": "A"|"B"|"tie", "keep_a": k, "keep_b": k}}`` (which
@@ -32,16 +32,20 @@ INSTRUCTIONS = (
 )
 
 
-def runs(half: str, seed: int) -> dict:
+def runs(half: str, seed: int, path: Path = READER / "runs.jsonl") -> dict:
     out: dict = {}
-    for r in map(json.loads, (READER / "runs.jsonl").read_text().splitlines()):
+    for r in map(json.loads, path.read_text().splitlines()):
         if r["phase"] == half and r["seed"] == seed:
             out[(r["id"], r["row"])] = r
     return out
 
 
-def packets(row: str, against: str, half: str, seed: int, out: Path) -> None:
+def packets(row: str, against: str, half: str, seed: int, out: Path, path: Path | None = None) -> None:
     found, rng = runs(half, seed), random.Random(seed)
+    if path is not None:  # the row's runs from a file of their own
+        found = {k: r for k, r in found.items() if k[1] != row} | {
+            k: r for k, r in runs(half, seed, path).items() if k[1] == row
+        }
     items, key = {}, {}
     ids = sorted({i for i, r in found if r == row and (i, against) in found})
     for n, tid in enumerate(ids, 1):
@@ -103,10 +107,11 @@ def main() -> int:
     parser.add_argument("--against", required=True)
     parser.add_argument("--half", default="check")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--runs", type=Path, help="packets: the row's runs from this file")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     if args.phase == "packets":
-        packets(args.row, args.against, args.half, args.seed, args.out)
+        packets(args.row, args.against, args.half, args.seed, args.out, args.runs)
     else:
         tally(args.row, args.out)
     return 0

@@ -5,16 +5,16 @@ import torch
 
 from infill import Infiller
 from infill.errors import InfillError
-from infill.pipeline.choose import DIVERSE_MARGIN, _margin, spread
+from infill.pipeline.choose import DIVERSE_MARGIN, _margin, _pool, spread
 from infill.pipeline.config import (
     AUTO_BUDGET_PER_BLANK,
     AUTO_ORDER,
-    AUTO_PARTICLE_POOL,
     AUTO_SPREAD,
     MAX_BUDGET,
     RunConfig,
+    auto_share,
 )
-from infill.pipeline.policy import Keep, for_blanks, for_words, resolve, searchable
+from infill.pipeline.policy import EVERY, Keep, for_blanks, for_words, resolve, searchable
 from infill.samplers.base import Trace
 
 TWO = "The [MASK] sat on the [MASK]."
@@ -29,10 +29,9 @@ def infiller(tiny_model_dir):
 def test_auto_resolves_by_the_number_of_blanks():
     config = RunConfig.create(top=5)
     assert config.method == "auto" and config.num_samples is None and config.decode is None
-    for d in (2, 3):  # the first product of 4 tokens a blank fits up to 3 blank tokens at 100 a blank
-        search = for_blanks(config, d)
-        assert (search.method, search.decode, search.target) == ("product-search", "diverse", "repeat-masked")
-        assert search.budget == AUTO_BUDGET_PER_BLANK * d and search.diversity is None
+    search = for_blanks(config, 2)  # the first product of 8 tokens a blank fits 2 blank tokens at 100 a blank
+    assert (search.method, search.decode, search.target) == ("product-search", "diverse", "repeat-masked")
+    assert search.budget == AUTO_BUDGET_PER_BLANK * 2 and search.diversity is None
     chains = for_blanks(RunConfig.create(), 4)  # without top every chain's final state a sample
     assert (chains.method, chains.init, chains.num_samples, chains.decode) == (
         "gibbs",
@@ -42,9 +41,9 @@ def test_auto_resolves_by_the_number_of_blanks():
     )
     assert chains.target == "repeat-masked" and for_blanks(RunConfig.create(target="pll"), 2).target == "pll"
     assert for_blanks(RunConfig.create(top=5, include=("cat",)), 3, constrained=True).method == "gibbs"
-    assert for_blanks(config, 4).method == "smc"
+    assert for_blanks(config, 3).method == "smc"
     particles = for_blanks(config, 6)
-    assert (particles.method, particles.options, particles.decode) == ("smc", {"tilt": 2.0}, "diverse")
+    assert (particles.method, particles.options, particles.decode) == ("smc", {"tilt": 1.5}, "diverse")
     assert particles.target == "repeat-masked" and particles.diversity is None
     assert particles.budget == AUTO_BUDGET_PER_BLANK * 6
     assert particles.num_samples == (particles.budget - 1) // (6 - 1 + 6)  # 5 passes after the shared one, 6 to score
@@ -80,8 +79,8 @@ def test_auto_never_goes_back_as_the_blanks_grow(top, budget):
     ranks = [LADDER[top].index(k) for k in kinds]
     assert len(ranks) >= 2 and ranks == sorted(ranks), kinds
     assert kinds[0] == ("search" if top else "chains")
-    if budget is None:  # with top the search up to 3 blank tokens; without, chains up to 4
-        assert kinds[1:3] == ["search", "particles"] if top else kinds[2:4] == ["chains", "one-pass"]
+    if budget is None:  # with top the search at 2 blank tokens; without, chains up to 4
+        assert kinds[0:2] == ["search", "particles"] if top else kinds[2:4] == ["chains", "one-pass"]
 
 
 class Template:
@@ -94,16 +93,18 @@ class Template:
 
 
 def test_the_rule_is_read_from_the_budget():
-    assert searchable(3, 300) and not searchable(4, 400)  # 3 x 16 <= 149.5 < 4 x 64 > 199.5
-    assert searchable(4, 1000) and not searchable(5, 1000)  # a larger budget buys the search more blanks
-    assert resolve(RunConfig.create(top=5, budget=1000), Template(4)).kind == "search"
+    assert searchable(2, 200) and not searchable(3, 300)  # 2 x 8 <= 99.5; 3 x 64 > 149.5
+    assert searchable(3, 1000) and not searchable(4, 1000)  # a larger budget buys the search more blanks
+    assert resolve(RunConfig.create(top=5, budget=1000), Template(3)).kind == "search"
 
 
 def test_auto_keeps_a_share_of_the_candidates_range():
-    keep = resolve(RunConfig.create(top=5), Template(3)).keep
-    assert (keep.decode, keep.diversity, keep.share, keep.among) == ("diverse", None, AUTO_SPREAD, None)
+    keep = resolve(RunConfig.create(top=5), Template(2)).keep
+    assert (keep.decode, keep.diversity, keep.share, keep.among) == ("diverse", None, 2 * AUTO_SPREAD, None)
     particles = resolve(RunConfig.create(top=5), Template(9)).keep
-    assert (particles.share, particles.among) == (AUTO_SPREAD, AUTO_PARTICLE_POOL)
+    assert (particles.share, particles.among) == (auto_share(9), EVERY) and auto_share(9) == 72 * AUTO_SPREAD
+    assert auto_share(40) == 1.0  # a share a pair of blank tokens, at most the whole range
+    assert (_pool(particles, 300, True), _pool(keep, 300, True)) == (300, 20)  # every particle; the search's best
     named = resolve(RunConfig.create(top=5, diversity=2.0), Template(3)).keep
     assert (named.diversity, named.share) == (2.0, None)  # nats, where the user names them
     assert resolve(RunConfig.create(top=5, decode="visited"), Template(3)).keep.share is None

@@ -17,7 +17,10 @@ with ``top`` then followed one rule (the search while its first product fits, pa
 the range of the best candidates that repeat no content word: re-recorded then: only ``auto-4blanks``, ``auto-6blanks``, ``auto-8blanks``,
 ``auto-budget-3blanks`` and ``auto-batch-3``, the cases of ``top`` on more than two blank tokens); the product search
 then ended once a round left its best fillings as they were (re-recorded: only the encoder sequences of
-``auto-2blanks``, ``auto-batch-3`` and ``product-search-3blanks``, every filling and energy unchanged).
+``auto-2blanks``, ``auto-batch-3`` and ``product-search-3blanks``, every filling and energy unchanged); the rule was
+then chosen again on a larger grid (the search at 2 blank tokens, particles at tilt 1.5 from 3, kept at a share a
+pair of blank tokens among every particle: re-recorded then: only ``auto-4blanks``, ``auto-6blanks``,
+``auto-8blanks``, ``auto-budget-3blanks`` and ``auto-batch-3``).
 ``tests/golden/fillings.json`` holds, per case and seed, every returned sample's ``text`` and
 ``fills`` (compared exactly), its ``energy`` and ``terms`` (within 1e-4 absolute), and the run's
 ``diagnostics.encoder_sequences`` (exactly).

@@ -24,7 +24,7 @@ WORDS = SimpleNamespace(fixed=False)
     [
         ({"top": 5}, 1, "one-pass"),
         ({"top": 5}, 2, "search"),
-        ({"top": 5}, 3, "search"),
+        ({"top": 5}, 3, "particles"),
         ({"top": 5}, 5, "particles"),
         ({"top": 5}, 6, "particles"),
         ({}, 3, "chains"),

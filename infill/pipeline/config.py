@@ -48,23 +48,29 @@ SAMPLES, STEPS = 25, 12
 AUTO_TARGET = "repeat-masked"
 """``auto``'s energy on more than one blank token (:data:`TARGETS`): the repeat-masked PLL, which kept fewer
 repeated content words at as high a plain PLL (``eval/reader-minilm``)."""
-AUTO_PARTICLES = {"method": "smc", "options": {"tilt": 2.0}}
+AUTO_PARTICLES = {"method": "smc", "options": {"tilt": 1.5}}
 """``auto``'s particles: through the confident-first order weighted toward the target
-(:mod:`infill.samplers.particles`), every particle and move a candidate."""
-AUTO_SEARCH_VALUES = 4.0
+(:mod:`infill.samplers.particles`), every particle and move a candidate; the tilt is one of the rule's three
+constants (:data:`AUTO_SEARCH_VALUES`)."""
+AUTO_SEARCH_VALUES = 8.0
 """``auto``'s rule with ``top`` on more than one blank token (and no terms): the product search while the budget
 buys its first product of this many tokens a blank (``d * v ** (d - 1)`` encoder sequences within the search's
 first share, :data:`infill.samplers.product_search.EXPLORE`), :data:`AUTO_PARTICLES` above. One of the rule's three
-constants, with :data:`AUTO_SPREAD` and :data:`AUTO_PARTICLE_POOL`: chosen together on the calibration suite's
-tuning half (2-16 blank tokens, 3 seeds, the dev MLM; ``eval/auto-rule-minilm``)."""
-AUTO_SPREAD = 0.4
-"""``auto`` with ``top`` keeps the search's or the particles' fillings spread (``decode="diverse"``) at this share
-of the PLL range of the candidates it chooses among, not at nats of its own: a range each run sees, whatever the
-model, the tokenizer or the blanks."""
-AUTO_PARTICLE_POOL = 20
-"""``auto`` keeps the particles' fillings among their ``AUTO_PARTICLE_POOL x top`` best (the search's among
-:data:`~infill.pipeline.choose.DIVERSE_POOL` x ``top``, as any diverse decoding): particles are drawn, each one
-likely, where most of a product's fillings are not."""
+constants, with :data:`AUTO_SPREAD` and the particles' tilt: chosen together on the calibration suite's tuning
+half (2-16 blank tokens, 3 seeds, the dev MLM; ``eval/auto-rule-minilm``)."""
+AUTO_SPREAD = 0.01
+"""``auto`` with ``top`` keeps the search's or the particles' fillings spread (``decode="diverse"``) at a share of
+the PLL range of the candidates it chooses among (the search's best, the particles' every one): this much a pair
+of blank tokens (:func:`auto_share`), not nats of its own: a range each run sees, whatever the model or the
+tokenizer."""
+
+
+def auto_share(d: int) -> float:
+    """The share of the candidates' PLL range ``auto`` keeps its fillings spread at on ``d`` blank tokens:
+    :data:`AUTO_SPREAD` a pair of them, at most all of it."""
+    return min(1.0, AUTO_SPREAD * d * (d - 1))
+
+
 AUTO_CHAIN_BLANKS = 4
 """``auto`` without ``top`` (every chain's final state, or every draw, a sample): chains on templates of up to this
 many blank tokens, :data:`AUTO_ORDER`'s draws in one pass above (``eval/default-minilm``)."""
@@ -83,7 +89,8 @@ def auto_rule() -> str:
     """:data:`AUTO_SEARCH_VALUES` in words, for the help."""
     return (
         f"with --top the product search while the budget buys a first product of {AUTO_SEARCH_VALUES:g} tokens a "
-        f"blank, particles above, both kept spread at {AUTO_SPREAD:g} of the best candidates' PLL range; without "
+        f"blank, particles above, both kept spread at {AUTO_SPREAD:g} a pair of blank tokens of the candidates' PLL "
+        "range; without "
         f"--top chains up to {AUTO_CHAIN_BLANKS} blank tokens and {AUTO_ORDER} draws above"
     )
 

@@ -20,15 +20,14 @@ from .config import (
     AUTO_CHAIN_BLANKS,
     AUTO_CHAINS,
     AUTO_ORDER,
-    AUTO_PARTICLE_POOL,
     AUTO_PARTICLES,
     AUTO_SEARCH_VALUES,
-    AUTO_SPREAD,
     AUTO_TARGET,
     SAMPLES,
     SEARCH,
     STEPS,
     RunConfig,
+    auto_share,
 )
 
 KINDS = ("one-pass", "search", "particles", "chains", "spans")
@@ -36,12 +35,16 @@ KINDS = ("one-pass", "search", "particles", "chains", "spans")
 chains over token blanks, the span sampler's chains over word blanks."""
 
 
+EVERY = 0
+"""A :class:`Keep`'s ``among`` that chooses among every candidate the run scored."""
+
+
 @dataclass(frozen=True)
 class Keep:
     """What choosing keeps: the ``top`` best distinct fillings (None: every chain's final state, or every draw),
     taken as ``decode`` says; where it is ``diverse``, chosen among the best ``among`` x ``top`` candidates (None:
-    :data:`~.choose.DIVERSE_POOL`), spread at ``diversity`` nats or at ``share`` of their PLL range
-    (:data:`~.config.AUTO_SPREAD`)."""
+    :data:`~.choose.DIVERSE_POOL`; :data:`EVERY`: every one), spread at ``diversity`` nats or at ``share`` of their
+    PLL range (:func:`~.config.auto_share`)."""
 
     top: Optional[int] = None
     decode: Optional[str] = None
@@ -91,8 +94,9 @@ def resolve(config: RunConfig, template, constrained: bool = False, lower_precis
     if sampler is None:
         kind = {SEARCH: "search", AUTO_PARTICLES["method"]: "particles"}.get(resolved.method, "one-pass")
         spread = config.method == AUTO and kind != "one-pass" and resolved.diversity is None
-        among = AUTO_PARTICLE_POOL if spread and kind == "particles" else None
-        return _plan(kind, resolved, spend=Spend(resolved.budget), share=AUTO_SPREAD if spread else None, among=among)
+        among = EVERY if spread and kind == "particles" else None
+        share = auto_share(d) if spread else None
+        return _plan(kind, resolved, spend=Spend(resolved.budget), share=share, among=among)
     sampler.check_variables(d)
     float32 = _float32_cost(resolved, d, constrained) if lower_precision else 0
     least = least_budget(resolved, d) + float32
@@ -191,7 +195,7 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
 def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
     """``auto`` on ``d > 1`` blank tokens, on the :data:`AUTO_TARGET` (unless ``target`` is named): with terms
     chains; with ``top`` the product search while its first product fits (:func:`searchable`), particles above,
-    their fillings kept for quality and diversity at :data:`AUTO_SPREAD` of their range (:func:`resolve`) unless
+    their fillings kept for quality and diversity at :func:`~.config.auto_share` of their range (:func:`resolve`) unless
     ``diversity`` is named; without ``top`` chains up to :data:`AUTO_CHAIN_BLANKS` blank tokens, one-pass draws
     above (every draw a sample, as many as asked)."""
     auto, config = (
