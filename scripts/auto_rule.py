@@ -1,26 +1,27 @@
 """The rule ``auto`` follows with ``top``: which run it makes and how diverse the kept fillings are, chosen on
 the candidates each run scored.
 
-    python -m scripts.auto_rule capture --kind search|smc --blanks 2-6 [--half tune] [--seeds 0,1,2] [--shard 0/2]
+    python -m scripts.auto_rule capture --kind search|smc|smc-tilt1.5 --blanks 2-6 [--half tune] [--seeds 0,1,2] [--shard 0/2]
     python -m scripts.auto_rule tune
     python -m scripts.auto_rule compare [--kinds smc,smc-tilt1.5] [--share 0.4] [--pool 100] [--half tune]
 
-``capture`` runs the product search or the particles (``smc``, tilt 2) as ``auto`` runs them (repeat-masked
-target, ``top=5``, 100 encoder sequences per blank token, the dev MLM, one thread) on the calibration half's
-templates of ``--blanks`` blank tokens, and records the :data:`KEEP_CANDIDATES` best distinct candidates the
-keep rule chose among (their words, target values, and whether they repeat a content word or double a word):
-one line of ``OUT/captures.jsonl`` each (a run resumes where it stopped).
+``capture`` runs the product search or the particles (``smc`` at tilt 2 or 1.5) as ``auto`` runs them
+(repeat-masked target, ``top=5``, 100 encoder sequences per blank token, the dev MLM, one thread) on the
+calibration half's templates of ``--blanks`` blank tokens, and records the :data:`KEEP_CANDIDATES` best distinct
+candidates the keep rule chose among (their words, target values, and whether they repeat a content word or
+double a word): one line of ``OUT/captures.jsonl`` each (a run resumes where it stopped).
 
 ``tune`` replays the keep rule (:func:`infill.pipeline.choose.spread`, the very function the product calls) on
 those candidates under each rule of the grid: the product search while its first product buys ``values`` tokens a
-blank (``d * values ** (d - 1)`` sequences within the search's first share of the budget), the particles above;
-the kept five spread at ``share`` of the PLL range of the :data:`~infill.pipeline.choose.DIVERSE_POOL` x 5 best
-candidates. Each rule is set against ``confident-first`` under the same target on the same (template, seed) pairs
-(``eval/reader-minilm``'s runs: the order given the same budget, charged as a perfect cache charges), by the
-reader study's targets: the kept five's mean target higher on >= 60% of non-tied pairs, self-BLEU <= the order's
-+ 2, repeated content words <= the order's + 2 points, top-1 recovery >= the order's - 0.02. The rule chosen
-meets the most regimes' targets, ties to the fewest PLL losses. ``OUT/tune.md`` has the grid and today's table
-(``AUTO_TOP``) replayed the same way, where it ran what was captured.
+blank (``d * values ** (d - 1)`` sequences within the search's first share of the budget), the particles (of
+:data:`PARTICLES`) above; the kept five spread at a share of the PLL range of the pool's candidates, the share one
+whatever ``d``, or so much a blank token, or so much a pair of blank tokens (:data:`SHAPES`). Each rule is set
+against ``confident-first`` under the same target on the same (template, seed) pairs (``eval/reader-minilm``'s
+runs: the order given the same budget, charged as a perfect cache charges), by the reader study's targets: the
+kept five's mean target higher on >= 60% of non-tied pairs, self-BLEU <= the order's + 2, repeated content words
+<= the order's + 2 points, top-1 recovery >= the order's - 0.02. The rule chosen meets the most regimes'
+targets, then falls least short of them where it misses (:func:`shortfall`), then loses the fewest PLL pairs.
+``OUT/tune.md`` has the best rules of the grid, the rule before it and the table before that.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ SPECS = {
     "smc-tilt1.5": "smc",
 }
 OPTIONS = {"search": {}, "smc": {"tilt": 2.0}, "smc-tilt1.5": {"tilt": 1.5}}
-"""The kinds captured: ``tune``'s grid reads ``search`` and ``smc`` (the product's); ``compare`` any of them."""
+"""The kinds captured; ``tune``'s grid and ``compare`` read any of them."""
 VALUES = (2.0, 2.5, 3.0, 4.0, 8.0)
 PARTICLES = ("smc", "smc-tilt1.5")
 """The particles the grid runs above the search: the product's tilt 2 and a tilt of 1.5."""
