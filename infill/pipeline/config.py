@@ -89,9 +89,8 @@ def auto_rule() -> str:
     """:data:`AUTO_SEARCH_VALUES` in words, for the help."""
     return (
         f"with --top the product search while the budget buys a first product of {AUTO_SEARCH_VALUES:g} tokens a "
-        f"blank, particles above, both kept spread at {AUTO_SPREAD:g} a pair of blank tokens of the candidates' PLL "
-        "range; without "
-        f"--top chains up to {AUTO_CHAIN_BLANKS} blank tokens and {AUTO_ORDER} draws above"
+        f"blank, particles above, both kept spread at {AUTO_SPREAD:g} of the candidates' PLL range for each pair of "
+        f"blank tokens; without --top chains up to {AUTO_CHAIN_BLANKS} blank tokens and {AUTO_ORDER} draws above"
     )
 
 
