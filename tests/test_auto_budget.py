@@ -10,11 +10,12 @@ from infill.pipeline.config import (
     AUTO_BUDGET_PER_BLANK,
     AUTO_ORDER,
     AUTO_SPREAD,
+    EVERY,
     MAX_BUDGET,
     RunConfig,
     auto_share,
 )
-from infill.pipeline.policy import EVERY, Keep, for_blanks, for_words, resolve, searchable
+from infill.pipeline.policy import Keep, for_blanks, for_words, resolve, searchable
 from infill.samplers.base import Trace
 
 TWO = "The [MASK] sat on the [MASK]."

@@ -31,7 +31,7 @@ from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError
 from ..text.blanks import quote
 from ..text.repeats import Repeats
-from .policy import EVERY
+from .config import EVERY
 
 RESCORE_COPIES = 512  # masked copies per forward pass when re-scoring candidates
 BOUND_SLACK = 1e-4

@@ -23,6 +23,7 @@ from .config import (
     AUTO_PARTICLES,
     AUTO_SEARCH_VALUES,
     AUTO_TARGET,
+    EVERY,
     SAMPLES,
     SEARCH,
     STEPS,
@@ -35,16 +36,12 @@ KINDS = ("one-pass", "search", "particles", "chains", "spans")
 chains over token blanks, the span sampler's chains over word blanks."""
 
 
-EVERY = 0
-"""A :class:`Keep`'s ``among`` that chooses among every candidate the run scored."""
-
-
 @dataclass(frozen=True)
 class Keep:
     """What choosing keeps: the ``top`` best distinct fillings (None: every chain's final state, or every draw),
     taken as ``decode`` says; where it is ``diverse``, chosen among the best ``among`` x ``top`` candidates (None:
-    :data:`~.choose.DIVERSE_POOL`; :data:`EVERY`: every one), spread at ``diversity`` nats or at ``share`` of their
-    PLL range (:func:`~.config.auto_share`)."""
+    :data:`~.choose.DIVERSE_POOL`; :data:`~.config.EVERY`: every one), spread at ``diversity`` nats or at
+    ``share`` of their PLL range (:func:`~.config.auto_share`)."""
 
     top: Optional[int] = None
     decode: Optional[str] = None
