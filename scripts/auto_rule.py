@@ -20,7 +20,8 @@ against ``confident-first`` under the same target on the same (template, seed) p
 runs: the order given the same budget, charged as a perfect cache charges), by the reader study's targets: the
 kept five's mean target higher on >= 60% of non-tied pairs, self-BLEU <= the order's + 2, repeated content words
 <= the order's + 2 points, top-1 recovery >= the order's - 0.02. The rule chosen meets the most regimes'
-targets, then falls least short of them where it misses (:func:`shortfall`), then loses the fewest PLL pairs.
+targets, then falls least short of them where it misses (:func:`shortfall`), then loses the fewest PLL pairs,
+then comes first in the grid.
 ``OUT/tune.md`` has the best rules of the grid, the rule before it and the table before that.
 """
 
@@ -60,9 +61,10 @@ SHAPES = {
 }
 """The keep rule's share of the pool's PLL range on ``d`` blank tokens, by its shape: one share whatever ``d``, a
 share a blank token, a share a pair of blank tokens (``d (d - 1)``), each at most 1."""
-POOLS = ((20, 20), (50, 50), (100, 100), (20, 100), (20, 50))
+POOLS = ((20, 100), (20, 20), (50, 50), (100, 100), (20, 50))
 """(the search's, the particles') candidates the keep rule chooses among, as many of the best (100: every one the
-capture kept)."""
+capture kept). The first is the product's without a constant of its own (the search's as any diverse decoding's,
+every particle): a tie in the ranking goes to the rule first in the grid."""
 WINS, SELF_BLEU, REPEATS, TOP1 = 0.60, 2.0, 0.02, -0.02
 
 

@@ -216,3 +216,18 @@ def test_the_trace_keeps_every_scored_proposal(infiller):
     assert torch.equal(trace.proposals[accepted], trace.samples[accepted])
     assert torch.isfinite(trace.proposal_energies).all()
     assert torch.equal(trace.proposal_energies[accepted], trace.energies[accepted])
+
+
+def test_the_rule_is_the_one_its_study_chose():
+    """The constants are those ``scripts/auto_rule.py tune`` chose on the tuning half (``eval/auto-rule-minilm``)."""
+    from pathlib import Path
+
+    from infill.pipeline.choose import DIVERSE_POOL
+    from infill.pipeline.config import AUTO_PARTICLES, AUTO_SEARCH_VALUES
+
+    tune = Path(__file__).parents[1] / "eval" / "auto-rule-minilm" / "tune.md"
+    chosen = next(line for line in tune.read_text().splitlines() if line.startswith("Chosen: "))
+    tilt = AUTO_PARTICLES["options"]["tilt"]
+    particles = "smc" if tilt == 2.0 else f"smc-tilt{tilt:g}"
+    among = f"pools ({DIVERSE_POOL * 5}, 100)"  # the search's as any diverse decoding's; every particle captured
+    assert chosen == f"Chosen: values {AUTO_SEARCH_VALUES}, {particles}, share a pair {AUTO_SPREAD}, {among}.", chosen
