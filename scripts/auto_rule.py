@@ -1,7 +1,8 @@
 """The rule ``auto`` follows with ``top``: which run it makes and how diverse the kept fillings are, chosen on
 the candidates each run scored.
 
-    python -m scripts.auto_rule capture --kind search|smc|smc-tilt1.5 --blanks 2-6 [--half tune] [--seeds 0,1,2] [--shard 0/2]
+    python -m scripts.auto_rule capture --kind search|smc|smc-tilt1.5 --blanks 2-6 [--half tune] [--seeds 0,1,2]
+        [--shard 0/2]
     python -m scripts.auto_rule tune
     python -m scripts.auto_rule compare [--kinds smc,smc-tilt1.5] [--share 0.4] [--pool 100] [--half tune]
 
@@ -249,6 +250,24 @@ def shortfall(per: dict) -> float:
     )
 
 
+def kept_by_regime(runs, choose, replays: dict | None = None) -> dict:
+    """The kept fives of captured ``runs`` by regime and (template, seed): each run replayed (:func:`replay`) as
+    ``choose(run)`` names ``(kind, share, margin, pool)``; a run of another kind (or None named) is left out, and
+    so is one that kept nothing (no candidate scored). ``replays`` keeps replays for another call."""
+    replays = {} if replays is None else replays
+    out: dict = {}
+    for run in runs:
+        choice = choose(run)
+        if choice is None or choice[0] != run["kind"]:
+            continue
+        at = (run["id"], run["seed"], choice)
+        if at not in replays:
+            replays[at] = replay(run, *choice[1:])
+        if replays[at]:
+            out.setdefault(run["regime"], {})[(run["id"], run["seed"])] = replays[at]
+    return out
+
+
 SHOWN = 40
 """``tune.md`` shows the best rules of the grid, then the rule before this grid and the table before it."""
 BEFORE = "values 4.0, smc, share 0.4, pools (20, 100)"
@@ -258,16 +277,7 @@ def tune(half: str = "tune") -> None:
     runs = {(r["id"], r["seed"], r["kind"]): r for r in Rows(OUT / "captures.jsonl", key).read() if r["phase"] == half}
     order, results, replays = orders(half), {}, {}
     for name, rule in rules().items():
-        by_regime: dict = {}
-        for (tid, seed, kind), run in runs.items():
-            choice = rule(run["blanks"])
-            if choice is None or choice[0] != kind:
-                continue
-            if (tid, seed, kind, choice) not in replays:
-                replays[(tid, seed, kind, choice)] = replay(run, *choice[1:])
-            kept = replays[(tid, seed, kind, choice)]
-            if kept:  # a run that kept nothing (no candidate scored) is left out, and counted
-                by_regime.setdefault(run["regime"], {})[(tid, seed)] = kept
+        by_regime = kept_by_regime(runs.values(), lambda run, rule=rule: rule(run["blanks"]), replays)
         results[name] = {regime: judge(by_regime.get(regime, {}), order) for regime in REGIMES}
     met = {n: sum(bool(j) and j["met"] for j in per.values()) for n, per in results.items()}
     losses = {n: sum(j.get("lower", 0) for j in per.values()) for n, per in results.items()}
@@ -310,11 +320,8 @@ def compare(kinds: list[str], share: float, pool: int, half: str = "tune") -> No
     print("| kind | regime | pairs | PLL higher | self-BLEU vs order | repeated vs order | top-1 vs order | met |")
     print("|---|---|---|---|---|---|---|---|")
     for kind in kinds:
-        by_regime: dict = {}
-        for r in (r for r in runs if r["kind"] == kind and (r["id"], r["seed"]) in common):
-            kept = replay(r, share, None, pool)
-            if kept:
-                by_regime.setdefault(r["regime"], {})[(r["id"], r["seed"])] = kept
+        mine = (r for r in runs if r["kind"] == kind and (r["id"], r["seed"]) in common)
+        by_regime = kept_by_regime(mine, lambda run, kind=kind: (kind, share, None, pool))
         for regime in (r for r in REGIMES if r in by_regime):
             j = judge(by_regime[regime], order)
             print(

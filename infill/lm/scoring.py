@@ -117,7 +117,14 @@ def _copies(
     return rows, slots, unique, inverse
 
 
-def _answer(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, copies: tuple, max_copies: int, progress):
+def _answer(
+    model: nn.Module,
+    input_ids: Tensor,
+    attention_mask: Tensor,
+    copies: tuple[Tensor, Tensor, Tensor, Tensor],
+    max_copies: int,
+    progress: Optional[Callable[[int], None]],
+) -> Tensor:
     """The scores :func:`token_scores` returns, from ``copies`` (:func:`_copies`) run through the model in
     passes of similar lengths."""
     rows, slots, unique, inverse = copies
