@@ -27,7 +27,7 @@ GRADIENT = sorted(n for n, cls in SAMPLERS.items() if getattr(cls, "adjusted", T
 
 def stale_key(template, slot, rows):
     """A wrong key: the cached logits of blank ``slot`` ignore blank 0 (unless they are blank 0's own)."""
-    rows = rows.clone()
+    rows = rows.copy()
     rows[slot != 0, 0] = 0
     return key(template, slot, rows)
 

@@ -1,5 +1,6 @@
 """The repeat-masked PLL: its terms, its cache keys, and exact samplers on it."""
 
+import numpy as np
 import pytest
 import torch
 from conftest import tiny_bert
@@ -98,8 +99,8 @@ def test_a_key_that_forgets_the_repeats_mask_is_stale(model):
 
 def forget_repeats(slot, rows):
     """Rows with every masked blank but the read one recorded as category 0."""
-    rows = rows.clone()
-    other = torch.ones_like(rows, dtype=torch.bool)
-    other[torch.arange(len(rows)), slot] = False
+    rows = rows.copy()
+    other = np.ones(rows.shape, dtype=bool)
+    other[np.arange(len(rows)), slot] = False
     rows[other & (rows == MASKED)] = 0
     return rows

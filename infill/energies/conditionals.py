@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Callable, Optional
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -28,15 +29,16 @@ _SPARE: list[Tensor] = []
 """The logits tensor of the last cache that is gone, for the next one of its shape: its pages already backed."""
 
 
-def key(template: Tensor, slot: Tensor, rows: Tensor) -> Tensor:
+def key(template: np.ndarray, slot: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """What the logits at blank ``slot[m]`` depend on, for each of ``M`` entries: the template, the slot, and
-    every blank's category (:data:`MASKED` where masked) in ``rows (M, d)``, as int64 rows ``(M, 2 + d)``."""
-    return torch.cat([template[:, None], slot[:, None], rows], 1)
+    every blank's category (:data:`MASKED` where masked) in ``rows (M, d)``, as int64 rows ``(M, 2 + d)`` (host
+    arrays: the keys never go to the device)."""
+    return np.concatenate([template[:, None], slot[:, None], rows], 1)
 
 
-def as_bytes(rows: Tensor) -> list[bytes]:
+def as_bytes(rows: np.ndarray) -> list[bytes]:
     """Each int64 row of ``rows (M, W)`` as bytes, in one conversion."""
-    values = rows.to("cpu", torch.int64).contiguous().numpy()
+    values = np.ascontiguousarray(rows, dtype=np.int64)
     return values.view(f"V{8 * values.shape[1]}").ravel().tolist()
 
 
@@ -46,7 +48,9 @@ class ConditionalCache:
     written), twice as many whenever more are needed, up to the cap; a cache that is gone leaves it to the next.
     ``key_of`` builds the keys; tests replace it to show that a key which omits a blank breaks exactness."""
 
-    def __init__(self, max_bytes: int = CACHE_MIB << 20, key_of: Callable[[Tensor, Tensor, Tensor], Tensor] = key):
+    def __init__(
+        self, max_bytes: int = CACHE_MIB << 20, key_of: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] = key
+    ):
         self.max_bytes = max_bytes
         self.key_of = key_of
         self._entries: OrderedDict[bytes, int] = OrderedDict()  # key -> its row of _logits
@@ -64,7 +68,7 @@ class ConditionalCache:
     def nbytes(self) -> int:
         return 0 if self._logits is None else len(self._entries) * self._logits.shape[1] * 4
 
-    def keys(self, template: Tensor, slot: Tensor, rows: Tensor) -> list[bytes]:
+    def keys(self, template: np.ndarray, slot: np.ndarray, rows: np.ndarray) -> list[bytes]:
         """The keys of ``M`` entries (the arguments of :func:`key`), as bytes."""
         return as_bytes(self.key_of(template, slot, rows))
 
@@ -123,7 +127,7 @@ class ConditionalCache:
             source = list(placed.values())
             if source != list(range(logits.shape[0])):
                 logits = logits.index_select(0, torch.tensor(source, device=logits.device))
-            self._logits.index_copy_(0, rows, logits.float())
+            self._logits.index_copy_(0, rows, logits if logits.dtype == torch.float32 else logits.float())
             self._normalisers[rows] = float("nan")
         return held
 

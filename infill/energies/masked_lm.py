@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Optional
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -208,9 +209,8 @@ class MaskedLMEnergy:
         """The cache keys of the PLL terms of states ``x_idx (B, d)`` of templates ``t (B,)``, blank by blank:
         entry ``j * B + b`` is blank ``j`` masked in state ``b``."""
         b, d = x_idx.shape
-        slot = torch.arange(d, device=x_idx.device).repeat_interleave(b)
-        rows = torch.where(self.copies(x_idx).transpose(0, 1).flatten(0, 1), MASKED, x_idx.repeat(d, 1))
-        return self.cache.keys(self._template_keys[t].repeat(d), slot, rows)
+        rows = torch.where(self.copies(x_idx).transpose(0, 1), MASKED, x_idx).cpu().numpy().reshape(d * b, d)
+        return self.cache.keys(np.tile(self._template_keys[t].cpu().numpy(), d), np.arange(d).repeat(b), rows)
 
     def bound(self, x_idx: Tensor) -> Tensor:
         """An upper bound ``(B,)`` of the energy of states ``x_idx (B, d)``: the sum of the PLL terms the cache
@@ -261,11 +261,12 @@ class MaskedLMEnergy:
         logits where one pass read every output in order; else gathered from the cache at the end where it
         holds every entry read; else written pass by pass."""
         n, s = read.shape
-        host = torch.cat([self._template_keys[template][:, None], read, torch.where(masked, MASKED, x_idx)], 1).cpu()
-        template_key, read_at, rows = host[:, :1], host[:, 1 : 1 + s], host[:, 1 + s :]  # one copy to the host a read
-        keys = self.cache.keys(template_key.repeat_interleave(s), read_at.flatten(), rows.repeat_interleave(s, 0))
+        host = torch.cat([self._template_keys[template][:, None], read, torch.where(masked, MASKED, x_idx)], 1)
+        host = host.cpu().numpy()
+        read_at = host[:, 1 : 1 + s]  # one copy to the host a read; the keys are built there
+        keys = self.cache.keys(host[:, 0].repeat(s), read_at.ravel(), host[:, 1 + s :].repeat(s, 0))
         found = self.cache.find(keys)
-        wanted, first = _missing(found, torch.cat([template_key, rows], 1), read_at, s)
+        wanted, first = _missing(found, np.delete(host, np.s_[1 : 1 + s], 1), read_at, s)
         self.cache_hits += n - len(wanted)
         held = len(set(found)) - (min(found) < 0) + sum(map(len, wanted.values()))
         pooled = held <= self.cache.capacity(self.num_categories)
@@ -279,7 +280,7 @@ class MaskedLMEnergy:
         for start in range(0, len(sequences), self.pass_sequences):
             part = sequences[start : start + self.pass_sequences]
             logits = self._forward(x_idx, masked, template, [first[q] for q in part], [wanted[q] for q in part])
-            entries, source, target = _placement([wanted[q] for q in part], keys, len(logits))
+            entries, source, target = _placement([wanted[q] for q in part], keys, logits.shape[0])
             placed = self.cache.put(entries, logits)
             if source == target == list(range(n * s)):  # one pass read every output, in order
                 return logits.view(n, s, -1)
@@ -303,11 +304,13 @@ class MaskedLMEnergy:
         slots ``wanted`` of each, in order, each list padded with its first slot to one ``width``."""
         width = max(map(len, wanted))
         read = torch.tensor([list(w) + [next(iter(w))] * (width - len(w)) for w in wanted], device=x_idx.device)
-        index = torch.tensor(rows, device=x_idx.device)
-        g = template[index]
-        ids, positions = self.input_ids[g], self.blank_positions[g]
-        ids = ids.scatter(1, positions, torch.where(masked[index], self.mask_token_id, self.category_ids[x_idx[index]]))
-        return self._logits_at(positions.gather(1, read), input_ids=ids).float().flatten(0, 1)
+        if rows != list(range(x_idx.shape[0])):  # some chains' sequences only
+            index = torch.tensor(rows, device=x_idx.device)
+            x_idx, masked, template = x_idx[index], masked[index], template[index]
+        ids, positions = self.input_ids[template], self.blank_positions[template]
+        ids = ids.scatter(1, positions, torch.where(masked, self.mask_token_id, self.category_ids[x_idx]))
+        logits = self._logits_at(positions.gather(1, read), input_ids=ids).flatten(0, 1)
+        return logits if logits.dtype == torch.float32 else logits.float()
 
     def conditional_logits(self, x_idx: Tensor, i: Tensor) -> Tensor:
         """The model's own logits ``(B, K)`` at blank ``i[b]`` masked, the other blanks filled from ``x_idx``."""
@@ -320,13 +323,13 @@ def _is_one_hot(x: Tensor) -> bool:
     return bool(((x == 0) | (x == 1)).all() and (x.sum(-1) == 1).all())
 
 
-def _missing(found: list[int], sequences: Tensor, read_at: Tensor, s: int) -> tuple[dict, dict]:
+def _missing(found: list[int], sequences: np.ndarray, read_at: np.ndarray, s: int) -> tuple[dict, dict]:
     """The outputs the cache lacks (``found`` below 0; ``s`` outputs a row), grouped: a sequence (the row's
     template key and tokens, ``sequences``) -> slot -> its outputs, and a sequence -> the first row holding it."""
     wanted: dict[bytes, dict[int, list[int]]] = {}
     first: dict[bytes, int] = {}
     if min(found) < 0:
-        keys, slots = as_bytes(sequences), read_at.flatten().tolist()
+        keys, slots = as_bytes(sequences), read_at.ravel().tolist()
         for o, row in enumerate(found):
             if row < 0:
                 first.setdefault(keys[o // s], o // s)

@@ -85,7 +85,8 @@ def still_masked(blanks: Tensor, masked: Tensor, left: int) -> Tensor:
 
 def scaled(logits: Tensor, temperature: float) -> Tensor:
     """``logits`` in float32 divided by ``temperature`` (no copy at 1, where it changes nothing)."""
-    return logits.float() if temperature == 1 else logits.float() / temperature
+    logits = logits if logits.dtype == torch.float32 else logits.float()
+    return logits if temperature == 1 else logits / temperature
 
 
 def fill(
@@ -140,8 +141,9 @@ def step(
     n = read.shape[0]
     rows = torch.arange(n, device=read.device)
     log_p = torch.log_softmax(scaled(logits, temperature), dim=-1)
-    col = most_peaked(log_p).expand(n) if confident else torch.zeros_like(rows)
-    logits, log_p = logits.expand(n, -1, -1), log_p.expand(n, -1, -1)
+    col = most_peaked(log_p) if confident else torch.zeros_like(rows)
+    if logits.shape[0] != n:  # one row for every chain (a shared first pass)
+        logits, log_p, col = logits.expand(n, -1, -1), log_p.expand(n, -1, -1), col.expand(n)
     j = read[rows, col]
     v = sample_categorical(scaled(logits[rows, col], temperature), generator) if values is None else values[rows, j]
     return j, v, log_p[rows, col, v]

@@ -201,14 +201,14 @@ def _span_choices(batch: Batch, tokenizer, bar) -> Choice:
 
 def marginals(template: Template, tokenizer, energy: MaskedLMEnergy, states: Tensor) -> list[list[dict]]:
     """For each written blank, its most frequent fills over ``states (N, d)`` with their frequencies."""
-    out = []
+    out, total = [], states.shape[0]
     for start, n in template.spans:
         fills, counts = torch.unique(states[:, start : start + n], dim=0, return_counts=True)
         top = counts.argsort(descending=True, stable=True)[:MARGINAL_FILLS]
         ids = energy.category_ids.cpu()[fills[top]].tolist()
         out.append(
             [
-                {"fill": detokenize(tokenizer, i), "frequency": round(c / len(states), 4)}
+                {"fill": detokenize(tokenizer, i), "frequency": round(c / total, 4)}
                 for i, c in zip(ids, counts[top].tolist())
             ]
         )
