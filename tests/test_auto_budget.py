@@ -11,7 +11,6 @@ from infill.pipeline.config import (
     AUTO_BUDGET_PER_BLANK,
     AUTO_ORDER,
     AUTO_SPREAD,
-    EVERY,
     MAX_BUDGET,
     RunConfig,
     auto_share,
@@ -103,9 +102,9 @@ def test_the_rule_is_read_from_the_budget():
 
 def test_auto_keeps_a_share_of_the_candidates_range():
     keep = resolve(RunConfig.create(top=5), Template(2)).keep
-    assert (keep.decode, keep.diversity, keep.share, keep.among) == ("diverse", None, 2 * AUTO_SPREAD, None)
+    assert (keep.decode, keep.diversity, keep.share, keep.every) == ("diverse", None, 2 * AUTO_SPREAD, False)
     particles = resolve(RunConfig.create(top=5), Template(9)).keep
-    assert (particles.share, particles.among) == (auto_share(9), EVERY) and auto_share(9) == 72 * AUTO_SPREAD
+    assert (particles.share, particles.every) == (auto_share(9), True) and auto_share(9) == 72 * AUTO_SPREAD
     assert auto_share(40) == 1.0  # a share a pair of blank tokens, at most the whole range
     assert (_pool(particles, 300, True), _pool(keep, 300, True)) == (300, 20)  # every particle; the search's best
     named = resolve(RunConfig.create(top=5, diversity=2.0), Template(3)).keep

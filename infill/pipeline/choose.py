@@ -31,7 +31,6 @@ from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError
 from ..text.blanks import quote
 from ..text.repeats import Repeats
-from .config import EVERY
 
 RESCORE_COPIES = 512  # masked copies per forward pass when re-scoring candidates
 BOUND_SLACK = 1e-4
@@ -173,9 +172,9 @@ def _pool(keep, distinct_rows: int, float32: bool) -> int:
     """How many of the best candidates ``top`` chooses among under ``keep`` (a plan's
     :class:`~.policy.Keep`; every one where it says so, or where a ``diversity`` is named and the chains ran in
     float32)."""
-    if keep.decode == "diverse" and keep.among == EVERY:
+    if keep.decode == "diverse" and keep.every:
         return max(keep.top, distinct_rows)
-    pool = keep.top * ((keep.among or DIVERSE_POOL) if keep.decode == "diverse" else 1)
+    pool = keep.top * (DIVERSE_POOL if keep.decode == "diverse" else 1)
     return max(pool, distinct_rows) if keep.diversity is not None and float32 else pool
 
 

@@ -65,10 +65,6 @@ of blank tokens (:func:`auto_share`), not nats of its own: a range each run sees
 tokenizer."""
 
 
-EVERY = 0
-"""A plan's ``Keep.among`` that chooses among every candidate the run scored (the particles' under ``auto``)."""
-
-
 def auto_share(d: int) -> float:
     """The share of the candidates' PLL range ``auto`` keeps its fillings spread at on ``d`` blank tokens:
     :data:`AUTO_SPREAD` a pair of them, at most all of it."""

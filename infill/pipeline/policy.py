@@ -23,7 +23,6 @@ from .config import (
     AUTO_PARTICLES,
     AUTO_SEARCH_VALUES,
     AUTO_TARGET,
-    EVERY,
     SAMPLES,
     SEARCH,
     STEPS,
@@ -39,15 +38,15 @@ chains over token blanks, the span sampler's chains over word blanks."""
 @dataclass(frozen=True)
 class Keep:
     """What choosing keeps: the ``top`` best distinct fillings (None: every chain's final state, or every draw),
-    taken as ``decode`` says; where it is ``diverse``, chosen among the best ``among`` x ``top`` candidates (None:
-    :data:`~.choose.DIVERSE_POOL`; :data:`~.config.EVERY`: every one), spread at ``diversity`` nats or at
-    ``share`` of their PLL range (:func:`~.config.auto_share`)."""
+    taken as ``decode`` says; where it is ``diverse``, chosen among the best :data:`~.choose.DIVERSE_POOL` x
+    ``top`` candidates (among ``every`` one the run scored, where it says so), spread at ``diversity`` nats or
+    at ``share`` of their PLL range (:func:`~.config.auto_share`)."""
 
     top: Optional[int] = None
     decode: Optional[str] = None
     diversity: Optional[float] = None
     share: Optional[float] = None
-    among: Optional[int] = None
+    every: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,9 +90,8 @@ def resolve(config: RunConfig, template, constrained: bool = False, lower_precis
     if sampler is None:
         kind = {SEARCH: "search", AUTO_PARTICLES["method"]: "particles"}.get(resolved.method, "one-pass")
         spread = config.method == AUTO and kind != "one-pass" and resolved.diversity is None
-        among = EVERY if spread and kind == "particles" else None
         share = auto_share(d) if spread else None
-        return _plan(kind, resolved, spend=Spend(resolved.budget), share=share, among=among)
+        return _plan(kind, resolved, spend=Spend(resolved.budget), share=share, every=spread and kind == "particles")
     sampler.check_variables(d)
     float32 = _float32_cost(resolved, d, constrained) if lower_precision else 0
     least = least_budget(resolved, d) + float32
@@ -126,14 +124,12 @@ def _plan(
     sampler: Any = None,
     spend: Spend = Spend(),
     share: Optional[float] = None,
-    among: Optional[int] = None,
+    every: bool = False,
 ) -> Plan:
-    """``resolved`` split into the method's settings, what choosing keeps (among the best ``among`` x ``top``
-    candidates, spread at ``share`` of their range, where given) and the budget ``spend``."""
+    """``resolved`` split into the method's settings, what choosing keeps (among ``every`` candidate where it
+    says so, spread at ``share`` of their range where given) and the budget ``spend``."""
     diverse = resolved.decode == "diverse"
-    keep = Keep(
-        resolved.top, resolved.decode, resolved.diversity, share if diverse else None, among if diverse else None
-    )
+    keep = Keep(resolved.top, resolved.decode, resolved.diversity, share if diverse else None, every and diverse)
     return Plan(kind, replace(resolved, top=None, budget=None), keep, spend, sampler)
 
 
