@@ -4,7 +4,6 @@ import pytest
 import torch
 
 from infill import Infiller
-from infill.energies.budget import Meter
 from infill.errors import InfillError
 from infill.pipeline.choose import DIVERSE_MARGIN, _margin, _pool, spread
 from infill.pipeline.config import (
@@ -15,8 +14,7 @@ from infill.pipeline.config import (
     RunConfig,
     auto_share,
 )
-from infill.pipeline.one_pass import LAST_ROUND, ROUND_MARGIN, _to_budget
-from infill.pipeline.policy import Keep, Plan, Spend, for_blanks, for_words, resolve, searchable
+from infill.pipeline.policy import Keep, for_blanks, for_words, resolve, searchable
 from infill.samplers.base import Trace
 
 TWO = "The [MASK] sat on the [MASK]."
@@ -232,42 +230,3 @@ def test_the_rule_is_the_one_its_study_chose():
     particles = "smc" if tilt == 2.0 else f"smc-tilt{tilt:g}"
     among = f"pools ({DIVERSE_POOL * 5}, 100)"  # the search's as any diverse decoding's; every particle captured
     assert chosen == f"Chosen: values {AUTO_SEARCH_VALUES}, {particles}, share a pair {AUTO_SPREAD}, {among}.", chosen
-
-
-class _Rounds:
-    """A one-pass method on 2 blank tokens whose draws cost ``costs[r]`` sequences each in round ``r`` (the last
-    cost after): every draw a new filling, scored; the sizes asked for kept in ``asked``."""
-
-    def __init__(self, limit: int, costs: list[int]):
-        self.num_blanks, self.meter, self.costs, self.asked, self.drawn = 2, Meter(limit), costs, [], 0
-
-    def __call__(self, n: int):
-        self.asked.append(n)
-        self.meter.spend(n * self.costs[min(len(self.asked), len(self.costs)) - 1])
-        x = torch.arange(self.drawn, self.drawn + n)[:, None].repeat(1, 2)
-        self.drawn += n
-        return x, torch.zeros(n)
-
-
-def _to_budget_of(method: _Rounds, kind: str = "left-to-right"):
-    config = RunConfig.create(method=kind, num_samples=(method.meter.limit - 1) // 3)  # 3 sequences a draw on 2
-    return _to_budget(method, Plan("one-pass", config, Keep(5), Spend(method.meter.limit)), method)
-
-
-def test_a_later_round_is_sized_by_what_the_last_one_cost():
-    cheap = _Rounds(100, [1])  # the cache paid two of each draw's three sequences
-    x, _ = _to_budget_of(cheap)
-    assert cheap.asked == [33, int(66 / ROUND_MARGIN), int(7 / ROUND_MARGIN)] == [33, 59, 6]
-    assert cheap.meter.spent == 98 == len(x)
-    dearer = _Rounds(100, [1, 3])  # the second round costs more than the first's draws did: run again, surely
-    _to_budget_of(dearer)
-    assert dearer.asked == [33, 59, 22] and dearer.meter.spent == 33 + 66
-
-
-def test_a_round_of_particles_too_small_for_its_host_work_is_not_run():
-    particles, order = _Rounds(200, [1]), _Rounds(200, [1])
-    _to_budget_of(particles, "smc")
-    _to_budget_of(order)
-    assert particles.asked == [66, 120, 11] and particles.meter.spent == 197  # one more: 1 particle, < 66 // 8
-    assert order.asked == [66, 120, 11, 1] and order.meter.spent == 198  # the order spends what it was given
-    assert 66 // LAST_ROUND == 8

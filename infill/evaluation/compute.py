@@ -2,8 +2,8 @@
 
 Compute is counted in sequences passed through the encoder (``Diagnostics.encoder_sequences``), as a perfect
 cache would charge it: a sequence that a pass, another draw or the PLL re-scoring already computed is not
-paid again. A one-pass order given a budget draws until the budget is spent (``infill.pipeline``: rounds of
-as many draws as the rest buys, each distinct draw scored as it comes), so one run at the reference's
+paid again. A one-pass method given a budget draws until the budget is spent (``infill.pipeline``: rounds of
+as many draws as the rest surely buys, each distinct draw scored as it comes), so one run at the reference's
 sequences is the baseline at equal compute. :func:`matched` is the one runner every equal-compute driver
 (``infill eval``, scripts/) goes through.
 """

@@ -24,13 +24,6 @@ from ..samplers.particles import METHOD as PARTICLES
 from ..samplers.particles import SMC, smc
 from .config import MAX_DRAWS, RunConfig
 
-ROUND_MARGIN = 1.1
-"""A later round of draws is sized at this much over what the last round's cost a draw (the cache pays less and
-less of a round as the draws repeat)."""
-LAST_ROUND = 8
-"""A later round of particles that would take fewer than the first round's over this is not run: its fixed host
-work (resampling and weighing at every blank) would be paid for little. The orders draw while the rest buys one
-(a baseline given a budget spends it)."""
 Draw = Callable[[int], tuple[Tensor, Optional[Tensor]]]
 """``draw(n) -> (x (m, d), energies (m,) or None)``: ``n`` draws (or particles) of a one-pass method."""
 
@@ -86,31 +79,22 @@ def _particles(energy: MaskedLMEnergy, plan, generator: torch.Generator) -> Draw
 def _to_budget(energy: MaskedLMEnergy, plan, method: Draw) -> tuple[Tensor, Tensor]:
     """Draws ``(N, d)`` of ``method`` until ``plan``'s budget is spent, with their PLLs ``(N,)``: each distinct
     draw is scored as it comes (where the method did not), so a sequence a pass or an earlier draw computed is
-    not paid twice (the cache). The first round takes ``config.num_samples`` draws (what the budget surely buys,
-    :func:`draw_cost` each); a later one as many as the rest buys at what the last round's draws cost,
-    :data:`ROUND_MARGIN` over (at most :func:`draw_cost`), so the rounds are few and full. A round the cache
-    pays less for than it did before runs out of budget: it is paid for, lost, and run again at what the rest
-    surely buys. The draws stop when the rest buys none (particles: fewer than the first round's over
-    :data:`LAST_ROUND`), a round brings no new filling or cannot be paid, or :data:`~.config.MAX_DRAWS` are
-    drawn."""
-    d, config, meter = energy.num_blanks, plan.config, energy.meter
+    not paid twice (the cache), and the next round takes as many draws as what is left surely buys
+    (:func:`draw_cost` each; the first round ``config.num_samples``). The draws stop when the rest buys none, a
+    round brings no new filling or cannot be paid, or :data:`~.config.MAX_DRAWS` are drawn."""
+    d, config = energy.num_blanks, plan.config
     cost = draw_cost(config, d)
     draws, scores, n = [], {}, config.num_samples
-    least = max(1, config.num_samples // LAST_ROUND) if config.method == PARTICLES else 1  # a baseline spends all
-    while n >= least and sum(map(len, draws)) + n <= MAX_DRAWS:
-        before, left = meter.spent, meter.limit - meter.spent - 1  # the first pass again, if the cache let it go
+    while n >= 1 and sum(map(len, draws)) + n <= MAX_DRAWS:
         try:
             x, values = method(n)
-        except BudgetSpent:  # the round cost more than the last one's draws did
+        except BudgetSpent:  # the round cost more than it surely would (a cache that kept too little)
             if not draws:
                 raise InfillError(
                     f"a budget of {plan.spend.limit} encoder sequences buys no round of {n} "
                     f"{config.method} draws on {d} blank tokens: raise --budget"
                 ) from None
-            if n <= left // cost:
-                break
-            n = (meter.limit - meter.spent - 1) // cost
-            continue
+            break
         keys = list(map(tuple, x.tolist()))
         fresh = {
             key: value
@@ -124,7 +108,6 @@ def _to_budget(energy: MaskedLMEnergy, plan, method: Draw) -> tuple[Tensor, Tens
         if unscored:
             fresh.update(zip(unscored, energy.of_indices(torch.tensor(unscored, device=x.device)).tolist()))
         scores.update(fresh)
-        paid = min(cost, max(1.0, ROUND_MARGIN * (meter.spent - before) / x.shape[0]))
-        n = int((meter.limit - meter.spent - 1) / paid)
+        n = (energy.meter.limit - energy.meter.spent - 1) // cost  # the first pass again, if the cache let it go
     x = torch.cat(draws)
     return x, torch.tensor([scores[tuple(row)] for row in x.tolist()])
