@@ -9,9 +9,9 @@ import pytest
 from infill.cli import main
 from infill.cli.samplers import GROUPS
 from infill.errors import InfillError
+from infill.onepass.particles import SMC
 from infill.pipeline.config import AUTO, BASELINES, RunConfig
 from infill.samplers import SAMPLERS, options_of, sampler_options
-from infill.samplers.particles import SMC
 
 
 def listing(capsys, *args) -> str:

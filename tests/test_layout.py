@@ -15,6 +15,7 @@ STAGES = (
     "lm",
     "energies",
     "samplers",
+    "onepass",
     "constraints",
     "spans",
     "pipeline",

@@ -1,4 +1,4 @@
-"""Particles through the one-pass order (``smc``, :mod:`infill.samplers.particles`): at its defaults a draw from
+"""Particles through the one-pass order (``smc``, :mod:`infill.onepass.particles`): at its defaults a draw from
 each run's weighted particles reproduces an exactly enumerable PLL (test_samplers_exact.py's bound), for every
 weight, order and with moves; the particles without their weights fail the same bound. Through the API the
 method keeps the default's promises: the budget a cap, same seed same fillings, a batch equal to single calls."""
@@ -12,9 +12,9 @@ from infill import Infiller
 from infill.energies import MaskedLMEnergy
 from infill.energies.exact import empirical_distribution, exact_distribution, total_variation
 from infill.errors import InfillError
+from infill.onepass.particles import SMC, effective_size, smc, systematic
 from infill.pipeline.choose import spread
 from infill.pipeline.config import SAMPLES
-from infill.samplers.particles import SMC, effective_size, smc, systematic
 
 D, K = 3, 4
 RUNS = 20_000

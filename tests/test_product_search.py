@@ -8,7 +8,7 @@ from infill import Infiller
 from infill.energies import MaskedLMEnergy
 from infill.energies.budget import Meter
 from infill.energies.exact import all_states
-from infill.samplers.product_search import cost, grow, search
+from infill.onepass.product_search import cost, grow, search
 
 CATEGORIES = torch.arange(20, 26)
 
@@ -90,7 +90,7 @@ def test_without_top_it_is_refused_in_one_line(infiller):
 def test_a_round_that_leaves_the_best_fillings_ends_the_search(monkeypatch, seed):
     """The search ends at the first refresh round whose best fillings are the round before's, budget unspent:
     the rounds before it each changed them (a search that went on to its budget fails both)."""
-    from infill.samplers import product_search
+    from infill.onepass import product_search
 
     bests, scores_of = [], product_search.product_scores
 

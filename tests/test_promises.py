@@ -13,9 +13,9 @@ from infill import Infiller
 from infill.cli import main
 from infill.energies.masked_lm import MaskedLMEnergy
 from infill.errors import InfillError
+from infill.onepass.product_search import MAX_VALUES
 from infill.pipeline.config import MAX_BUDGET, RunConfig
 from infill.pipeline.policy import for_blanks, least_budget
-from infill.samplers.product_search import MAX_VALUES
 
 TWO = "The [MASK] sat on the [MASK]."
 SIX = "The [MASK] of the [MASK] was [MASK] by the [MASK] in [MASK] [MASK]."

@@ -2,7 +2,7 @@
 
 The names, options and summaries are read from the code: ``auto``'s constants (:mod:`infill.pipeline.config`),
 the sampler registry and each sampler's docstring, the one-pass methods (:data:`~infill.pipeline.config.BASELINES`,
-described in :mod:`infill.lm.mlm_draws`), and the particles' settings (:class:`~infill.samplers.particles.SMC`).
+described in :mod:`infill.lm.mlm_draws`), and the particles' settings (:class:`~infill.onepass.particles.SMC`).
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ def methods() -> list[dict]:
     """Every method ``--sampler`` takes, in :data:`GROUPS` order: ``{"name", "group", "options", "summary"}``,
     ``options`` its hyperparameters with their defaults."""
     from ..lm import mlm_draws
+    from ..onepass import particles, product_search
     from ..pipeline.config import AUTO, AUTO_BUDGET_PER_BLANK, BASELINES, SEARCH
-    from ..samplers import SAMPLERS, options_of, particles, product_search, sampler_options
+    from ..samplers import SAMPLERS, options_of, sampler_options
 
     rows = [_row(AUTO, "auto", {}, _auto())]
     rows += [_row(n, "MCMC samplers", sampler_options(n), _first(SAMPLERS[n].__doc__)) for n in sorted(SAMPLERS)]

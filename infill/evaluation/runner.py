@@ -123,7 +123,7 @@ def taken(signature: dict) -> dict:
     """A row's settings ``signature`` less those its method does not take: a one-pass method
     (:data:`~infill.pipeline.config.BASELINES`) has no steps, chain start or annealing, and no options but the
     particles'. Units stored with them compare equal."""
-    from ..samplers.particles import METHOD as PARTICLES
+    from ..onepass.particles import METHOD as PARTICLES
 
     if signature["method"] not in BASELINES:
         return signature

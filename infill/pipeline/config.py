@@ -14,12 +14,12 @@ from ..errors import InfillError, finite_number, one_of, positive_integer
 from ..text.blanks import UNITS
 
 SEARCH = "product-search"
-"""The one-pass method that searches a product of per-blank candidate sets (:mod:`infill.samplers.product_search`)."""
+"""The one-pass method that searches a product of per-blank candidate sets (:mod:`infill.onepass.product_search`)."""
 BASELINES = ("independent", "left-to-right", "argmax", "confident-first", "random-order", "smc", SEARCH)
 """Methods that draw from the masked LM directly, without chains: usable wherever a sampler name is. ``smc``
 draws particles through the confident-first order, weighted and resampled toward the PLL
-(:mod:`infill.samplers.particles`); ``product-search`` scores every filling of a product of per-blank candidate
-sets exactly, for the best ones (:mod:`infill.samplers.product_search`)."""
+(:mod:`infill.onepass.particles`); ``product-search`` scores every filling of a product of per-blank candidate
+sets exactly, for the best ones (:mod:`infill.onepass.product_search`)."""
 TARGETS = ("pll", "repeat-masked")
 """The energies over token blanks: the PLL, or the repeat-masked PLL, in which a blank's masked copy also masks
 every other blank holding its token (:class:`~infill.energies.masked_lm.MaskedLMEnergy`)."""
@@ -50,12 +50,12 @@ AUTO_TARGET = "repeat-masked"
 repeated content words at as high a plain PLL (``eval/reader-minilm``)."""
 AUTO_PARTICLES = {"method": "smc", "options": {"tilt": 1.5}}
 """``auto``'s particles: through the confident-first order weighted toward the target
-(:mod:`infill.samplers.particles`), every particle and move a candidate; the tilt is one of the rule's three
+(:mod:`infill.onepass.particles`), every particle and move a candidate; the tilt is one of the rule's three
 constants (:data:`AUTO_SEARCH_VALUES`)."""
 AUTO_SEARCH_VALUES = 8.0
 """``auto``'s rule with ``top`` on more than one blank token (and no terms): the product search while the budget
 buys its first product of this many tokens a blank (``d * v ** (d - 1)`` encoder sequences within the search's
-first share, :data:`infill.samplers.product_search.EXPLORE`), :data:`AUTO_PARTICLES` above. One of the rule's three
+first share, :data:`infill.onepass.product_search.EXPLORE`), :data:`AUTO_PARTICLES` above. One of the rule's three
 constants, with :data:`AUTO_SPREAD` and the particles' tilt: chosen together on the calibration suite's tuning
 half (2-16 blank tokens, 3 seeds, the dev MLM; ``eval/auto-rule-minilm``)."""
 AUTO_SPREAD = 0.01
@@ -377,9 +377,9 @@ class RunConfig:
         for key, value in self.options.items():  # checked before the sampler registry (torch) is imported
             if isinstance(value, float):
                 finite_number(f"{self.method} option {key}", value)
+        from ..onepass.particles import METHOD as PARTICLES
+        from ..onepass.particles import SMC
         from ..samplers import SAMPLERS, options_of, sampler_options
-        from ..samplers.particles import METHOD as PARTICLES
-        from ..samplers.particles import SMC
 
         if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *BASELINES, AUTO):
             raise InfillError(

@@ -1,10 +1,7 @@
-"""The one-pass methods (:data:`~.config.BASELINES`): fillings drawn from the masked LM without chains, by one
-of the methods of :mod:`infill.lm.mlm_draws` or as ``smc``'s particles (:mod:`infill.samplers.particles`).
-
-This is the one place in the pipeline that tells them apart (the options' check knows that the particles take
-:class:`~infill.samplers.particles.SMC`'s): what one more draw costs, the forward passes a draw takes, and the
-draws themselves, until the budget is spent where one is set. The policy imports it only when it needs it (it
-imports torch).
+"""The one-pass methods (:data:`~.config.BASELINES`, :mod:`infill.onepass`) as the pipeline runs them: fillings
+drawn from the masked LM without chains, by one of the methods of :mod:`infill.lm.mlm_draws` or as ``smc``'s
+particles (:mod:`infill.onepass.particles`), or searched for (:mod:`infill.onepass.product_search`), until the
+budget is spent where one is set (what a draw costs: :mod:`infill.onepass.cost`).
 """
 
 from __future__ import annotations
@@ -19,37 +16,20 @@ from ..energies.budget import BudgetSpent
 from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError
 from ..lm import mlm_draws
-from ..samplers import product_search
-from ..samplers.particles import METHOD as PARTICLES
-from ..samplers.particles import SMC, smc
+from ..onepass import product_search
+from ..onepass.cost import draw_cost
+from ..onepass.particles import METHOD as PARTICLES
+from ..onepass.particles import SMC, smc
 from .config import MAX_DRAWS, RunConfig
 
 Draw = Callable[[int], tuple[Tensor, Optional[Tensor]]]
 """``draw(n) -> (x (m, d), energies (m,) or None)``: ``n`` draws (or particles) of a one-pass method."""
 
 
-def draw_cost(config: RunConfig, d: int) -> int:
-    """Encoder sequences one more distinct draw (or particle) of ``config``'s method costs on ``d`` blank tokens,
-    re-ranked by PLL (:func:`infill.lm.mlm_draws.draw_cost`; the particles: :meth:`SMC.passes`)."""
-    if config.method == PARTICLES:
-        return SMC(**config.options).passes(d)
-    if config.method == product_search.METHOD:  # a filling's d masked copies, at most
-        return d
-    return mlm_draws.draw_cost(config.method, d)
-
-
-def forwards(config: RunConfig, d: int) -> int:
-    """The forward passes one draw of ``config``'s method takes on ``d`` blank tokens (the particles': their
-    order's; the product search: its first pass and a read at each blank)."""
-    if config.method == product_search.METHOD:
-        return d + 1
-    return mlm_draws.FORWARDS[SMC(**config.options).order if config.method == PARTICLES else config.method](d)
-
-
 def draw(energy: MaskedLMEnergy, plan, generator: torch.Generator) -> tuple[Tensor, Optional[Tensor]]:
     """The draws ``(N, d)`` of ``plan`` (a :class:`~.policy.Plan`) with their PLLs ``(N,)`` where the method scored
     them (None where not): ``num_samples`` of them, or with a budget as many as it buys (:func:`_to_budget`); the
-    product search's every filling scored (:func:`infill.samplers.product_search.search`)."""
+    product search's every filling scored (:func:`infill.onepass.product_search.search`)."""
     config = plan.config
     if config.method == product_search.METHOD:
         return product_search.search(energy)
@@ -63,7 +43,7 @@ def _order(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator
 
 
 def _particles(energy: MaskedLMEnergy, plan, generator: torch.Generator) -> Draw:
-    """One ``smc`` run of ``n`` particles (:func:`~infill.samplers.particles.smc`), scored: with ``top`` every
+    """One ``smc`` run of ``n`` particles (:func:`~infill.onepass.particles.smc`), scored: with ``top`` every
     particle and every state its moves visited are candidates; without, its samples (resampled and moved)."""
     settings = SMC(**plan.config.options)
 
@@ -80,10 +60,10 @@ def _to_budget(energy: MaskedLMEnergy, plan, method: Draw) -> tuple[Tensor, Tens
     """Draws ``(N, d)`` of ``method`` until ``plan``'s budget is spent, with their PLLs ``(N,)``: each distinct
     draw is scored as it comes (where the method did not), so a sequence a pass or an earlier draw computed is
     not paid twice (the cache), and the next round takes as many draws as what is left surely buys
-    (:func:`draw_cost` each; the first round ``config.num_samples``). The draws stop when the rest buys none, a
-    round brings no new filling or cannot be paid, or :data:`~.config.MAX_DRAWS` are drawn."""
+    (:func:`~infill.onepass.cost.draw_cost` each; the first round ``config.num_samples``). The draws stop when the
+    rest buys none, a round brings no new filling or cannot be paid, or :data:`~.config.MAX_DRAWS` are drawn."""
     d, config = energy.num_blanks, plan.config
-    cost = draw_cost(config, d)
+    cost = draw_cost(config.method, config.options, d)
     draws, scores, n = [], {}, config.num_samples
     while n >= 1 and sum(map(len, draws)) + n <= MAX_DRAWS:
         try:

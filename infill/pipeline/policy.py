@@ -144,8 +144,8 @@ def make_sampler(config: RunConfig):
 
 def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfig:
     """``config`` for a template of ``d`` blank tokens: ``auto`` resolved, and a one-pass method's first round
-    of draws set by the budget (what it surely buys, :func:`~.one_pass.draw_cost` each, the shared first pass one
-    sequence; the pipeline draws more while the budget lasts).
+    of draws set by the budget (what it surely buys, :func:`~infill.onepass.cost.draw_cost` each, the shared first
+    pass one sequence; the pipeline draws more while the budget lasts).
 
     ``auto``: with one blank token (and no terms) the PLL is the masked LM's one conditional, so one pass is
     exact: ``argmax``'s ``top`` most likely tokens, or without ``top`` independent draws; with terms, chains
@@ -179,9 +179,9 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
         and config.method != SEARCH
         and not (config.method == "argmax" and d == 1)
     ):
-        from .one_pass import draw_cost
+        from ..onepass.cost import draw_cost
 
-        config = replace(config, num_samples=max(1, (config.budget - 1) // draw_cost(config, d)))
+        config = replace(config, num_samples=max(1, (config.budget - 1) // draw_cost(config.method, config.options, d)))
     return checked_budget(config, d)
 
 
@@ -222,7 +222,7 @@ def searchable(d: int, budget: int, values: float = AUTO_SEARCH_VALUES) -> bool:
     tokens for each of ``d`` blanks (``d * v ** (d - 1)`` sequences) within the share the search gives it. As
     ``d`` grows at a fixed budget, or at a fixed budget per blank, the product outgrows it: once false, false for
     every larger ``d``."""
-    from ..samplers.product_search import EXPLORE
+    from ..onepass.product_search import EXPLORE
 
     return d * values ** (d - 1) <= EXPLORE * (budget - 1)
 
@@ -260,10 +260,10 @@ def least_budget(config: RunConfig, d: int) -> int:
     have nothing to return, so there one step is counted as a gradient sampler's (a value and gradient at the
     start and at the proposal)."""
     from ..lm.mlm_draws import encoder_sequences
-    from .one_pass import draw_cost
+    from ..onepass.cost import draw_cost
 
     if config.is_baseline:
-        return 1 + (config.top or 1) * draw_cost(config, d)
+        return 1 + (config.top or 1) * draw_cost(config.method, config.options, d)
     n = config.num_samples
     starts = encoder_sequences(config.init, d, n) if config.init != "uniform" else 4 * n * d
     return starts + d * (config.top or n)

@@ -28,11 +28,11 @@ from ..constraints import WeightedSum
 from ..energies.base import one_hot
 from ..energies.masked_lm import MaskedLMEnergy
 from ..lm import mlm_draws
+from ..onepass.cost import forwards
 from ..samplers import Sampler, Trace
 from ..spans import MaskedLMSpanEnergy, SpanInclude, SpanSampler, best
 from ..text.repeats import repeats
 from ..text.template import Template, blank_pieces, detokenize, fill_pieces
-from . import one_pass
 from .choose import Chosen, choose, plls_of
 from .policy import Plan
 from .results import Diagnostics, InfillResult, Sample
@@ -264,5 +264,7 @@ def _token_run(batch: Batch, trace) -> dict:
         tuned=None if trace is None or trace.tuning is None else trace.tuning.to_dict(),
         burn_in=0 if trace is None else batch.steps - trace.samples.shape[0] + trace.burn_in,
         evaluations=0 if trace is None else trace.evaluations,
-        forwards=one_pass.forwards(config, d) if batch.plan.kind != "chains" else mlm_draws.FORWARDS[config.init](d),
+        forwards=forwards(config.method, config.options, d)
+        if batch.plan.kind != "chains"
+        else mlm_draws.FORWARDS[config.init](d),
     )

@@ -33,8 +33,7 @@ from ..energies.base import Energy, evaluate, one_hot
 from ..energies.tempered import Tempered
 from ..errors import at_least, number_in, one_of, positive_integer
 from ..lm import mlm_draws
-from . import make_sampler
-from .driver import sample
+from ..samplers import make_sampler, sample
 
 METHOD = "smc"
 """The name the pipeline runs these particles by, a one-pass method (:mod:`infill.pipeline.one_pass`)."""
