@@ -1,8 +1,8 @@
 """The calibration suite of the equal-compute study: templates with one-token word blanks from Wang & Cho's bert-gen corpora.
 
 Sentences of 12-30 words from ``wiki103.5k.txt`` and ``tbc.5k.txt`` (normalised as the protocols do), with
-2-4 blanks (``2-4``), 6-10 (``6-10``), 5 (``5``), 11-16 (``11-16``), 4 or 3 (``4``, ``3``: more templates at 4 and
-at 3 blank tokens)
+2-4 blanks (``2-4``), 6-10 (``6-10``), 5 (``5``), 11-16 (``11-16``), 4, 3 or 6-7 (``4``, ``3``, ``6-7``: more
+templates at 4, at 3 and at 6-7 blank tokens)
 at words the dev tokenizer spells as one word-start token (letters only: no punctuation, no numbers). Each template keeps its removed words. A seeded shuffle splits
 every regime into a tuning half and a check half, written as ``corpora/calibration/{tune,check}.jsonl``:
 
@@ -29,10 +29,11 @@ REGIMES = {
     "11-16": ((11, 16), 12),
     "4": ((4, 4), 32),
     "3": ((3, 3), 32),
+    "6-7": ((6, 7), 32),
 }
 """Regime -> (blanks per template, templates): half of each to tuning, half to checking. The regimes drawn
-later were added later, each at the end (``3`` last), so the earlier ones keep their templates."""
-AFTER_PROMISES = ("4", "3")
+later were added later, each at the end (``6-7`` last), so the earlier ones keep their templates."""
+AFTER_PROMISES = ("4", "3", "6-7")
 """Regimes added after the promises' held-out suite (``corpora/promises/heldout.jsonl``, drawn from sentences this
 suite did not use then): they skip its sentences, so the two stay apart."""
 
