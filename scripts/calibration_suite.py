@@ -1,8 +1,8 @@
 """The calibration suite of the equal-compute study: templates with one-token word blanks from Wang & Cho's bert-gen corpora.
 
 Sentences of 12-30 words from ``wiki103.5k.txt`` and ``tbc.5k.txt`` (normalised as the protocols do), with
-2-4 blanks (``2-4``), 6-10 (``6-10``), 5 (``5``), 11-16 (``11-16``), 4, 3 or 6-7 (``4``, ``3``, ``6-7``: more
-templates at 4, at 3 and at 6-7 blank tokens)
+2-4 blanks (``2-4``), 6-10 (``6-10``), 5 (``5``), 11-16 (``11-16``), 4, 3, 6-7, 11-16 or 5 (``4``, ``3``, ``6-7``,
+``11-16b``, ``5b``: more templates at 4, at 3, at 6-7, at 11-16 and at 5 blank tokens)
 at words the dev tokenizer spells as one word-start token (letters only: no punctuation, no numbers). Each template keeps its removed words. A seeded shuffle splits
 every regime into a tuning half and a check half, written as ``corpora/calibration/{tune,check}.jsonl``:
 
@@ -30,10 +30,12 @@ REGIMES = {
     "4": ((4, 4), 32),
     "3": ((3, 3), 32),
     "6-7": ((6, 7), 32),
+    "11-16b": ((11, 16), 32),
+    "5b": ((5, 5), 32),
 }
 """Regime -> (blanks per template, templates): half of each to tuning, half to checking. The regimes drawn
-later were added later, each at the end (``6-7`` last), so the earlier ones keep their templates."""
-AFTER_PROMISES = ("4", "3", "6-7")
+later were added later, each at the end (``5b`` last), so the earlier ones keep their templates."""
+AFTER_PROMISES = ("4", "3", "6-7", "11-16b", "5b")
 """Regimes added after the promises' held-out suite (``corpora/promises/heldout.jsonl``, drawn from sentences this
 suite did not use then): they skip its sentences, so the two stay apart."""
 
