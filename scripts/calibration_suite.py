@@ -1,9 +1,8 @@
 """The calibration suite of the equal-compute study: templates with one-token word blanks from Wang & Cho's bert-gen corpora.
 
 Sentences of 12-30 words from ``wiki103.5k.txt`` and ``tbc.5k.txt`` (normalised as the protocols do), with
-2-4 blanks (``2-4``), 6-10 (``6-10``), 5 (``5``), 11-16 (``11-16``), 4, 3, 6-7, 11-16 or 5 (``4``, ``3``, ``6-7``,
-``11-16b``, ``5b``: more templates at 4, at 3, at 6-7, at 11-16 and at 5 blank tokens)
-at words the dev tokenizer spells as one word-start token (letters only: no punctuation, no numbers). Each template keeps its removed words. A seeded shuffle splits
+2-4 blanks (``2-4``), 6-10 (``6-10``), 5 (``5``) or 11-16 (``11-16``), then more templates at 4, 3, 6-7, 11-16
+and 5 blank tokens (``4``, ``3``, ``6-7``, ``11-16b``, ``5b``), at words the dev tokenizer spells as one word-start token (letters only: no punctuation, no numbers). Each template keeps its removed words. A seeded shuffle splits
 every regime into a tuning half and a check half, written as ``corpora/calibration/{tune,check}.jsonl``:
 
     {"id": "wt103-4444-2-4", "template": "... [MASK] ...", "removed": ["word", ...], "regime": "2-4"}
