@@ -9,6 +9,7 @@ from infill.pipeline.choose import DIVERSE_MARGIN, _margin, _pool, spread
 from infill.pipeline.config import (
     AUTO_BUDGET_PER_BLANK,
     AUTO_ORDER,
+    AUTO_RUN_SIZE,
     AUTO_SPREAD,
     MAX_BUDGET,
     RunConfig,
@@ -46,6 +47,8 @@ def test_auto_resolves_by_the_number_of_blanks():
     assert (particles.method, particles.options, particles.decode) == ("smc", {"tilt": 1.5}, "diverse")
     assert particles.target == "repeat-masked" and particles.diversity is None
     assert particles.budget == AUTO_BUDGET_PER_BLANK * 6
+    assert for_blanks(config, 10).options == {"tilt": 1.5}  # the share short of the whole range: one run a round
+    assert for_blanks(config, 11).options == {"tilt": 1.5, "run_size": AUTO_RUN_SIZE} and auto_share(11) == 1.0
     assert particles.num_samples == (particles.budget - 1) // (6 - 1 + 6)  # 5 passes after the shared one, 6 to score
     assert for_blanks(RunConfig.create(top=5, diversity=3.0), 8).diversity == 3.0  # the user's, where named
     assert for_blanks(RunConfig.create(top=5, decode="final"), 8).diversity is None  # no diverse pick: no diversity

@@ -69,7 +69,15 @@ def test_systematic_resampling_follows_the_weights():
 
 
 @pytest.mark.parametrize(
-    "settings", [{"tilt": -1.0}, {"order": "left-to-right"}, {"weight": "prefix"}, {"ess": 1.5}, {"move": "nope"}]
+    "settings",
+    [
+        {"tilt": -1.0},
+        {"order": "left-to-right"},
+        {"weight": "prefix"},
+        {"ess": 1.5},
+        {"move": "nope"},
+        {"run_size": -1},
+    ],
 )
 def test_bad_settings_are_refused(settings):
     with pytest.raises(InfillError) as info:
@@ -82,7 +90,9 @@ def infiller(tiny_model_dir):
     return Infiller(model=str(tiny_model_dir))
 
 
-@pytest.mark.parametrize("options", [{}, {"tilt": 2.0, "decode": "diverse"}, {"weight": "partial"}, {"moves": 1}])
+@pytest.mark.parametrize(
+    "options", [{}, {"tilt": 2.0, "decode": "diverse"}, {"weight": "partial"}, {"moves": 1}, {"run_size": 2}]
+)
 @pytest.mark.parametrize("budget", [80, 300])
 def test_the_method_spends_its_budget_and_reproduces(infiller, options, budget):
     runs = [infiller.sample(SIX, "smc", top=3, budget=budget, seed=0, **options) for _ in range(2)]
@@ -152,3 +162,8 @@ def test_block_mh_moves_at_a_temperature_propose_from_the_masked_lm(tiny_pll, mo
     monkeypatch.setattr(energy, "conditional_logits", conditional_logits)
     out = smc(energy, SMC(moves=2, move="block-mh"), 2, 4, torch.Generator().manual_seed(0), temperature=0.5)
     assert out.visited.shape == (2 * 2 * 4, D)
+
+
+@pytest.mark.parametrize("run_size, n, split", [(0, 53, (1, 53)), (8, 53, (6, 8)), (8, 5, (1, 5)), (2, 7, (3, 2))])
+def test_a_round_runs_as_runs_of_run_size(run_size, n, split):
+    assert SMC(run_size=run_size).split(n) == split

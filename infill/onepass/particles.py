@@ -14,7 +14,10 @@ target ``exp(U / T)`` (``U`` the energy, the PLL) after the last blank:
 
 A run whose effective sample size falls below ``ess`` x ``N`` is resampled (systematic resampling). After
 the last blank every run is weighted by the target; ``moves`` steps of an exact kernel (``move``, e.g.
-``gibbs-mh``) then move its particles, resampled by those weights, leaving the target invariant.
+``gibbs-mh``) then move its particles, resampled by those weights, leaving the target invariant. The
+pipeline runs a round of particles as one run, or with ``run_size`` as independent runs of that many
+(:meth:`SMC.split`): a run's resampling pulls its particles toward a few ancestors, so more runs keep more
+distinct fillings.
 
 The energy must offer ``blank_logits(x_idx, masked, read)`` (a masked LM:
 :class:`~infill.energies.masked_lm.MaskedLMEnergy`).
@@ -82,8 +85,10 @@ class SMC:
     ess: float = 0.5
     moves: int = 0
     move: str = "gibbs-mh"
+    run_size: int = 0
 
     def __post_init__(self):
+        positive_integer("smc run_size", self.run_size, minimum=0)
         one_of("smc order", self.order, ORDERS)
         one_of("smc weight", self.weight, WEIGHTS)
         at_least("smc tilt", self.tilt, 0)
@@ -97,6 +102,12 @@ class SMC:
         one proposal pass and ``d`` copies)."""
         partial = d * (d - 1) // 2 if self.weight == "partial" else 0
         return (d - 1) + d + partial + self.moves * (d + 1)
+
+    def split(self, n: int) -> tuple[int, int]:
+        """``(runs, particles a run)`` for a round of ``n`` particles: one run, or with ``run_size`` independent
+        runs of that many (at least one run, the last few particles left out)."""
+        runs = max(1, n // self.run_size) if self.run_size else 1
+        return runs, n // runs
 
 
 def smc(

@@ -65,6 +65,14 @@ of blank tokens (:func:`auto_share`), not nats of its own: a range each run sees
 tokenizer."""
 
 
+AUTO_RUN_SIZE = 8
+"""Where the share is the whole range (:func:`auto_share` is 1: from 11 blank tokens), the keep rule can spread the
+fillings no further, so :data:`AUTO_PARTICLES` run each round as independent runs of this many particles, whose
+candidates differ more (``SMC.run_size``). A fourth tuned constant, chosen on the tuning half at 11-16 blank
+tokens (runs of 4, 8 and 16 tried in rounds sized by their cost, then 8 in these rounds; ``eval/auto-rule-minilm``).
+"""
+
+
 def auto_share(d: int) -> float:
     """The share of the candidates' PLL range ``auto`` keeps its fillings spread at on ``d`` blank tokens:
     :data:`AUTO_SPREAD` a pair of them, at most all of it."""

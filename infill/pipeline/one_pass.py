@@ -43,15 +43,17 @@ def _order(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator
 
 
 def _particles(energy: MaskedLMEnergy, plan, generator: torch.Generator) -> Draw:
-    """One ``smc`` run of ``n`` particles (:func:`~infill.onepass.particles.smc`), scored: with ``top`` every
-    particle and every state its moves visited are candidates; without, its samples (resampled and moved)."""
+    """``n`` particles of ``smc`` (:func:`~infill.onepass.particles.smc`) in the runs ``SMC.split`` says, scored:
+    with ``top`` every particle and every state its moves visited are candidates; without, its samples (resampled
+    and moved)."""
     settings = SMC(**plan.config.options)
 
     def particles(n: int) -> tuple[Tensor, Tensor]:
-        out = smc(energy, settings, 1, n, generator, plan.config.token_temperature)
+        out = smc(energy, settings, *settings.split(n), generator, plan.config.token_temperature)
         if plan.keep.top is None:
-            return out.samples[0], out.sample_energy[0].cpu()
-        return torch.cat([out.x[0], out.visited]), torch.cat([out.energy[0], out.visited_energy]).cpu()
+            return out.samples.flatten(0, 1), out.sample_energy.flatten().cpu()
+        x, values = out.x.flatten(0, 1), out.energy.flatten()
+        return torch.cat([x, out.visited]), torch.cat([values, out.visited_energy]).cpu()
 
     return particles
 

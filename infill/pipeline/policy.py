@@ -21,6 +21,7 @@ from .config import (
     AUTO_CHAINS,
     AUTO_ORDER,
     AUTO_PARTICLES,
+    AUTO_RUN_SIZE,
     AUTO_SEARCH_VALUES,
     AUTO_TARGET,
     SAMPLES,
@@ -214,6 +215,8 @@ def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
     search = searchable(d, config.budget)
     method = SEARCH if search else AUTO_PARTICLES["method"]
     options = {} if search else AUTO_PARTICLES["options"]
+    if not search and auto_share(d) == 1.0:  # the keep rule spreads no further: runs whose candidates differ more
+        options = {**options, "run_size": AUTO_RUN_SIZE}
     return replace(config, method=method, options=options, decode=auto.decode or "diverse")
 
 
