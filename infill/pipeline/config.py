@@ -50,14 +50,14 @@ AUTO_TARGET = "repeat-masked"
 repeated content words at as high a plain PLL (``eval/reader-minilm``)."""
 AUTO_PARTICLES = {"method": "smc", "options": {"tilt": 1.5}}
 """``auto``'s particles: through the confident-first order weighted toward the target
-(:mod:`infill.onepass.particles`), every particle and move a candidate; the tilt is one of the rule's three
+(:mod:`infill.onepass.particles`), every particle and move a candidate; the tilt is one of the rule's four
 constants (:data:`AUTO_SEARCH_VALUES`)."""
 AUTO_SEARCH_VALUES = 8.0
 """``auto``'s rule with ``top`` on more than one blank token (and no terms): the product search while the budget
 buys its first product of this many tokens a blank (``d * v ** (d - 1)`` encoder sequences within the search's
-first share, :data:`infill.onepass.product_search.EXPLORE`), :data:`AUTO_PARTICLES` above. One of the rule's three
-constants, with :data:`AUTO_SPREAD` and the particles' tilt: chosen together on the calibration suite's tuning
-half (2-16 blank tokens, 3 seeds, the dev MLM; ``eval/auto-rule-minilm``)."""
+first share, :data:`infill.onepass.product_search.EXPLORE`), :data:`AUTO_PARTICLES` above. One of the rule's four
+constants, with :data:`AUTO_SPREAD`, the particles' tilt and :data:`AUTO_RUN_SIZE`: the first three chosen together
+on the calibration suite's tuning half (2-16 blank tokens, 3 seeds, the dev MLM; ``eval/auto-rule-minilm``)."""
 AUTO_SPREAD = 0.01
 """``auto`` with ``top`` keeps the search's or the particles' fillings spread (``decode="diverse"``) at a share of
 the PLL range of the candidates it chooses among (the search's best, the particles' every one): this much a pair
