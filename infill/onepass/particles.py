@@ -77,7 +77,8 @@ def effective_size(log_weight: Tensor) -> Tensor:
 
 @dataclass(frozen=True)
 class SMC:
-    """The settings of :func:`smc` (see the module docstring)."""
+    """The settings of :func:`smc` (see the module docstring); ``run_size`` is not read by :func:`smc`, which is
+    given its runs: it says how the pipeline splits a round of particles into them (:meth:`split`)."""
 
     order: str = "confident-first"
     weight: str = "path"
