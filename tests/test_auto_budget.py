@@ -101,6 +101,14 @@ def test_the_rule_is_read_from_the_budget():
     assert resolve(RunConfig.create(top=5, budget=1000), Template(3)).kind == "search"
 
 
+def test_auto_draws_no_particle_round_smaller_than_top_below_the_whole_range():
+    assert resolve(RunConfig.create(top=5), Template(3)).spend.least_round == 5
+    assert resolve(RunConfig.create(top=5), Template(10)).spend.least_round == 5 and auto_share(10) < 1.0
+    assert resolve(RunConfig.create(top=5), Template(11)).spend.least_round == 1 and auto_share(11) == 1.0
+    assert resolve(RunConfig.create(top=5), Template(2)).spend.least_round == 1  # the search: no rounds of draws
+    assert resolve(RunConfig.create(), Template(6)).spend.least_round == 1  # without top: one-pass draws
+
+
 def test_auto_keeps_a_share_of_the_candidates_range():
     keep = resolve(RunConfig.create(top=5), Template(2)).keep
     assert (keep.decode, keep.diversity, keep.share, keep.every) == ("diverse", None, 2 * AUTO_SPREAD, False)

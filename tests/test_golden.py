@@ -20,7 +20,8 @@ then ended once a round left its best fillings as they were (re-recorded: only t
 ``auto-2blanks``, ``auto-batch-3`` and ``product-search-3blanks``, every filling and energy unchanged); the rule was
 then chosen again on a larger grid (the search at 2 blank tokens, particles at tilt 1.5 from 3, kept at a share a
 pair of blank tokens among every particle: re-recorded then: only ``auto-4blanks``, ``auto-6blanks``,
-``auto-8blanks``, ``auto-budget-3blanks`` and ``auto-batch-3``).
+``auto-8blanks``, ``auto-budget-3blanks`` and ``auto-batch-3``); ``auto``'s particles then stopped drawing rounds
+of fewer particles than ``top`` below the whole range (re-recorded: the same five cases, the particles' cases).
 ``tests/golden/fillings.json`` holds, per case and seed, every returned sample's ``text`` and
 ``fills`` (compared exactly), its ``energy`` and ``terms`` (within 1e-4 absolute), and the run's
 ``diagnostics.encoder_sequences`` (exactly).

@@ -13,6 +13,7 @@ from infill.energies import MaskedLMEnergy
 from infill.energies.exact import empirical_distribution, exact_distribution, total_variation
 from infill.errors import InfillError
 from infill.onepass.particles import SMC, effective_size, smc, systematic
+from infill.pipeline import one_pass
 from infill.pipeline.choose import spread
 from infill.pipeline.config import SAMPLES
 
@@ -101,6 +102,24 @@ def test_the_method_spends_its_budget_and_reproduces(infiller, options, budget):
     assert [s.fills for s in runs[0].samples] == [s.fills for s in runs[1].samples]
     batch = infiller.sample_many([TWO, SIX], "smc", top=3, budget=budget, seed=0, **options)
     assert [s.fills for s in batch[1].samples] == [s.fills for s in runs[0].samples]
+
+
+@pytest.mark.parametrize("top, least", [(5, 5), (None, 1)])
+def test_particle_rounds_stop_below_the_fillings_kept(infiller, monkeypatch, top, least):
+    """With ``top``, a later round of fewer particles than ``top`` is not drawn (its few candidates would cost a
+    whole round's host work); without, rounds go on while the rest buys one."""
+    rounds = []
+    real = one_pass.smc
+
+    def counted(energy, settings, runs, particles, *rest):
+        rounds.append(runs * particles)
+        return real(energy, settings, runs, particles, *rest)
+
+    monkeypatch.setattr(one_pass, "smc", counted)
+    infiller.sample(TWO, "smc", top=top, budget=400, seed=0)
+    later = min(rounds[1:])
+    assert len(rounds) > 2 and later >= least
+    assert later < 5 if top is None else later < 2 * top  # down to the floor; below it without top
 
 
 def test_without_top_every_sample_is_a_resampled_particle(infiller):

@@ -63,7 +63,8 @@ def _to_budget(energy: MaskedLMEnergy, plan, method: Draw) -> tuple[Tensor, Tens
     draw is scored as it comes (where the method did not), so a sequence a pass or an earlier draw computed is
     not paid twice (the cache), and the next round takes as many draws as what is left surely buys
     (:func:`~infill.onepass.cost.draw_cost` each; the first round ``config.num_samples``). The draws stop when the
-    rest buys none, a round brings no new filling or cannot be paid, or :data:`~.config.MAX_DRAWS` are drawn."""
+    rest buys fewer than the plan's ``least_round``, a round brings no new filling or cannot be paid, or
+    :data:`~.config.MAX_DRAWS` are drawn."""
     d, config = energy.num_blanks, plan.config
     cost = draw_cost(config.method, config.options, d)
     draws, scores, n = [], {}, config.num_samples
@@ -91,5 +92,7 @@ def _to_budget(energy: MaskedLMEnergy, plan, method: Draw) -> tuple[Tensor, Tens
             fresh.update(zip(unscored, energy.of_indices(torch.tensor(unscored, device=x.device)).tolist()))
         scores.update(fresh)
         n = (energy.meter.limit - energy.meter.spent - 1) // cost  # the first pass again, if the cache let it go
+        if n < plan.spend.least_round:
+            break
     x = torch.cat(draws)
     return x, torch.tensor([scores[tuple(row)] for row in x.tolist()])

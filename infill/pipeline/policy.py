@@ -54,11 +54,12 @@ class Keep:
 class Spend:
     """The budget split: at most ``limit`` encoder sequences in all (None: no cap), of which chains leave
     ``scoring`` for the PLLs of the fillings kept, and ``float32`` for their float32 PLLs where the chains run in
-    a lower precision."""
+    a lower precision; one-pass draws go on in rounds while the rest buys at least ``least_round`` draws."""
 
     limit: Optional[int] = None
     scoring: int = 0
     float32: int = 0
+    least_round: int = 1
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,11 @@ def resolve(config: RunConfig, template, constrained: bool = False, lower_precis
         kind = {SEARCH: "search", AUTO_PARTICLES["method"]: "particles"}.get(resolved.method, "one-pass")
         spread = config.method == AUTO and kind != "one-pass" and resolved.diversity is None
         share = auto_share(d) if spread else None
-        return _plan(kind, resolved, spend=Spend(resolved.budget), share=share, every=spread and kind == "particles")
+        # particles kept as the top few: a later round of fewer adds a few candidates at a whole round's host work,
+        # unless the keep rule spreads the few over the whole range, where every independent run counts
+        least = resolved.top if kind == "particles" and resolved.top and share != 1.0 else 1
+        spend = Spend(resolved.budget, least_round=least)
+        return _plan(kind, resolved, spend=spend, share=share, every=spread and kind == "particles")
     sampler.check_variables(d)
     float32 = _float32_cost(resolved, d, constrained) if lower_precision else 0
     least = least_budget(resolved, d) + float32
