@@ -95,8 +95,8 @@ def resolve(config: RunConfig, template, constrained: bool = False, lower_precis
         share = auto_share(d) if spread else None
         # particles kept as the top few: a later round of fewer adds a few candidates at a whole round's host work,
         # unless the keep rule spreads the few over the whole range, where every independent run counts
-        least = resolved.top if kind == "particles" and resolved.top and share != 1.0 else 1
-        spend = Spend(resolved.budget, least_round=least)
+        least_round = resolved.top if kind == "particles" and resolved.top and share != 1.0 else 1
+        spend = Spend(resolved.budget, least_round=least_round)
         return _plan(kind, resolved, spend=spend, share=share, every=spread and kind == "particles")
     sampler.check_variables(d)
     float32 = _float32_cost(resolved, d, constrained) if lower_precision else 0
