@@ -109,6 +109,17 @@ def test_auto_draws_no_particle_round_smaller_than_top_below_the_whole_range():
     assert resolve(RunConfig.create(), Template(6)).spend.least_round == 1  # without top: one-pass draws
 
 
+def test_the_round_floor_follows_the_runs_not_the_share():
+    """One switch: a round of one run has the floor, a round split into independent runs has none, whoever set
+    them (``auto`` past the whole range with a named diversity, or a named ``smc``)."""
+    spread = resolve(RunConfig.create(top=5, diversity=3.0), Template(12))
+    assert spread.config.options["run_size"] == AUTO_RUN_SIZE and spread.spend.least_round == 1
+    named = RunConfig.create(method="smc", top=5, budget=400)
+    assert resolve(named, Template(4)).spend.least_round == 5
+    runs = RunConfig.create(method="smc", top=5, budget=400, options={"run_size": 4})
+    assert resolve(runs, Template(4)).spend.least_round == 1
+
+
 def test_auto_keeps_a_share_of_the_candidates_range():
     keep = resolve(RunConfig.create(top=5), Template(2)).keep
     assert (keep.decode, keep.diversity, keep.share, keep.every) == ("diverse", None, 2 * AUTO_SPREAD, False)

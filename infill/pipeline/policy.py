@@ -93,9 +93,10 @@ def resolve(config: RunConfig, template, constrained: bool = False, lower_precis
         kind = {SEARCH: "search", AUTO_PARTICLES["method"]: "particles"}.get(resolved.method, "one-pass")
         spread = config.method == AUTO and kind != "one-pass" and resolved.diversity is None
         share = auto_share(d) if spread else None
-        # particles kept as the top few: a later round of fewer adds a few candidates at a whole round's host work,
-        # unless the keep rule spreads the few over the whole range, where every independent run counts
-        least_round = resolved.top if kind == "particles" and resolved.top and share != 1.0 else 1
+        # particles kept as the top few: a later round of fewer, one run, adds a few candidates at a whole round's
+        # host work; where rounds split into independent runs (run_size), every run counts
+        one_run = kind == "particles" and not resolved.options.get("run_size")
+        least_round = resolved.top if one_run and resolved.top else 1
         spend = Spend(resolved.budget, least_round=least_round)
         return _plan(kind, resolved, spend=spend, share=share, every=spread and kind == "particles")
     sampler.check_variables(d)
