@@ -77,30 +77,36 @@ class MaskedLMEnergy:
         self.input_ids = torch.atleast_2d(input_ids).to(device)
         self.blank_positions = torch.atleast_2d(blank_positions).to(device)
         self.category_ids = category_ids.to(device)
+        self._host_ids, self._host_positions = self.input_ids.numpy(force=True), self.blank_positions.numpy(force=True)
+        self._host_categories = self.category_ids.numpy(force=True)
+        self._device = device
         self.mask_token_id = mask_token_id
         self.num_categories = len(category_ids)
         self.chunk_size = chunk_size
         self.cache = ConditionalCache(CACHE_MIB << 20) if cache is None else cache
         self.meter = Meter() if meter is None else meter
         self.pass_sequences = min(PASS_SEQUENCES.get(device.type, PASS_SEQUENCES["cuda"]), chunk_size or 1 << 62)
-        self._template_keys = torch.arange(self.input_ids.shape[0], device=device)  # template g's part of a cache key
+        self._template_keys = np.arange(self.input_ids.shape[0])  # template g's part of a cache key
         self._template_index: dict[int, Tensor] = {}  # _template_of's answers, by chains
         self._head = category_head(model, self.category_ids)
         self.sequences = 0
         self.cache_hits = 0
-        self._given: Optional[tuple[Tensor, Tensor]] = None  # take_pass's sequence and logits
+        self._given: Optional[tuple[np.ndarray, Tensor]] = None  # take_pass's sequence (host) and logits
 
     def take_pass(self, logits: Tensor) -> None:
         """The all-masked sequence's logits ``(d, K)``, computed for this template of one in a pass shared with
         others (:func:`infill.lm.packed.all_masked_logits`): the next pass, where it is that sequence alone, takes
         them instead of running the encoder, and is charged and counted as it would have been."""
-        self._given = self.input_ids[0].scatter(0, self.blank_positions[0], self.mask_token_id), logits
+        ids = self._host_ids[0].copy()
+        ids[self._host_positions[0]] = self.mask_token_id
+        self._given = ids, logits
 
     def template(self, g: int) -> "MaskedLMEnergy":
         """The energy of stacked template ``g`` alone: same model, categories, head, chunking, cache and meter, its
         own counts."""
         energy = copy.copy(self)
         energy.input_ids, energy.blank_positions = self.input_ids[g : g + 1], self.blank_positions[g : g + 1]
+        energy._host_ids, energy._host_positions = self._host_ids[g : g + 1], self._host_positions[g : g + 1]
         energy._template_keys, energy._template_index = self._template_keys[g : g + 1], {}
         energy.sequences = energy.cache_hits = 0
         return energy
@@ -109,14 +115,18 @@ class MaskedLMEnergy:
     def num_blanks(self) -> int:
         return self.blank_positions.shape[1]
 
+    def _host_templates(self, b: int) -> np.ndarray:
+        """The template index ``(B,)`` of each of ``b`` chains, a host array."""
+        g = self.input_ids.shape[0]
+        if b % g:
+            raise ValueError(f"{b} chains do not split evenly over {g} templates")
+        return np.arange(b) // (b // g)
+
     def _template_of(self, b: int) -> Tensor:
-        """The template index ``(B,)`` of each of ``b`` chains (built once per ``b``: not to be written to)."""
+        """:meth:`_host_templates` on the device (built once per ``b``: not to be written to)."""
         index = self._template_index.get(b)
         if index is None:
-            g = self.input_ids.shape[0]
-            if b % g:
-                raise ValueError(f"{b} chains do not split evenly over {g} templates")
-            index = self._template_index[b] = torch.arange(b, device=self.input_ids.device) // (b // g)
+            index = self._template_index[b] = torch.as_tensor(self._host_templates(b), device=self._device)
         return index
 
     def _templates(self, b: int) -> tuple[Tensor, Tensor]:
@@ -129,23 +139,35 @@ class MaskedLMEnergy:
         ids, positions = self._templates(x_idx.shape[0])
         return ids.scatter(1, positions, self.category_ids[x_idx])
 
-    def _logits_at(self, slots: Tensor, ahead: int = 0, **inputs: Tensor) -> Tensor:
-        """Logits ``(N, S, K)`` over the categories at ``slots (N, S)`` of the ``N`` sequences given as
-        ``input_ids`` or ``inputs_embeds``; the head runs only at those slots where the family's is known.
-        ``ahead``: the sequences of a backward pass that must follow, charged with it. The first pass after
-        :meth:`take_pass` takes its logits where it is that sequence alone."""
-        n = slots.shape[0]
-        rows = torch.arange(n, device=slots.device)[:, None]
+    def _charge(self, n: int, ahead: int = 0) -> Optional[tuple[np.ndarray, Tensor]]:
+        """Charge and count a pass of ``n`` sequences (``ahead``: the sequences of a backward pass that must
+        follow, charged with it); returns what :meth:`take_pass` gave, which only this pass may take."""
         self.meter.spend(n, ahead)
         self.sequences += n
-        given, self._given, ids = self._given, None, inputs.get("input_ids")
-        if given is not None and ids is not None and n == 1 and torch.equal(ids[0], given[0]):
-            return given[1][(slots[0, :, None] == self.blank_positions[0]).int().argmax(1)][None]
+        given, self._given = self._given, None
+        return given
+
+    def _logits_at(self, slots: Tensor, ahead: int, inputs_embeds: Tensor) -> Tensor:
+        """Logits ``(N, S, K)`` over the categories at ``slots (N, S)`` of the ``N`` sequences given as
+        ``inputs_embeds``, a pass charged with ``ahead`` (:meth:`_charge`); the head runs only at those slots
+        where the family's is known."""
+        n = slots.shape[0]
+        rows = torch.arange(n, device=slots.device)[:, None]
+        self._charge(n, ahead)
         if self._head is None:
-            return self.model(**inputs).logits[rows, slots][..., self.category_ids]
-        if ids is not None and not torch.is_grad_enabled():  # as the shared first passes encode
-            return self._head(encode_rows(self.model, ids)[rows, slots])
-        return self._head(self.model.base_model(**inputs)[0][rows, slots])
+            return self.model(inputs_embeds=inputs_embeds).logits[rows, slots][..., self.category_ids]
+        return self._head(self.model.base_model(inputs_embeds=inputs_embeds)[0][rows, slots])
+
+    def _encode(self, ids: np.ndarray, slots: np.ndarray) -> Tensor:
+        """Logits ``(N * S, K)`` over the categories at ``slots (N, S)`` of the token ids ``ids (N, L)`` (host
+        arrays, each moved to the device in one copy); the head runs only at those slots where the family's is
+        known. The caller charges the pass."""
+        n, length = ids.shape
+        ids_on = torch.as_tensor(ids, device=self._device)
+        at = torch.as_tensor((slots + length * np.arange(n)[:, None]).ravel(), device=self._device)
+        if self._head is None:
+            return self.model(input_ids=ids_on).logits.flatten(0, 1)[at][:, self.category_ids]
+        return self._head(encode_rows(self.model, ids_on).flatten(0, 1)[at])  # as the shared first passes encode
 
     def __call__(self, x: Tensor) -> Tensor:
         t = self._template_of(x.shape[0])
@@ -159,19 +181,20 @@ class MaskedLMEnergy:
         """The energy ``(B,)`` of category indices ``x_idx (B, d)``, its terms read through the cache (no
         one-hot tensor built)."""
         b, d = x_idx.shape
-        masked = self.copies(x_idx).flatten(0, 1)
-        read = torch.arange(d, device=x_idx.device).repeat(b)[:, None]
-        logits = self._read(
-            x_idx.repeat_interleave(d, 0), masked, read, self._template_of(b).repeat_interleave(d)
-        ).view(b, d, -1)
-        return torch.log_softmax(logits, dim=-1).gather(-1, x_idx[..., None]).squeeze(-1).sum(1)
+        x = x_idx.numpy(force=True)
+        rows = np.where(self._host_copies(x), MASKED, x[:, None, :]).reshape(b * d, d)
+        logits = self._read(rows, np.tile(np.arange(d), b)[:, None], self._host_templates(b).repeat(d))
+        return torch.log_softmax(logits.view(b, d, -1), dim=-1).gather(-1, x_idx[..., None]).squeeze(-1).sum(1)
 
     def copies(self, x_idx: Tensor) -> Tensor:
         """Which blanks each PLL term masks, bool ``(B, d, d)``: entry ``[b, i, j]`` where term ``i`` of state ``b``
         masks blank ``j`` (blank ``i`` itself, and with ``mask_repeats`` every blank holding its token)."""
-        d = x_idx.shape[1]
-        own = torch.eye(d, dtype=torch.bool, device=x_idx.device).expand(x_idx.shape[0], d, d)
-        return own | (x_idx[:, :, None] == x_idx[:, None, :]) if self.mask_repeats else own
+        return torch.as_tensor(self._host_copies(x_idx.numpy(force=True)), device=x_idx.device)
+
+    def _host_copies(self, x: np.ndarray) -> np.ndarray:
+        """:meth:`copies` of the host array ``x (B, d)``, a host array."""
+        own = np.eye(x.shape[1], dtype=bool)[None].repeat(x.shape[0], 0)
+        return own | (x[:, :, None] == x[:, None, :]) if self.mask_repeats else own
 
     def _chunks(self, x: Tensor) -> tuple[Tensor, ...]:
         """Chain indices in chunks of at most ``chunk_size`` copies (at least one chain each)."""
@@ -203,20 +226,21 @@ class MaskedLMEnergy:
 
     def _keep(self, x_idx: Tensor, t: Tensor, logits: Tensor) -> None:
         """Put the PLL terms' logits ``(B, d, K)`` of states ``x_idx`` (templates ``t``) in the cache."""
-        self.cache.put(self._term_keys(x_idx, t), logits.transpose(0, 1).flatten(0, 1))
+        self.cache.put(self._term_keys(x_idx, t.numpy(force=True)), logits.transpose(0, 1).flatten(0, 1))
 
-    def _term_keys(self, x_idx: Tensor, t: Tensor) -> list[bytes]:
-        """The cache keys of the PLL terms of states ``x_idx (B, d)`` of templates ``t (B,)``, blank by blank:
-        entry ``j * B + b`` is blank ``j`` masked in state ``b``."""
+    def _term_keys(self, x_idx: Tensor, t: np.ndarray) -> list[bytes]:
+        """The cache keys of the PLL terms of states ``x_idx (B, d)`` of templates ``t (B,)`` (a host array), blank
+        by blank: entry ``j * B + b`` is blank ``j`` masked in state ``b``."""
         b, d = x_idx.shape
-        rows = torch.where(self.copies(x_idx).transpose(0, 1), MASKED, x_idx).cpu().numpy().reshape(d * b, d)
-        return self.cache.keys(np.tile(self._template_keys[t].cpu().numpy(), d), np.arange(d).repeat(b), rows)
+        x = x_idx.numpy(force=True)
+        rows = np.where(self._host_copies(x).transpose(1, 0, 2), MASKED, x).reshape(d * b, d)
+        return self.cache.keys(np.tile(self._template_keys[t], d), np.arange(d).repeat(b), rows)
 
     def bound(self, x_idx: Tensor) -> Tensor:
         """An upper bound ``(B,)`` of the energy of states ``x_idx (B, d)``: the sum of the PLL terms the cache
         holds (a term it lacks is a log-probability, at most 0); the energy itself where it holds them all."""
         b, d = x_idx.shape
-        rows = torch.tensor(self.cache.find(self._term_keys(x_idx, self._template_of(b))), device=x_idx.device).view(
+        rows = torch.tensor(self.cache.find(self._term_keys(x_idx, self._host_templates(b))), device=x_idx.device).view(
             d, b
         )
         held = rows >= 0
@@ -250,27 +274,28 @@ class MaskedLMEnergy:
         mask token where ``masked[b, j]`` (bool ``(B, d)``) and category ``x_idx[b, j]`` elsewhere: at every
         blank ``(B, d, K)``, or only at the blanks ``read (B, S)`` of each chain ``(B, S, K)`` (the head runs
         only where it is read, the encoder only for what the cache lacks)."""
-        if read is None:
-            read = torch.arange(x_idx.shape[1], device=x_idx.device).expand(x_idx.shape[0], -1)
-        return self._read(x_idx, masked, read, self._template_of(x_idx.shape[0]))
+        b, d = x_idx.shape
+        parts = [x_idx, masked] if read is None else [read, x_idx, masked]
+        host = torch.cat(parts, 1).numpy(force=True)  # one copy to the host, as int64 (bools as 0 and 1)
+        read = np.broadcast_to(np.arange(d), (b, d)) if read is None else host[:, : -2 * d]
+        rows = np.where(host[:, -d:] != 0, MASKED, host[:, -2 * d : -d])
+        return self._read(rows, read, self._host_templates(b))
 
     @torch.inference_mode()
-    def _read(self, x_idx: Tensor, masked: Tensor, read: Tensor, template: Tensor) -> Tensor:
-        """:meth:`blank_logits` of rows ``x_idx (N, d)`` of templates ``template (N,)``: cached entries are
-        looked up, the sequences holding the others go through the encoder once each. The output is a pass's
-        logits where one pass read every output in order; else gathered from the cache at the end where it
-        holds every entry read; else written pass by pass."""
+    def _read(self, rows: np.ndarray, read: np.ndarray, template: np.ndarray) -> Tensor:
+        """:meth:`blank_logits` of the sequences ``rows (N, d)`` (each blank's category, or :data:`MASKED`) at the
+        blanks ``read (N, S)``, of templates ``template (N,)``, all host arrays: cached entries are looked up, the
+        sequences holding the others go through the encoder once each. The output is a pass's logits where one
+        pass read every output in order; else gathered from the cache at the end where it holds every entry
+        read; else written pass by pass."""
         n, s = read.shape
-        host = torch.cat([self._template_keys[template][:, None], read, torch.where(masked, MASKED, x_idx)], 1)
-        host = host.cpu().numpy()
-        read_at = host[:, 1 : 1 + s]  # one copy to the host a read; the keys are built there
-        keys = self.cache.keys(host[:, 0].repeat(s), read_at.ravel(), host[:, 1 + s :].repeat(s, 0))
+        keys = self.cache.keys(self._template_keys[template].repeat(s), read.ravel(), rows.repeat(s, 0))
         found = self.cache.find(keys)
-        wanted, first = _missing(found, np.delete(host, np.s_[1 : 1 + s], 1), read_at, s)
+        wanted, first = _missing(found, np.concatenate([self._template_keys[template][:, None], rows], 1), read, s)
         self.cache_hits += n - len(wanted)
         held = len(set(found)) - (min(found) < 0) + sum(map(len, wanted.values()))
         pooled = held <= self.cache.capacity(self.num_categories)
-        out = None if pooled else torch.empty(n * s, self.num_categories, device=x_idx.device)
+        out = None if pooled else torch.empty(n * s, self.num_categories, device=self._device)
         if not pooled and max(found) >= 0:
             hits = [o for o, row in enumerate(found) if row >= 0]
             out[torch.tensor(hits, device=out.device)] = self.cache.logits(
@@ -279,8 +304,9 @@ class MaskedLMEnergy:
         sequences = list(wanted)
         for start in range(0, len(sequences), self.pass_sequences):
             part = sequences[start : start + self.pass_sequences]
-            logits = self._forward(x_idx, masked, template, [first[q] for q in part], [wanted[q] for q in part])
-            entries, source, target = _placement([wanted[q] for q in part], keys, logits.shape[0])
+            chains, slots = [first[q] for q in part], [wanted[q] for q in part]
+            logits = self._forward(rows[chains], _read_slots(slots), template[chains])
+            entries, source, target = _placement(slots, keys, logits.shape[0])
             placed = self.cache.put(entries, logits)
             if source == target == list(range(n * s)):  # one pass read every output, in order
                 return logits.view(n, s, -1)
@@ -294,22 +320,21 @@ class MaskedLMEnergy:
                     logits.index_select(0, torch.tensor(source, device=out.device)),
                 )
         if pooled:
-            out = self.cache.logits(torch.tensor(found, device=x_idx.device))
+            out = self.cache.logits(torch.tensor(found, device=self._device))
         return out.view(n, s, -1)
 
-    def _forward(
-        self, x_idx: Tensor, masked: Tensor, template: Tensor, rows: list[int], wanted: list[dict[int, list[int]]]
-    ) -> Tensor:
-        """One pass over the sequences held by chains ``rows``: float32 logits ``(len(rows) * width, K)`` at the
-        slots ``wanted`` of each, in order, each list padded with its first slot to one ``width``."""
-        width = max(map(len, wanted))
-        read = torch.tensor([list(w) + [next(iter(w))] * (width - len(w)) for w in wanted], device=x_idx.device)
-        if rows != list(range(x_idx.shape[0])):  # some chains' sequences only
-            index = torch.tensor(rows, device=x_idx.device)
-            x_idx, masked, template = x_idx[index], masked[index], template[index]
-        ids, positions = self.input_ids[template], self.blank_positions[template]
-        ids = ids.scatter(1, positions, torch.where(masked, self.mask_token_id, self.category_ids[x_idx]))
-        logits = self._logits_at(positions.gather(1, read), input_ids=ids).flatten(0, 1)
+    def _forward(self, rows: np.ndarray, read: np.ndarray, template: np.ndarray) -> Tensor:
+        """One pass over the sequences ``rows (N, d)`` of templates ``template (N,)``: float32 logits ``(N * S,
+        K)`` at the blanks ``read (N, S)`` of each, in order (host arrays; the token ids are built on the host and
+        moved to the device in one copy). The first pass after :meth:`take_pass` takes its logits where it is that
+        sequence alone."""
+        ids, positions = self._host_ids[template], self._host_positions[template]
+        np.put_along_axis(ids, positions, np.where(rows == MASKED, self.mask_token_id, self._host_categories[rows]), 1)
+        given = self._charge(len(ids))
+        if given is not None and len(ids) == 1 and np.array_equal(ids[0], given[0]):
+            logits = given[1][read[0].tolist()]
+        else:
+            logits = self._encode(ids, np.take_along_axis(positions, read, 1))
         return logits if logits.dtype == torch.float32 else logits.float()
 
     def conditional_logits(self, x_idx: Tensor, i: Tensor) -> Tensor:
@@ -335,6 +360,12 @@ def _missing(found: list[int], sequences: np.ndarray, read_at: np.ndarray, s: in
                 first.setdefault(keys[o // s], o // s)
                 wanted.setdefault(keys[o // s], {}).setdefault(slots[o], []).append(o)
     return wanted, first
+
+
+def _read_slots(wanted: list[dict[int, list[int]]]) -> np.ndarray:
+    """The blanks a pass reads ``(N, width)``: each sequence's ``wanted`` slots in order, padded with its first."""
+    width = max(map(len, wanted))
+    return np.array([list(w) + [next(iter(w))] * (width - len(w)) for w in wanted])
 
 
 def _placement(wanted: list[dict[int, list[int]]], keys: list, rows: int) -> tuple[list, list[int], list[int]]:

@@ -43,8 +43,8 @@ Logits = Callable[[Tensor, Tensor, Tensor], Tensor]
 def sample_categorical(logits: Tensor, generator: Optional[torch.Generator]) -> Tensor:
     """One draw per row of ``logits (..., K)`` by the Gumbel-max trick (``-inf`` logits are never drawn)."""
     u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=logits.dtype)
-    gumbel = u.clamp_min_(torch.finfo(u.dtype).tiny).log_().neg_().log_().neg_()  # in place: one buffer
-    return torch.argmax(gumbel.add_(logits), dim=-1)
+    log_exponential = u.clamp_min_(torch.finfo(u.dtype).tiny).log_().neg_().log_()  # in place: one buffer
+    return torch.argmax(torch.sub(logits, log_exponential, out=log_exponential), dim=-1)  # the Gumbel noise added
 
 
 def encoder_sequences(method: str, d: int, num_chains: int, templates: int = 1) -> int:
@@ -79,8 +79,7 @@ def still_masked(blanks: Tensor, masked: Tensor, left: int) -> Tensor:
     """The ``left`` entries ``(N, left)`` of each row of ``blanks (N, m)`` that ``masked (N, d)`` still masks, in
     their order: every row has as many (the orders fill one blank a row a step). A stable sort finds them, so the
     host need not wait for the device to learn how many there are."""
-    filled = (~masked.gather(1, blanks)).to(torch.uint8)
-    return blanks.gather(1, torch.sort(filled, dim=1, stable=True).indices[:, :left])
+    return blanks.gather(1, torch.sort(masked.gather(1, blanks), dim=1, stable=True, descending=True).indices[:, :left])
 
 
 def scaled(logits: Tensor, temperature: float) -> Tensor:

@@ -60,7 +60,9 @@ def encode_rows(model: nn.Module, input_ids: Tensor) -> Tensor:
     :data:`MIN_ROWS` token rows (sequences shorter than that are repeated)."""
     n, length = input_ids.shape
     repeat = -(-MIN_ROWS // (n * length))
-    return model.base_model(input_ids=input_ids.repeat(repeat, 1) if repeat > 1 else input_ids)[0][:n]
+    if repeat == 1:
+        return model.base_model(input_ids=input_ids)[0]
+    return model.base_model(input_ids=input_ids.repeat(repeat, 1))[0][:n]
 
 
 def _head(head: Callable[[Tensor], Tensor], hidden: Tensor) -> Tensor:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -64,7 +65,7 @@ def systematic(log_weight: Tensor, generator: Optional[torch.Generator]) -> Tens
     """Ancestor indices ``(R, N)`` by systematic resampling of each row of ``log_weight (R, N)``: one uniform per
     row, ``N`` evenly spaced points through the cumulative weights."""
     r, n = log_weight.shape
-    cumulative = torch.softmax(log_weight.double(), -1).cumsum(-1)
+    cumulative = torch.softmax(log_weight, -1, dtype=torch.float64).cumsum(-1)  # in float64, as the input cast
     u = torch.rand(r, 1, generator=generator, device=log_weight.device, dtype=torch.float64)
     points = (u + torch.arange(n, device=log_weight.device, dtype=torch.float64)) / n
     return torch.searchsorted(cumulative, points).clamp_max(n - 1)
@@ -170,13 +171,17 @@ def _resample(
     """The particles of the runs whose effective size fell below ``settings.ess`` of theirs resampled (their
     weights reset, their orders ``blanks`` with them); the other runs' as they were."""
     particles = log_weight.shape[1]
-    low = effective_size(log_weight) < settings.ess * particles
-    if not low.any():
+    low = (effective_size(log_weight) < settings.ess * particles).tolist()
+    if not any(low):
         return z, masked, log_gamma, blanks, log_weight
     ancestors = systematic(log_weight, generator)
-    ancestors = torch.where(low[:, None], ancestors, torch.arange(particles, device=z.device))
+    if all(low):
+        log_weight = torch.zeros_like(log_weight)
+    else:
+        low = torch.tensor(low, device=z.device)[:, None]
+        ancestors = torch.where(low, ancestors, torch.arange(particles, device=z.device))
+        log_weight = torch.where(low, torch.zeros_like(log_weight), log_weight)
     pick = _flat(ancestors)
-    log_weight = torch.where(low[:, None], torch.zeros_like(log_weight), log_weight)
     return z[pick], masked[pick], log_gamma[pick], blanks[pick], log_weight
 
 
@@ -216,7 +221,7 @@ def _finish(
 def _flat(ancestors: Tensor) -> Tensor:
     """Ancestor indices ``(R, N)`` within each run as rows ``(R * N,)`` of the runs' particles laid end to end."""
     runs, particles = ancestors.shape
-    return (ancestors + particles * torch.arange(runs, device=ancestors.device)[:, None]).flatten()
+    return (ancestors + torch.as_tensor(particles * np.arange(runs)[:, None], device=ancestors.device)).flatten()
 
 
 def _energy(energy: Energy, x: Tensor, k: int) -> Tensor:

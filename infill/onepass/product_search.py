@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -76,12 +77,9 @@ def grow(sets: list[list[int]], offers: list[list[tuple[float, int]]], allowance
     return added
 
 
-def grid(sizes: list[int]) -> Tensor:
-    """Every index tuple of a product of ``sizes``, row-major, ``(prod(sizes), len(sizes))``."""
-    if not sizes:
-        return torch.zeros(1, 0, dtype=torch.long)
-    axes = torch.meshgrid(*[torch.arange(m) for m in sizes], indexing="ij")
-    return torch.stack([a.flatten() for a in axes], 1)
+def grid(sizes: list[int]) -> np.ndarray:
+    """Every index tuple of a product of ``sizes``, row-major, ``(prod(sizes), len(sizes))`` (a host array)."""
+    return np.indices(sizes).reshape(len(sizes), -1).T if sizes else np.zeros((1, 0), dtype=np.int64)
 
 
 def product_scores(energy, sets: list[list[int]]) -> Tensor:
@@ -93,12 +91,12 @@ def product_scores(energy, sets: list[list[int]]) -> Tensor:
     for j in range(d):
         others = [i for i in range(d) if i != j]
         index = grid([sizes[i] for i in others])
-        x = torch.zeros(len(index), d, dtype=torch.long)
+        x = np.zeros((len(index), d), dtype=np.int64)
         for c, i in enumerate(others):
-            x[:, i] = torch.tensor(sets[i])[index[:, c]]
+            x[:, i] = np.array(sets[i])[index[:, c]]
         rows.append(x)
-        blanks.append(torch.full((len(x),), j))
-    log_p = _log_p(energy, torch.cat(rows), torch.cat(blanks)).split([len(x) for x in rows])
+        blanks.append(np.full(len(x), j))
+    log_p = _log_p(energy, np.concatenate(rows), np.concatenate(blanks)).split([len(x) for x in rows])
     total = torch.zeros(sizes, dtype=torch.float64)
     for j in range(d):
         terms = log_p[j][:, sets[j]].double()
@@ -106,22 +104,24 @@ def product_scores(energy, sets: list[list[int]]) -> Tensor:
     return total
 
 
-def _log_p(energy, x: Tensor, blank: Tensor) -> Tensor:
-    """``log p(. | blank[n] masked, the others as in x[n])`` ``(N, K)``, float32 on the host, read
-    :data:`PASS` rows at a time."""
+def _log_p(energy, x: np.ndarray, blank: np.ndarray) -> Tensor:
+    """``log p(. | blank[n] masked, the others as in x[n])`` ``(N, K)`` for the host arrays ``x (N, d)`` and
+    ``blank (N,)``, float32 on the host, read :data:`PASS` rows at a time."""
     out, device = [], energy.category_ids.device
-    for rows, at in zip(x.split(PASS), blank.split(PASS)):
-        masked = torch.nn.functional.one_hot(at, x.shape[1]).bool()
-        logits = energy.blank_logits(rows.to(device), masked.to(device), at[:, None].to(device))[:, 0]
+    for start in range(0, len(x), PASS):
+        rows, at = x[start : start + PASS], blank[start : start + PASS, None]
+        masked = np.arange(x.shape[1]) == at
+        logits = energy.blank_logits(*(torch.as_tensor(a, device=device) for a in (rows, masked, at)))[:, 0]
         out.append(torch.log_softmax(logits.float(), -1).cpu())
     return torch.cat(out)
 
 
-def _offers(energy, sets: list[list[int]], best: Tensor, width: int) -> list[list[tuple[float, int]]]:
-    """Tokens not in ``sets`` proposed by the conditionals at the fillings ``best (R, d)``: per blank, its
-    ``width`` most likely under each filling's conditional there, by their best log-probability, best first."""
+def _offers(energy, sets: list[list[int]], best: np.ndarray, width: int) -> list[list[tuple[float, int]]]:
+    """Tokens not in ``sets`` proposed by the conditionals at the fillings ``best (R, d)`` (a host array): per
+    blank, its ``width`` most likely under each filling's conditional there, by their best log-probability, best
+    first."""
     d, offers = len(sets), []
-    every = _log_p(energy, best.repeat(d, 1), torch.arange(d).repeat_interleave(len(best))).split(len(best))
+    every = _log_p(energy, np.tile(best, (d, 1)), np.arange(d).repeat(len(best))).split(len(best))
     for j, log_p in enumerate(every):  # one read of every blank's conditionals
         log_p[:, sets[j]] = -math.inf
         values, tokens = log_p.topk(min(width, log_p.shape[1]), -1)
@@ -138,11 +138,10 @@ def search(energy, explore: float = EXPLORE) -> tuple[Tensor, Tensor]:
     ``energy.meter``'s limit."""
     meter = energy.meter
     first = torch.log_softmax(mlm_draws.all_masked_logits(energy, 1)[0].float(), -1).cpu()  # (d, K)
-    d = first.shape[0]
     ranked_values, ranked = first.sort(-1, descending=True)
-    sets = [[int(ranked[j, 0])] for j in range(d)]
+    sets = [[token] for token in ranked[:, 0].tolist()]
     width = min(first.shape[1], 1 + (meter.limit - meter.spent))  # no blank can take more tokens than that
-    offers = [list(zip(ranked_values[j, 1:width].tolist(), ranked[j, 1:width].tolist())) for j in range(d)]
+    offers = [list(zip(*pair)) for pair in zip(ranked_values[:, 1:width].tolist(), ranked[:, 1:width].tolist())]
     grow(sets, offers, int(explore * (meter.limit - meter.spent)))
     scores = product_scores(energy, sets)
     best = _best(sets, scores, REFRESH_FROM)
@@ -156,22 +155,24 @@ def search(energy, explore: float = EXPLORE) -> tuple[Tensor, Tensor]:
         except BudgetSpent:
             break
         best, before = _best(sets, scores, REFRESH_FROM), best
-        if torch.equal(best, before):  # the round found no better filling: its tokens would propose again
+        if np.array_equal(best, before):  # the round found no better filling: its tokens would propose again
             break
-    x = _fillings(sets).to(energy.category_ids.device)
+    x = torch.as_tensor(_fillings(sets), device=energy.category_ids.device)
     return _repeats_scored(energy, x, scores.flatten()) if energy.mask_repeats else (x, scores.flatten().float())
 
 
-def _fillings(sets: list[list[int]]) -> Tensor:
-    """Every filling of the product of ``sets``, row-major as :func:`product_scores` lays them out."""
+def _fillings(sets: list[list[int]]) -> np.ndarray:
+    """Every filling of the product of ``sets``, row-major as :func:`product_scores` lays them out (a host
+    array)."""
     index = grid([len(s) for s in sets])
-    return torch.stack([torch.tensor(s)[index[:, j]] for j, s in enumerate(sets)], 1)
+    return np.stack([np.array(s, dtype=np.int64)[index[:, j]] for j, s in enumerate(sets)], 1)
 
 
-def _best(sets: list[list[int]], scores: Tensor, n: int) -> Tensor:
-    """The ``n`` fillings ``(n, d)`` of highest score (their indices into the product, not the whole product)."""
-    index = torch.unravel_index(scores.flatten().topk(min(n, scores.numel())).indices, scores.shape)
-    return torch.stack([torch.tensor(s)[i] for s, i in zip(sets, index)], 1)
+def _best(sets: list[list[int]], scores: Tensor, n: int) -> np.ndarray:
+    """The ``n`` fillings ``(n, d)`` of highest score (their indices into the product, not the whole product), a
+    host array."""
+    index = np.unravel_index(scores.flatten().topk(min(n, scores.numel())).indices.numpy(), scores.shape)
+    return np.stack([np.array(s, dtype=np.int64)[i] for s, i in zip(sets, index)], 1)
 
 
 def _repeats_scored(energy, x: Tensor, pll: Tensor) -> tuple[Tensor, Tensor]:

@@ -208,11 +208,11 @@ def spread(
         inside, outside = fresh.nonzero().flatten(), (~fresh).nonzero().flatten()
         kept = inside[spread(rows[inside], values[inside], k, margin)] if len(inside) else inside
         return torch.cat([kept, outside[: k - len(kept)]])
-    rows, value, floor = rows.cpu(), values.tolist(), (values - margin).tolist()  # on the host at once, compared
-    left, kept = list(range(1, len(rows))), [0]  # as float32 tensors compare
+    rows, value, floor = rows.numpy(force=True), values.tolist(), (values - margin).tolist()  # on the host at
+    left, kept = list(range(1, len(rows))), [0]  # once, compared as float32 tensors compare
     while left and len(kept) < k:
         comparable = [i for i in left if value[i] >= floor[left[0]]] or left[:1]
-        nearest = (rows[comparable, None] != rows[None, kept]).sum(-1).amin(1)
+        nearest = (rows[comparable, None] != rows[None, kept]).sum(-1).min(1)
         kept.append(comparable[int(nearest.argmax())])
         left.remove(kept[-1])
     return torch.tensor(kept, dtype=torch.long)

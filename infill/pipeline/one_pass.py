@@ -53,6 +53,8 @@ def _particles(energy: MaskedLMEnergy, plan, generator: torch.Generator) -> Draw
         if plan.keep.top is None:
             return out.samples.flatten(0, 1), out.sample_energy.flatten().cpu()
         x, values = out.x.flatten(0, 1), out.energy.flatten()
+        if not out.visited.shape[0]:  # no moves
+            return x, values.cpu()
         return torch.cat([x, out.visited]), torch.cat([values, out.visited_energy]).cpu()
 
     return particles
@@ -67,8 +69,8 @@ def _to_budget(energy: MaskedLMEnergy, plan, method: Draw) -> tuple[Tensor, Tens
     :data:`~.config.MAX_DRAWS` are drawn."""
     d, config = energy.num_blanks, plan.config
     cost = draw_cost(config.method, config.options, d)
-    draws, scores, n = [], {}, config.num_samples
-    while n >= 1 and sum(map(len, draws)) + n <= MAX_DRAWS:
+    draws, scores, n, drawn = [], {}, config.num_samples, 0
+    while n >= 1 and drawn + n <= MAX_DRAWS:
         try:
             x, values = method(n)
         except BudgetSpent:  # the round cost more than it surely would (a cache that kept too little)
@@ -85,6 +87,7 @@ def _to_budget(energy: MaskedLMEnergy, plan, method: Draw) -> tuple[Tensor, Tens
             if key not in scores
         }
         draws.append(x)
+        drawn += x.shape[0]
         if not fresh:
             break
         unscored = [key for key, value in fresh.items() if math.isnan(value)]

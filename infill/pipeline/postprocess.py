@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Optional, Union
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -202,10 +203,11 @@ def _span_choices(batch: Batch, tokenizer, bar) -> Choice:
 def marginals(template: Template, tokenizer, energy: MaskedLMEnergy, states: Tensor) -> list[list[dict]]:
     """For each written blank, its most frequent fills over ``states (N, d)`` with their frequencies."""
     out, total = [], states.shape[0]
+    states, categories = states.numpy(force=True), energy.category_ids.numpy(force=True)  # counted on the host
     for start, n in template.spans:
-        fills, counts = torch.unique(states[:, start : start + n], dim=0, return_counts=True)
-        top = counts.argsort(descending=True, stable=True)[:MARGINAL_FILLS]
-        ids = energy.category_ids.cpu()[fills[top]].tolist()
+        fills, counts = np.unique(states[:, start : start + n], axis=0, return_counts=True)
+        top = np.argsort(-counts, kind="stable")[:MARGINAL_FILLS]
+        ids = categories[fills[top]].tolist()
         out.append(
             [
                 {"fill": detokenize(tokenizer, i), "frequency": round(c / total, 4)}
