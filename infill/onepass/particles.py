@@ -171,16 +171,16 @@ def _resample(
     """The particles of the runs whose effective size fell below ``settings.ess`` of theirs resampled (their
     weights reset, their orders ``blanks`` with them); the other runs' as they were."""
     particles = log_weight.shape[1]
-    low = (effective_size(log_weight) < settings.ess * particles).tolist()
+    low = (effective_size(log_weight) < settings.ess * particles).tolist()  # decided on the host
     if not any(low):
         return z, masked, log_gamma, blanks, log_weight
     ancestors = systematic(log_weight, generator)
     if all(low):
         log_weight = torch.zeros_like(log_weight)
-    else:
-        low = torch.tensor(low, device=z.device)[:, None]
-        ancestors = torch.where(low, ancestors, torch.arange(particles, device=z.device))
-        log_weight = torch.where(low, torch.zeros_like(log_weight), log_weight)
+    else:  # some runs only
+        some = torch.tensor(low, device=z.device)[:, None]
+        ancestors = torch.where(some, ancestors, torch.arange(particles, device=z.device))
+        log_weight = torch.where(some, torch.zeros_like(log_weight), log_weight)
     pick = _flat(ancestors)
     return z[pick], masked[pick], log_gamma[pick], blanks[pick], log_weight
 

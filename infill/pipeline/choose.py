@@ -208,8 +208,9 @@ def spread(
         inside, outside = fresh.nonzero().flatten(), (~fresh).nonzero().flatten()
         kept = inside[spread(rows[inside], values[inside], k, margin)] if len(inside) else inside
         return torch.cat([kept, outside[: k - len(kept)]])
-    rows, value, floor = rows.numpy(force=True), values.tolist(), (values - margin).tolist()  # on the host at
-    left, kept = list(range(1, len(rows))), [0]  # once, compared as float32 tensors compare
+    # on the host at once, the values compared as float32 tensors compare
+    rows, value, floor = rows.numpy(force=True), values.tolist(), (values - margin).tolist()
+    left, kept = list(range(1, len(rows))), [0]
     while left and len(kept) < k:
         comparable = [i for i in left if value[i] >= floor[left[0]]] or left[:1]
         nearest = (rows[comparable, None] != rows[None, kept]).sum(-1).min(1)
