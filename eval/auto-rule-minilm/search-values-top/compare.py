@@ -1,14 +1,25 @@
-import json, sys, statistics as st
+"""The search against the particles in a file of ``run.py``: ``python compare.py FILE`` from the repository root
+(``PYTHONPATH=.``), pairs by template and seed."""
+
+import json
+import statistics
+import sys
+
 from scripts.reader_study import metrics
-rows = [json.loads(l) for l in open(sys.argv[1])]
-by = {}
-for r in rows:
-    by.setdefault(r["row"], {})[(r["id"], r["seed"])] = r
-keys = sorted(set(by.get("search", {})) & set(by.get("particles", {})))
-ms = {k: metrics({**by["search"][k], "encoder_sequences": by["search"][k]["encoder_sequences"], "seconds": 1}) for k in keys}
-mp = {k: metrics({**by["particles"][k], "encoder_sequences": by["particles"][k]["encoder_sequences"], "seconds": 1}) for k in keys}
-hi = sum(ms[k]["pll"] > mp[k]["pll"] + 1e-4 for k in keys); lo = sum(ms[k]["pll"] < mp[k]["pll"] - 1e-4 for k in keys)
-print(f"pairs {len(keys)}: search PLL higher {hi}, lower {lo}, share {hi/max(1,hi+lo):.0%}")
+
+SAME = 1e-4
+
+with open(sys.argv[1]) as lines:
+    rows = [json.loads(line) for line in lines]
+by: dict = {}
+for row in rows:
+    by.setdefault(row["row"], {})[(row["id"], row["seed"])] = {**row, "seconds": 1}
+keys = sorted(set(by["search"]) & set(by["particles"]))
+search = {k: metrics(by["search"][k]) for k in keys}
+particles = {k: metrics(by["particles"][k]) for k in keys}
+higher = sum(search[k]["pll"] > particles[k]["pll"] + SAME for k in keys)
+lower = sum(search[k]["pll"] < particles[k]["pll"] - SAME for k in keys)
+print(f"pairs {len(keys)}: search PLL higher {higher}, lower {lower}, share {higher / max(1, higher + lower):.0%}")
 for name in ("pll", "self_bleu", "top1", "top5", "repeated", "sequences"):
-    print(f"  {name}: search {st.fmean(ms[k][name] for k in keys):.3f}  particles {st.fmean(mp[k][name] for k in keys):.3f}")
-print("  kept: search", st.fmean(len(by['search'][k]['fills']) for k in keys), "particles", st.fmean(len(by['particles'][k]['fills']) for k in keys))
+    ours, theirs = (statistics.fmean(m[k][name] for k in keys) for m in (search, particles))
+    print(f"  {name}: search {ours:.3f}  particles {theirs:.3f}")
