@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Optional
 
 import numpy as np
@@ -86,7 +85,6 @@ class MaskedLMEnergy:
         self.cache = ConditionalCache(CACHE_MIB << 20) if cache is None else cache
         self.meter = Meter() if meter is None else meter
         self.pass_sequences = min(PASS_SEQUENCES.get(device.type, PASS_SEQUENCES["cuda"]), chunk_size or 1 << 62)
-        self._template_keys = np.arange(self.input_ids.shape[0])  # template g's part of a cache key
         self._template_index: dict[int, Tensor] = {}  # _template_of's answers, by chains
         self._head = category_head(model, self.category_ids)
         self.sequences = 0
@@ -100,16 +98,6 @@ class MaskedLMEnergy:
         ids = self._host_ids[0].copy()
         ids[self._host_positions[0]] = self.mask_token_id
         self._given = ids, logits
-
-    def template(self, g: int) -> "MaskedLMEnergy":
-        """The energy of stacked template ``g`` alone: same model, categories, head, chunking, cache and meter, its
-        own counts."""
-        energy = copy.copy(self)
-        energy.input_ids, energy.blank_positions = self.input_ids[g : g + 1], self.blank_positions[g : g + 1]
-        energy._host_ids, energy._host_positions = self._host_ids[g : g + 1], self._host_positions[g : g + 1]
-        energy._template_keys, energy._template_index = self._template_keys[g : g + 1], {}
-        energy.sequences = energy.cache_hits = 0
-        return energy
 
     @property
     def num_blanks(self) -> int:
@@ -234,7 +222,7 @@ class MaskedLMEnergy:
         b, d = x_idx.shape
         x = x_idx.numpy(force=True)
         rows = np.where(self._host_copies(x).transpose(1, 0, 2), MASKED, x).reshape(d * b, d)
-        return self.cache.keys(np.tile(self._template_keys[t], d), np.arange(d).repeat(b), rows)
+        return self.cache.keys(np.tile(t, d), np.arange(d).repeat(b), rows)
 
     def bound(self, x_idx: Tensor) -> Tensor:
         """An upper bound ``(B,)`` of the energy of states ``x_idx (B, d)``: the sum of the PLL terms the cache
@@ -289,9 +277,9 @@ class MaskedLMEnergy:
         pass read every output in order; else gathered from the cache at the end where it holds every entry
         read; else written pass by pass."""
         n, s = read.shape
-        keys = self.cache.keys(self._template_keys[template].repeat(s), read.ravel(), rows.repeat(s, 0))
+        keys = self.cache.keys(template.repeat(s), read.ravel(), rows.repeat(s, 0))
         found = self.cache.find(keys)
-        wanted, first = _missing(found, np.concatenate([self._template_keys[template][:, None], rows], 1), read, s)
+        wanted, first = _missing(found, np.concatenate([template[:, None], rows], 1), read, s)
         self.cache_hits += n - len(wanted)
         held = len(set(found)) - (min(found) < 0) + sum(map(len, wanted.values()))
         pooled = held <= self.cache.capacity(self.num_categories)
