@@ -75,10 +75,12 @@ def most_peaked(log_p: Tensor) -> Tensor:
     return log_p.amax(-1).argmax(-1)
 
 
-def still_masked(blanks: Tensor, masked: Tensor, left: int) -> Tensor:
-    """The ``left`` entries ``(N, left)`` of each row of ``blanks (N, m)`` that ``masked (N, d)`` still masks, in
-    their order: every row has as many (the orders fill one blank a row a step). A stable sort finds them, so the
-    host need not wait for the device to learn how many there are."""
+def still_masked(blanks: Optional[Tensor], masked: Tensor, left: int) -> Tensor:
+    """The ``left`` entries ``(N, left)`` of each row of ``blanks (N, m)`` (None: every blank, in index order) that
+    ``masked (N, d)`` still masks, in their order: every row has as many (the orders fill one blank a row a
+    step). A stable sort finds them, so the host need not wait for the device to learn how many there are."""
+    if blanks is None:
+        return torch.sort(masked, dim=1, stable=True, descending=True).indices[:, :left]
     return blanks.gather(1, torch.sort(masked.gather(1, blanks), dim=1, stable=True, descending=True).indices[:, :left])
 
 
@@ -113,32 +115,34 @@ def fill(
         read = to_read(blanks, masked, t, confident)
         step_logits = first if t == 0 and first is not None else logits(z, masked, read)
         first = step_logits if t == 0 else first
-        j, v, log_p = step(step_logits, read, confident, temperature, generator, values)
+        j, v, log_p = step(step_logits, read, rows, confident, temperature, generator, values)
         log_q = log_q + log_p
         z[rows, j], masked[rows, j] = v, False
     return z, log_q, first
 
 
-def to_read(blanks: Tensor, masked: Tensor, t: int, confident: bool) -> Tensor:
-    """The blanks step ``t`` of an order reads: every blank of ``blanks (N, m)`` still masked, in their order,
-    where ``confident``; else its ``t``-th column (no filled blank is read)."""
-    return still_masked(blanks, masked, blanks.shape[1] - t) if confident else blanks[:, t : t + 1]
+def to_read(blanks: Optional[Tensor], masked: Tensor, t: int, confident: bool) -> Tensor:
+    """The blanks step ``t`` of an order reads: every blank of ``blanks (N, m)`` (None: every blank, in index
+    order) still masked, in their order, where ``confident``; else its ``t``-th column (no filled blank is read)."""
+    if not confident:
+        return blanks[:, t : t + 1]
+    return still_masked(blanks, masked, (masked if blanks is None else blanks).shape[1] - t)
 
 
 def step(
     logits: Tensor,
     read: Tensor,
+    rows: Tensor,
     confident: bool,
     temperature: float,
     generator: Optional[torch.Generator],
     values: Optional[Tensor] = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """One step of an order over ``N`` rows: given the logits ``(N or 1, S, K)`` at the blanks ``read (N, S)``,
-    the blank ``j (N,)`` it fills (the most peaked where ``confident``, else the first read), the category ``v
-    (N,)`` drawn from its tempered conditional (or replayed from ``values (N, d)``), and that draw's
-    log-probability ``(N,)``."""
+    """One step of an order over ``N`` rows (``rows``: ``arange(N)``): given the logits ``(N or 1, S, K)`` at the
+    blanks ``read (N, S)``, the blank ``j (N,)`` it fills (the most peaked where ``confident``, else the first
+    read), the category ``v (N,)`` drawn from its tempered conditional (or replayed from ``values (N, d)``), and
+    that draw's log-probability ``(N,)``."""
     n = read.shape[0]
-    rows = torch.arange(n, device=read.device)
     log_p = torch.log_softmax(scaled(logits, temperature), dim=-1)
     col = most_peaked(log_p) if confident else torch.zeros_like(rows)
     if logits.shape[0] != n:  # one row for every chain (a shared first pass)

@@ -25,7 +25,7 @@ The energy must offer ``blank_logits(x_idx, masked, read)`` (a masked LM:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import numpy as np
@@ -47,33 +47,43 @@ WEIGHTS = ("path", "partial")
 
 @dataclass(frozen=True)
 class Particles:
-    """What :func:`smc` produced: the particles after the last blank ``x (R, N, d)`` with their energies
-    ``energy (R, N)`` and normalised log-weights ``log_weight (R, N)`` toward the target; every state the
-    moves visited, ``visited (S, d)`` with ``visited_energy (S,)`` (empty without moves); and the
-    ``samples (R, N, d)`` with ``sample_energy (R, N)``: the particles resampled by their weights, then moved."""
+    """What :func:`smc` produced, the runs' particles laid end to end (run ``r``'s ``N`` first, rows ``r N`` to
+    ``(r + 1) N - 1``): the particles after the last blank ``x (R N, d)`` with their energies ``energy (R N,)`` and
+    normalised log-weights ``log_weight (R, N)`` toward the target; the ``samples (R N, d)`` with ``sample_energy
+    (R N,)``: the particles resampled by their weights, then moved; and every state the moves visited, ``visited
+    (S, d)`` with ``visited_energy (S,)`` (None without moves). Energies and weights are on the host."""
 
     x: Tensor
     energy: Tensor
     log_weight: Tensor
-    visited: Tensor
-    visited_energy: Tensor
     samples: Tensor
     sample_energy: Tensor
+    visited: Optional[Tensor] = None
+    visited_energy: Optional[Tensor] = None
 
 
-def systematic(log_weight: Tensor, generator: Optional[torch.Generator]) -> Tensor:
+def systematic(log_weight: np.ndarray, generator: Optional[torch.Generator], device: torch.device) -> np.ndarray:
     """Ancestor indices ``(R, N)`` by systematic resampling of each row of ``log_weight (R, N)``: one uniform per
-    row, ``N`` evenly spaced points through the cumulative weights."""
+    row (drawn on ``device`` from ``generator``), ``N`` evenly spaced points through the cumulative weights."""
     r, n = log_weight.shape
-    cumulative = torch.softmax(log_weight, -1, dtype=torch.float64).cumsum(-1)  # in float64, as the input cast
-    u = torch.rand(r, 1, generator=generator, device=log_weight.device, dtype=torch.float64)
-    points = (u + torch.arange(n, device=log_weight.device, dtype=torch.float64)) / n
-    return torch.searchsorted(cumulative, points).clamp_max(n - 1)
+    w = log_weight.astype(np.float64)
+    w = np.exp(w - w.max(-1, keepdims=True))
+    cumulative = (w / w.sum(-1, keepdims=True)).cumsum(-1)
+    u = torch.rand(r, 1, generator=generator, device=device, dtype=torch.float64).numpy(force=True)
+    points = (u + np.arange(n)) / n
+    return np.minimum(np.stack([np.searchsorted(c, q) for c, q in zip(cumulative, points)]), n - 1)
 
 
-def effective_size(log_weight: Tensor) -> Tensor:
+def logsumexp(a: np.ndarray) -> np.ndarray:
+    """``log(sum(exp(a)))`` over the last axis, kept."""
+    top = a.max(-1, keepdims=True)
+    return top + np.log(np.exp(a - top).sum(-1, keepdims=True))
+
+
+def effective_size(log_weight: np.ndarray) -> np.ndarray:
     """The effective sample size ``(R,)`` of each row of ``log_weight (R, N)``."""
-    return torch.exp(2 * torch.logsumexp(log_weight, -1) - torch.logsumexp(2 * log_weight, -1))
+    w = log_weight.astype(np.float64)
+    return np.exp(2 * logsumexp(w) - logsumexp(2 * w))[:, 0]
 
 
 @dataclass(frozen=True)
@@ -129,60 +139,47 @@ def smc(
     z = torch.zeros(n, d, dtype=torch.long, device=device)
     masked = torch.ones(n, d, dtype=torch.bool, device=device)
     confident = settings.order == "confident-first"
-    blanks = (
-        torch.arange(d, device=device).expand(n, d)
-        if confident
-        else torch.rand(n, d, generator=generator, device=device).argsort(-1)
-    )  # a random order per particle: resampled with it
-    log_gamma = torch.zeros(n, device=device)  # the intermediate target of each particle's partial filling
-    log_weight = torch.zeros(runs, particles, device=device)
+    # random-order: an order per particle, resampled with it; confident-first reads every blank still masked
+    blanks = None if confident else torch.rand(n, d, generator=generator, device=device).argsort(-1)
+    log_gamma = np.zeros(n, np.float32)  # the intermediate target of each particle's partial filling
+    log_weight = np.zeros((runs, particles), np.float32)  # weights live on the host: (R, N) numbers a step
     for t in range(d):
         read = mlm_draws.to_read(blanks, masked, t, confident)
         if t == 0:  # the first pass, shared: (1, d, K) until a particle's own row is taken
             logits = first[None] if confident else first[blanks[:, 0]][:, None]
         else:
             logits = energy.blank_logits(z, masked, read)
-        j, v, log_q = mlm_draws.step(logits, read, confident, temperature, generator)
+        j, v, log_q = mlm_draws.step(logits, read, rows, confident, temperature, generator)
         z[rows, j], masked[rows, j] = v, False
+        log_q = log_q.numpy(force=True)
         if t == d - 1:
             new_gamma = _energy(energy, z, k) / temperature
         elif settings.weight == "path":
             new_gamma = log_gamma + settings.tilt * log_q
         else:
             new_gamma = _partial_pll(energy, z, masked, t + 1) / temperature
-        log_weight = log_weight + (new_gamma - log_gamma - log_q).view(runs, particles)
+        log_weight = log_weight + (new_gamma - log_gamma - log_q).reshape(runs, particles)
         log_gamma = new_gamma
         if t < d - 1:
-            z, masked, log_gamma, blanks, log_weight = _resample(
-                z, masked, log_gamma, blanks, log_weight, settings, generator
-            )
+            pick, log_weight = _resample(log_weight, settings, generator, device)
+            if pick is not None:
+                log_gamma, pick = log_gamma[pick], torch.as_tensor(pick, device=device)
+                z, masked = z[pick], masked[pick]
+                blanks = blanks if blanks is None else blanks[pick]
     return _finish(energy, settings, z, log_gamma, log_weight, temperature, generator)
 
 
 def _resample(
-    z: Tensor,
-    masked: Tensor,
-    log_gamma: Tensor,
-    blanks: Tensor,
-    log_weight: Tensor,
-    settings: SMC,
-    generator: Optional[torch.Generator],
-) -> tuple:
-    """The particles of the runs whose effective size fell below ``settings.ess`` of theirs resampled (their
-    weights reset, their orders ``blanks`` with them); the other runs' as they were."""
+    log_weight: np.ndarray, settings: SMC, generator: Optional[torch.Generator], device: torch.device
+) -> tuple[Optional[np.ndarray], np.ndarray]:
+    """The rows ``(R * N,)`` that resample the runs whose effective size fell below ``settings.ess`` of theirs (the
+    other runs' particles stay where they are), and the weights, those runs' reset; no rows where no run fell."""
     particles = log_weight.shape[1]
-    low = (effective_size(log_weight) < settings.ess * particles).tolist()  # decided on the host
-    if not any(low):
-        return z, masked, log_gamma, blanks, log_weight
-    ancestors = systematic(log_weight, generator)
-    if all(low):
-        log_weight = torch.zeros_like(log_weight)
-    else:  # some runs only
-        some = torch.tensor(low, device=z.device)[:, None]
-        ancestors = torch.where(some, ancestors, torch.arange(particles, device=z.device))
-        log_weight = torch.where(some, torch.zeros_like(log_weight), log_weight)
-    pick = _flat(ancestors)
-    return z[pick], masked[pick], log_gamma[pick], blanks[pick], log_weight
+    low = (effective_size(log_weight) < settings.ess * particles)[:, None]
+    if not low.any():
+        return None, log_weight
+    ancestors = np.where(low, systematic(log_weight, generator, device), np.arange(particles))
+    return _flat(ancestors), np.where(low, np.float32(0), log_weight)
 
 
 def _finish(
@@ -196,48 +193,44 @@ def _finish(
 ) -> Particles:
     """The filled particles with their normalised weights, resampled into samples and moved by
     ``settings.moves`` steps of ``settings.move`` (every state the moves visit kept)."""
-    (runs, particles), d = log_weight.shape, z.shape[1]
-    log_weight = log_weight - torch.logsumexp(log_weight, -1, keepdim=True)
+    log_weight = log_weight - logsumexp(log_weight)
     energies = log_gamma * temperature
-    pick = _flat(systematic(log_weight, generator))
-    samples, sample_energy = z[pick], energies[pick]
-    visited, visited_energy = z[:0], energies[:0]
-    if settings.moves:
-        target = energy if temperature == 1 else Tempered(energy, temperature)
-        trace = sample(make_sampler(settings.move), target, samples, settings.moves, generator, ("samples", "energies"))
-        visited, visited_energy = trace.samples.flatten(0, 1), trace.energies.flatten() * temperature
-        samples, sample_energy = trace.final_state.x, trace.final_state.energy * temperature
-    return Particles(
-        z.view(runs, particles, d),
-        energies.view(runs, particles),
-        log_weight,
-        visited,
-        visited_energy,
-        samples.view(runs, particles, d),
-        sample_energy.view(runs, particles),
+    pick = _flat(systematic(log_weight, generator, z.device))
+    samples, sample_energy = z[torch.as_tensor(pick, device=z.device)], torch.from_numpy(energies[pick])
+    out = Particles(z, torch.from_numpy(energies), torch.from_numpy(log_weight), samples, sample_energy)
+    if not settings.moves:
+        return out
+    target = energy if temperature == 1 else Tempered(energy, temperature)
+    trace = sample(make_sampler(settings.move), target, samples, settings.moves, generator, ("samples", "energies"))
+    return replace(
+        out,
+        samples=trace.final_state.x,
+        sample_energy=(trace.final_state.energy * temperature).cpu(),
+        visited=trace.samples.flatten(0, 1),
+        visited_energy=(trace.energies.flatten() * temperature).cpu(),
     )
 
 
-def _flat(ancestors: Tensor) -> Tensor:
+def _flat(ancestors: np.ndarray) -> np.ndarray:
     """Ancestor indices ``(R, N)`` within each run as rows ``(R * N,)`` of the runs' particles laid end to end."""
     runs, particles = ancestors.shape
-    return (ancestors + torch.as_tensor(particles * np.arange(runs)[:, None], device=ancestors.device)).flatten()
+    return (ancestors + particles * np.arange(runs)[:, None]).ravel()
 
 
-def _energy(energy: Energy, x: Tensor, k: int) -> Tensor:
-    """The energy ``(N,)`` of category indices ``x (N, d)``."""
+def _energy(energy: Energy, x: Tensor, k: int) -> np.ndarray:
+    """The energy ``(N,)`` of category indices ``x (N, d)``, on the host."""
     if isinstance(energy, HasIndexedValues):
-        return energy.of_indices(x).float()
-    return evaluate(energy, one_hot(x, k)).float()
+        return energy.of_indices(x).float().numpy(force=True)
+    return evaluate(energy, one_hot(x, k)).float().numpy(force=True)
 
 
-def _partial_pll(energy: Energy, z: Tensor, masked: Tensor, filled: int) -> Tensor:
-    """``sum_{i filled} log p(z_i | the other filled blanks, i and the unfilled blanks masked)`` ``(N,)``:
-    ``filled`` masked copies per row, one pass."""
+def _partial_pll(energy: Energy, z: Tensor, masked: Tensor, filled: int) -> np.ndarray:
+    """``sum_{i filled} log p(z_i | the other filled blanks, i and the unfilled blanks masked)`` ``(N,)`` on the
+    host: ``filled`` masked copies per row, one pass."""
     n, d = z.shape
     at = (~masked).nonzero()[:, 1].view(n, filled)  # each row's filled blanks
     copies = masked.repeat_interleave(filled, 0)
     copies[torch.arange(n * filled, device=z.device), at.flatten()] = True
     logits = energy.blank_logits(z.repeat_interleave(filled, 0), copies, at.flatten()[:, None])[:, 0]
     log_p = torch.log_softmax(logits.float(), -1).gather(-1, z.gather(1, at).flatten()[:, None])
-    return log_p.view(n, filled).sum(1)
+    return log_p.view(n, filled).sum(1).numpy(force=True)

@@ -51,11 +51,10 @@ def _particles(energy: MaskedLMEnergy, plan, generator: torch.Generator) -> Draw
     def particles(n: int) -> tuple[Tensor, Tensor]:
         out = smc(energy, settings, *settings.split(n), generator, plan.config.token_temperature)
         if plan.keep.top is None:
-            return out.samples.flatten(0, 1), out.sample_energy.flatten().cpu()
-        x, values = out.x.flatten(0, 1), out.energy.flatten()
-        if not out.visited.shape[0]:  # no moves
-            return x, values.cpu()
-        return torch.cat([x, out.visited]), torch.cat([values, out.visited_energy]).cpu()
+            return out.samples, out.sample_energy
+        if out.visited is None:  # no moves
+            return out.x, out.energy
+        return torch.cat([out.x, out.visited]), torch.cat([out.energy, out.visited_energy])
 
     return particles
 
