@@ -74,16 +74,10 @@ def systematic(log_weight: np.ndarray, generator: Optional[torch.Generator], dev
     return np.minimum(np.stack([np.searchsorted(c, q) for c, q in zip(cumulative, points)]), n - 1)
 
 
-def logsumexp(a: np.ndarray) -> np.ndarray:
-    """``log(sum(exp(a)))`` over the last axis, kept."""
-    top = a.max(-1, keepdims=True)
-    return top + np.log(np.exp(a - top).sum(-1, keepdims=True))
-
-
 def effective_size(log_weight: np.ndarray) -> np.ndarray:
     """The effective sample size ``(R,)`` of each row of ``log_weight (R, N)``."""
     w = log_weight.astype(np.float64)
-    return np.exp(2 * logsumexp(w) - logsumexp(2 * w))[:, 0]
+    return np.exp(2 * np.logaddexp.reduce(w, -1) - np.logaddexp.reduce(2 * w, -1))
 
 
 @dataclass(frozen=True)
@@ -193,7 +187,7 @@ def _finish(
 ) -> Particles:
     """The filled particles with their normalised weights, resampled into samples and moved by
     ``settings.moves`` steps of ``settings.move`` (every state the moves visit kept)."""
-    log_weight = log_weight - logsumexp(log_weight)
+    log_weight = log_weight - np.logaddexp.reduce(log_weight, -1, keepdims=True)
     energies = log_gamma * temperature
     pick = _flat(systematic(log_weight, generator, z.device))
     samples, sample_energy = z[torch.as_tensor(pick, device=z.device)], torch.from_numpy(energies[pick])
