@@ -3,6 +3,8 @@ each run's weighted particles reproduces an exactly enumerable PLL (test_sampler
 weight, order and with moves; the particles without their weights fail the same bound. Through the API the
 method keeps the default's promises: the budget a cap, same seed same fillings, a batch equal to single calls."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
@@ -122,6 +124,25 @@ def test_particle_rounds_stop_below_the_fillings_kept(infiller, monkeypatch, top
     later = min(rounds[1:])
     assert len(rounds) > 2 and later >= least
     assert later < 5 if top is None else later < 2 * top  # down to the floor; below it without top
+
+
+@pytest.mark.parametrize("least, rounds", [(5, 2), (1, 4)])
+def test_a_round_bringing_fewer_new_fillings_than_the_floor_is_the_last(least, rounds):
+    """A round whose fillings the cache already holds costs no sequence, so the budget alone would not stop the
+    rounds: one that brings fewer new fillings than the floor is the last; with a floor of one, one with none."""
+    new = {1: range(8), 2: [*range(5), 10, 11, 12], 3: range(20, 26), 4: range(20, 26)}  # round 2: 3 new
+    drawn = []
+
+    def method(n):
+        drawn.append(n)
+        rows = torch.tensor([[v, v] for v in new[len(drawn)]])
+        return rows, -rows[:, 0].float()
+
+    energy = SimpleNamespace(num_blanks=2, meter=SimpleNamespace(limit=10_000, spent=0))
+    config = SimpleNamespace(method="confident-first", options={}, num_samples=8)
+    plan = SimpleNamespace(config=config, spend=SimpleNamespace(limit=10_000, least_round=least))
+    x, values = one_pass._to_budget(energy, plan, method)
+    assert len(drawn) == rounds and torch.equal(values, -x[:, 0].float())
 
 
 def test_without_top_every_sample_is_a_resampled_particle(infiller):

@@ -64,8 +64,8 @@ def _to_budget(energy: MaskedLMEnergy, plan, method: Draw) -> tuple[Tensor, Tens
     draw is scored as it comes (where the method did not), so a sequence a pass or an earlier draw computed is
     not paid twice (the cache), and the next round takes as many draws as what is left surely buys
     (:func:`~infill.onepass.cost.draw_cost` each; the first round ``config.num_samples``). The draws stop when the
-    rest buys fewer than the plan's ``least_round``, a round brings no new filling or cannot be paid, or
-    :data:`~.config.MAX_DRAWS` are drawn."""
+    rest buys fewer than the plan's ``least_round``, a round brings fewer new fillings than that (at least one)
+    or cannot be paid, or :data:`~.config.MAX_DRAWS` are drawn."""
     d, config = energy.num_blanks, plan.config
     cost = draw_cost(config.method, config.options, d)
     draws, scores, n, drawn = [], {}, config.num_samples, 0
@@ -87,14 +87,12 @@ def _to_budget(energy: MaskedLMEnergy, plan, method: Draw) -> tuple[Tensor, Tens
         }
         draws.append(x)
         drawn += x.shape[0]
-        if not fresh:
-            break
         unscored = [key for key, value in fresh.items() if math.isnan(value)]
         if unscored:
             fresh.update(zip(unscored, energy.of_indices(torch.tensor(unscored, device=x.device)).tolist()))
         scores.update(fresh)
         n = (energy.meter.limit - energy.meter.spent - 1) // cost  # the first pass again, if the cache let it go
-        if n < plan.spend.least_round:
+        if min(n, len(fresh)) < plan.spend.least_round:
             break
     x = torch.cat(draws)
     return x, torch.tensor([scores[tuple(row)] for row in x.tolist()])

@@ -54,7 +54,8 @@ class Keep:
 class Spend:
     """The budget split: at most ``limit`` encoder sequences in all (None: no cap), of which chains leave
     ``scoring`` for the PLLs of the fillings kept, and ``float32`` for their float32 PLLs where the chains run in
-    a lower precision; one-pass draws go on in rounds while the rest buys at least ``least_round`` draws."""
+    a lower precision; one-pass draws go on in rounds while the rest buys at least ``least_round`` draws and the
+    last round brought at least that many new fillings."""
 
     limit: Optional[int] = None
     scoring: int = 0
@@ -93,8 +94,9 @@ def resolve(config: RunConfig, template, constrained: bool = False, lower_precis
         kind = {SEARCH: "search", AUTO_PARTICLES["method"]: "particles"}.get(resolved.method, "one-pass")
         spread = config.method == AUTO and kind != "one-pass" and resolved.diversity is None
         share = auto_share(d) if spread else None
-        # particles kept as the top few: a later round of fewer, one run, adds a few candidates at a whole round's
-        # host work; where rounds split into independent runs (run_size), every run counts
+        # particles kept as the top few, one run a round: a round of fewer than top, or one after a round that
+        # brought fewer new fillings, adds a few candidates at a whole round's host work; where rounds split into
+        # independent runs (run_size), every run counts
         one_run = kind == "particles" and not resolved.options.get("run_size")
         least_round = resolved.top if one_run and resolved.top else 1
         spend = Spend(resolved.budget, least_round=least_round)
