@@ -123,9 +123,12 @@ def smc(
     particles: int,
     generator: Optional[torch.Generator],
     temperature: float = 1.0,
+    first: Optional[Tensor] = None,
 ) -> Particles:
-    """``runs`` independent runs of ``particles`` particles through the blanks of ``energy`` (module docstring)."""
-    first = mlm_draws.all_masked_logits(energy, 1)[0]  # (d, K): every particle's first pass
+    """``runs`` independent runs of ``particles`` particles through the blanks of ``energy`` (module docstring);
+    ``first``: the logits ``(d, K)`` with every blank masked, where the caller has them (every particle's first
+    pass, the same for every run on the template)."""
+    first = mlm_draws.all_masked_logits(energy, 1)[0] if first is None else first
     d, k = first.shape
     device = first.device
     n = runs * particles

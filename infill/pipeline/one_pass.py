@@ -47,9 +47,12 @@ def _particles(energy: MaskedLMEnergy, plan, generator: torch.Generator) -> Draw
     with ``top`` every particle and every state its moves visited are candidates; without, its samples (resampled
     and moved)."""
     settings = SMC(**plan.config.options)
+    first = []  # the all-masked pass, the same for every round: read once
 
     def particles(n: int) -> tuple[Tensor, Tensor]:
-        out = smc(energy, settings, *settings.split(n), generator, plan.config.token_temperature)
+        if not first:
+            first.append(mlm_draws.all_masked_logits(energy, 1)[0])
+        out = smc(energy, settings, *settings.split(n), generator, plan.config.token_temperature, first[0])
         if plan.keep.top is None:
             return out.samples, out.sample_energy
         if out.visited is None:  # no moves
