@@ -216,9 +216,8 @@ def _flat(ancestors: np.ndarray) -> np.ndarray:
 
 def _energy(energy: Energy, x: Tensor, k: int) -> np.ndarray:
     """The energy ``(N,)`` of category indices ``x (N, d)``, on the host."""
-    if isinstance(energy, HasIndexedValues):
-        return energy.of_indices(x).float().numpy(force=True)
-    return evaluate(energy, one_hot(x, k)).float().numpy(force=True)
+    values = energy.of_indices(x) if isinstance(energy, HasIndexedValues) else evaluate(energy, one_hot(x, k))
+    return values.float().numpy(force=True)
 
 
 def _partial_pll(energy: Energy, z: Tensor, masked: Tensor, filled: int) -> np.ndarray:

@@ -6,6 +6,7 @@ budget is spent where one is set (what a draw costs: :mod:`infill.onepass.cost`)
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, Optional
 
@@ -47,12 +48,10 @@ def _particles(energy: MaskedLMEnergy, plan, generator: torch.Generator) -> Draw
     with ``top`` every particle and every state its moves visited are candidates; without, its samples (resampled
     and moved)."""
     settings = SMC(**plan.config.options)
-    first = []  # the all-masked pass, the same for every round: read once
+    first = functools.cache(lambda: mlm_draws.all_masked_logits(energy, 1)[0])  # every round's: read once
 
     def particles(n: int) -> tuple[Tensor, Tensor]:
-        if not first:
-            first.append(mlm_draws.all_masked_logits(energy, 1)[0])
-        out = smc(energy, settings, *settings.split(n), generator, plan.config.token_temperature, first[0])
+        out = smc(energy, settings, *settings.split(n), generator, plan.config.token_temperature, first())
         if plan.keep.top is None:
             return out.samples, out.sample_energy
         if out.visited is None:  # no moves
