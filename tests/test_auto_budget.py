@@ -9,7 +9,6 @@ from infill.pipeline.choose import DIVERSE_MARGIN, _margin, _pool, spread
 from infill.pipeline.config import (
     AUTO_BUDGET_PER_BLANK,
     AUTO_ORDER,
-    AUTO_RUN_SIZE,
     AUTO_SPREAD,
     MAX_BUDGET,
     RunConfig,
@@ -48,7 +47,8 @@ def test_auto_resolves_by_the_number_of_blanks():
     assert particles.target == "repeat-masked" and particles.diversity is None
     assert particles.budget == AUTO_BUDGET_PER_BLANK * 6
     assert for_blanks(config, 10).options == {"tilt": 1.5}  # the share short of the whole range: one run a round
-    assert for_blanks(config, 11).options == {"tilt": 1.5, "run_size": AUTO_RUN_SIZE} and auto_share(11) == 1.0
+    eleven = for_blanks(config, 11)  # the whole range: the first round split into top runs
+    assert eleven.options == {"tilt": 1.5, "run_size": eleven.num_samples // 5} and auto_share(11) == 1.0
     assert particles.num_samples == (particles.budget - 1) // (6 - 1 + 6)  # 5 passes after the shared one, 6 to score
     assert for_blanks(RunConfig.create(top=5, diversity=3.0), 8).diversity == 3.0  # the user's, where named
     assert for_blanks(RunConfig.create(top=5, decode="final"), 8).diversity is None  # no diverse pick: no diversity
@@ -109,11 +109,26 @@ def test_auto_draws_no_particle_round_smaller_than_top_below_the_whole_range():
     assert resolve(RunConfig.create(), Template(6)).spend.least_round == 1  # without top: one-pass draws
 
 
+@pytest.mark.parametrize("d", [11, 16, 24])
+@pytest.mark.parametrize("top", [1, 3, 5, 12, 40])
+def test_auto_splits_the_first_round_of_particles_into_top_runs_past_the_whole_range(d, top):
+    """No run size of its own: runs of the first round's particles over ``top`` (each filling kept can come from a
+    lineage of its own: ``top`` runs, or a few more where ``top`` leaves a large remainder, never twice as many);
+    later rounds in runs of the same size."""
+    from infill.onepass.particles import SMC
+
+    config = for_blanks(RunConfig.create(top=top), d)
+    n, size = config.num_samples, config.options["run_size"]
+    runs, particles = SMC(**config.options).split(n)
+    assert size == max(1, n // top) and particles == size and top <= runs < 2 * top
+    assert SMC(**config.options).split(size - 1) == (1, size - 1) or size == 1  # a later, smaller round: one run
+
+
 def test_the_round_floor_follows_the_runs_not_the_share():
     """One switch: a round of one run has the floor, a round split into independent runs has none, whoever set
     them (``auto`` past the whole range with a named diversity, or a named ``smc``)."""
     spread = resolve(RunConfig.create(top=5, diversity=3.0), Template(12))
-    assert spread.config.options["run_size"] == AUTO_RUN_SIZE and spread.spend.least_round == 1
+    assert spread.config.options["run_size"] == spread.config.num_samples // 5 and spread.spend.least_round == 1
     named = RunConfig.create(method="smc", top=5, budget=400)
     assert resolve(named, Template(4)).spend.least_round == 5
     runs = RunConfig.create(method="smc", top=5, budget=400, options={"run_size": 4})

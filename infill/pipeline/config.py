@@ -50,27 +50,22 @@ AUTO_TARGET = "repeat-masked"
 repeated content words at as high a plain PLL (``eval/reader-minilm``)."""
 AUTO_PARTICLES = {"method": "smc", "options": {"tilt": 1.5}}
 """``auto``'s particles: through the confident-first order weighted toward the target
-(:mod:`infill.onepass.particles`), every particle and move a candidate; the tilt is one of the rule's four
-constants (:data:`AUTO_SEARCH_VALUES`)."""
+(:mod:`infill.onepass.particles`), every particle and move a candidate; the tilt is one of the rule's three
+constants (:data:`AUTO_SEARCH_VALUES`). Where the keep rule can spread the fillings no further (:func:`auto_share`
+is 1: from 11 blank tokens) each round runs as independent runs of the first round's particles over ``top``
+(``SMC.run_size``: ``top`` runs in the first round, or a few more where ``top`` leaves a large remainder), so
+each filling kept can come from a lineage of its own: no run size of its own."""
 AUTO_SEARCH_VALUES = 8.0
 """``auto``'s rule with ``top`` on more than one blank token (and no terms): the product search while the budget
 buys its first product of this many tokens a blank (``d * v ** (d - 1)`` encoder sequences within the search's
-first share, :data:`infill.onepass.product_search.EXPLORE`), :data:`AUTO_PARTICLES` above. One of the rule's four
-constants, with :data:`AUTO_SPREAD`, the particles' tilt and :data:`AUTO_RUN_SIZE`: the first three chosen together
-on the calibration suite's tuning half (2-16 blank tokens, 3 seeds, the dev MLM; ``eval/auto-rule-minilm``)."""
+first share, :data:`infill.onepass.product_search.EXPLORE`), :data:`AUTO_PARTICLES` above. One of the rule's three
+constants, with :data:`AUTO_SPREAD` and the particles' tilt, chosen together on the calibration suite's tuning
+half (2-16 blank tokens, 3 seeds, the dev MLM; ``eval/auto-rule-minilm``)."""
 AUTO_SPREAD = 0.01
 """``auto`` with ``top`` keeps the search's or the particles' fillings spread (``decode="diverse"``) at a share of
 the PLL range of the candidates it chooses among (the search's best, the particles' every one): this much a pair
 of blank tokens (:func:`auto_share`), not nats of its own: a range each run sees, whatever the model or the
 tokenizer."""
-
-
-AUTO_RUN_SIZE = 8
-"""Where the share is the whole range (:func:`auto_share` is 1: from 11 blank tokens), the keep rule can spread the
-fillings no further, so :data:`AUTO_PARTICLES` run each round as independent runs of this many particles, whose
-candidates differ more (``SMC.run_size``). A fourth tuned constant, chosen on the tuning half at 11-16 blank
-tokens (runs of 4, 8 and 16 tried in rounds sized by their cost, then 8 in these rounds; ``eval/auto-rule-minilm``).
-"""
 
 
 def auto_share(d: int) -> float:

@@ -21,7 +21,6 @@ from .config import (
     AUTO_CHAINS,
     AUTO_ORDER,
     AUTO_PARTICLES,
-    AUTO_RUN_SIZE,
     AUTO_SEARCH_VALUES,
     AUTO_TARGET,
     SAMPLES,
@@ -188,17 +187,24 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
         and config.method != SEARCH
         and not (config.method == "argmax" and d == 1)
     ):
-        from ..onepass.cost import draw_cost
-
-        config = replace(config, num_samples=max(1, (config.budget - 1) // draw_cost(config.method, config.options, d)))
+        config = replace(config, num_samples=first_round(config.method, config.options, config.budget, d))
     return checked_budget(config, d)
+
+
+def first_round(method: str, options: dict, budget: int, d: int) -> int:
+    """The draws (or particles) of a one-pass method's first round on ``d`` blank tokens: what ``budget`` surely
+    buys, :func:`~infill.onepass.cost.draw_cost` each and the shared first pass one sequence (at least one)."""
+    from ..onepass.cost import draw_cost
+
+    return max(1, (budget - 1) // draw_cost(method, options, d))
 
 
 def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
     """``auto`` on ``d > 1`` blank tokens, on the :data:`AUTO_TARGET` (unless ``target`` is named): with terms
     chains; with ``top`` the product search while its first product fits (:func:`searchable`), particles above,
     their fillings kept for quality and diversity at :func:`~.config.auto_share` of their range (:func:`resolve`) unless
-    ``diversity`` is named; without ``top`` chains up to :data:`AUTO_CHAIN_BLANKS` blank tokens, one-pass draws
+    ``diversity`` is named, and where that share is the whole range run as independent runs of the first round's
+    particles over ``top``; without ``top`` chains up to :data:`AUTO_CHAIN_BLANKS` blank tokens, one-pass draws
     above (every draw a sample, as many as asked)."""
     auto, config = (
         config,
@@ -224,7 +230,7 @@ def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
     method = SEARCH if search else AUTO_PARTICLES["method"]
     options = {} if search else AUTO_PARTICLES["options"]
     if not search and auto_share(d) == 1.0:  # the keep rule spreads no further: runs whose candidates differ more
-        options = {**options, "run_size": AUTO_RUN_SIZE}
+        options = {**options, "run_size": max(1, first_round(method, options, config.budget, d) // auto.top)}
     return replace(config, method=method, options=options, decode=auto.decode or "diverse")
 
 
