@@ -169,14 +169,13 @@ def measures(run: dict, fills: list[list[str]], values: list[float]) -> dict:
     }
 
 
-def orders(half: str) -> dict:
-    """``confident-first``'s runs under the repeat-masked target, by (template, seed), with their measures."""
+def orders(half: str, row: str = "confident-first+target=repeat-masked") -> dict:
+    """The reader study's runs of ``row`` (by default ``confident-first`` under the repeat-masked target), by
+    (template, seed), with their measures."""
     out = {}
     for r in map(json.loads, (READER / "runs.jsonl").read_text().splitlines()):
-        if r["phase"] == half and r["row"] == "confident-first+target=repeat-masked" and r["fills"]:
-            out[(r["id"], r["seed"])] = measures(
-                {**r, "template": None} | {"template": template_of(r)}, r["fills"], r["energies"]
-            )
+        if r["phase"] == half and r["row"] == row and r["fills"]:
+            out[(r["id"], r["seed"])] = measures({**r, "template": template_of(r)}, r["fills"], r["energies"])
     return out
 
 

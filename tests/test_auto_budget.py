@@ -121,7 +121,7 @@ def test_auto_splits_the_first_round_of_particles_into_top_runs_past_the_whole_r
     n, size = config.num_samples, config.options["run_size"]
     runs, particles = SMC(**config.options).split(n)
     assert size == max(1, n // top) and particles == size and top <= runs < 2 * top
-    assert SMC(**config.options).split(size - 1) == (1, size - 1) or size == 1  # a later, smaller round: one run
+    assert SMC(**config.options).split(size - 1) == (1, size - 1)  # a later, smaller round: one run
 
 
 def test_the_round_floor_follows_the_runs_not_the_share():

@@ -6,21 +6,12 @@ them (share 1, every candidate), against each one-pass order (NOTES.md).
 
 import json
 
-from scripts.auto_rule import READER, judge, measures, replay, template_of
+from scripts.auto_rule import judge, orders, replay
 
 CAPTURES = {
     "smc-runs8-product-rounds": "eval/auto-rule-minilm/runs8-11-16/captures.jsonl",
     "smc-runs4": "eval/auto-rule-minilm/runs4-11-16/captures.jsonl",
 }
-
-
-def orders(half: str, row: str) -> dict:
-    """The order ``row``'s runs at 11-16 blank tokens, by (template, seed), with their measures."""
-    out = {}
-    for r in map(json.loads, (READER / "runs.jsonl").read_text().splitlines()):
-        if r["phase"] == half and r["row"] == row and r["fills"] and r["regime"] == "11-16":
-            out[(r["id"], r["seed"])] = measures({**r, "template": template_of(r)}, r["fills"], r["energies"])
-    return out
 
 
 def main() -> None:

@@ -17,13 +17,10 @@ from infill.pipeline.policy import searchable
 from scripts.auto_rule import (
     BUDGET_PER_BLANK,
     OUT,
-    READER,
     judge,
     kept_by_regime,
-    measures,
     orders,
     shortfall,
-    template_of,
 )
 from scripts.reader_study import REGIMES
 
@@ -37,21 +34,15 @@ RUNS = {
 WIDTHS = (2, 3, 4, 8, 16)
 
 
-def order_runs(row: str) -> dict:
-    out = {}
-    for r in map(json.loads, (READER / "runs.jsonl").read_text().splitlines()):
-        if r["phase"] == "tune" and r["row"] == row and r["fills"] and r["regime"] == "11-16":
-            out[(r["id"], r["seed"])] = measures({**r, "template": template_of(r)}, r["fills"], r["energies"])
-    return out
-
-
 def cell(j: dict) -> str:
     return f"{100 * j['wins']:.0f}% {j['self_bleu']:+.1f}{'*' if j['met'] else ''} ({j['pairs']})" if j else "-"
 
 
 def run_sizes(runs: list) -> list[str]:
     lines = ["| run size | `confident-first` | `left-to-right` | `random-order` |", "|---|---|---|---|"]
-    theirs = {o: order_runs(f"{o}+target=repeat-masked") for o in ("confident-first", "left-to-right", "random-order")}
+    theirs = {
+        o: orders("tune", f"{o}+target=repeat-masked") for o in ("confident-first", "left-to-right", "random-order")
+    }
     for size, (_, kind) in RUNS.items():
         mine = kept_by_regime((r for r in runs if r["kind"] == kind), lambda run, k=kind: (k, 1.0, None, 100))
         lines.append(f"| {size} | " + " | ".join(cell(judge(mine.get("11-16", {}), t)) for t in theirs.values()) + " |")
