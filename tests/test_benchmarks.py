@@ -355,3 +355,32 @@ def test_the_suites_are_what_their_scripts_write(dev_model_path):
         assert "".join(json.dumps(r) + "\n" for r in rows) == written, half
     held_out = promises.SUITE.read_text(encoding="utf-8").splitlines()
     assert promises.build_suite(tokenizer) == [json.loads(line) for line in held_out]
+
+
+def test_keep_rule_replays_what_the_product_kept_and_tallies_blind_readers(tmp_path, monkeypatch, tiny_model_dir):
+    """``scripts/keep_rule.py``: the product's rule replayed on a captured run's candidates gives the five the run
+    kept (so the tuning table judges what the product would do), top runs capture other candidates, and the
+    tally unblinds the readers' verdicts."""
+    import scripts.keep_rule as keep_rule
+
+    monkeypatch.setattr(keep_rule, "OUT", tmp_path)
+    monkeypatch.setattr(keep_rule, "MODEL", tiny_model_dir)
+    for runs in ("one-run", "top"):
+        keep_rule.capture("check", [0], "0/30", runs, range(5, 6))
+    (run,), (top,) = (Rows(keep_rule.captures("check", r), keep_rule.key).read() for r in ("one-run", "top"))
+    assert len(run["words"]) > 5 and run["kept"] == keep_rule.replay(run, keep_rule.rules()[keep_rule.PRODUCT])[0]
+    assert top["words"] != run["words"]
+    folder = tmp_path / "readers" / "a-vs-b"
+    folder.mkdir(parents=True)
+    key = {"item-001": {"regime": "5", "A": "auto"}, "item-002": {"regime": "5", "A": "b"}}
+    (folder / "key.json").write_text(json.dumps(key))
+    verdicts = {
+        "item-001": {"prefer": "A", "keep_a": 2, "keep_b": 0},
+        "item-002": {"prefer": "A", "keep_a": 1, "keep_b": 3},
+    }
+    (folder / "verdicts-r1.json").write_text(json.dumps(verdicts))
+    keep_rule.tally()
+    assert (
+        "| `a-vs-b` | - | - | - | 1 of 2 (50%), 0 ties; kept 5 vs 1 |"
+        in (tmp_path / "readers" / "tally.md").read_text()
+    )
