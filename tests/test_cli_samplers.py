@@ -49,6 +49,7 @@ def test_options_and_defaults_are_the_codes(capsys):
     assert all(by_name[name]["options"] == sampler_options(name) for name in SAMPLERS)
     assert by_name[AUTO]["options"] == {} and by_name["left-to-right"]["group"] == "one-pass orders"
     assert "product search" in by_name[AUTO]["summary"] and "Needs --top" in by_name["product-search"]["summary"]
+    assert by_name[AUTO]["summary"].count("with --top") == 1  # said once, by the rule's own words
     text = listing(capsys)
     assert "tilt=1.0" in text and "step_size=0.1" in text and "--target-accept" not in text
     for name, row in by_name.items():  # every listed option is one the method takes

@@ -69,8 +69,7 @@ def _auto() -> str:
     from ..pipeline.config import AUTO_BUDGET_PER_BLANK, AUTO_TARGET, auto_rule
 
     return (
-        f"picks its run by the number of blank tokens: on one, a single pass of the masked LM; with --top "
-        f"{auto_rule()}; with "
+        f"picks its run by the number of blank tokens: on one, a single pass of the masked LM; {auto_rule()}; with "
         f"--include chains. On more than one blank token its target is {AUTO_TARGET}; its budget is "
         f"{AUTO_BUDGET_PER_BLANK} encoder sequences per blank token unless --budget."
     )
