@@ -38,6 +38,7 @@ from pathlib import Path
 from infill.pipeline.config import AUTO_SPREAD
 from scripts.auto_rule import measures, template_of
 from scripts.harness import ROOT, SAME, TOP, Rows, fill, load_half, log
+from scripts.reader_blind import head
 from scripts.reader_study import OUT as READER
 from scripts.reader_study import REGIMES, regime_of
 
@@ -453,8 +454,7 @@ def tally() -> None:
         "preferred the side the folder names first, of the non-tied ones (share); ties; sentences kept, that side "
         "vs the other. Two readers a folder; seed 0.",
         "",
-        "| comparison | " + " | ".join(REGIMES) + " | all |",
-        "|---" * (len(REGIMES) + 2) + "|",
+        *head("comparison"),
     ]
     cells: dict = {}
     for folder in folders:

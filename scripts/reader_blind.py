@@ -67,6 +67,11 @@ def _template(tid: str) -> str:
     return next(t["template"] for h in ("tune", "check") for t in load_half(h) if t["id"] == tid)
 
 
+def head(first: str) -> list[str]:
+    """A table's head: ``first``'s column, one a regime, then all of them."""
+    return ["| " + " | ".join([first, *REGIMES, "all"]) + " |", "|---" * (len(REGIMES) + 2) + "|"]
+
+
 def tally(row: str, out: Path) -> None:
     key = json.loads((out / "key.json").read_text())
     lines = [
@@ -76,8 +81,7 @@ def tally(row: str, out: Path) -> None:
         "reader and regime: items where the reader preferred the row / the order / tied, and the sentences they "
         "would keep of each (row vs order).",
         "",
-        "| reader | " + " | ".join(REGIMES) + " | all |",
-        "|---" * (len(REGIMES) + 2) + "|",
+        *head("reader"),
     ]
     for path in sorted(out.glob("verdicts-*.json")):
         verdicts = json.loads(path.read_text())
