@@ -35,17 +35,20 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from infill.pipeline.choose import DIVERSE_POOL
 from infill.pipeline.config import AUTO_SPREAD
-from scripts.auto_rule import measures, template_of
-from scripts.harness import ROOT, SAME, TOP, Rows, fill, load_half, log
-from scripts.reader_blind import head
+from scripts import auto_rule
+from scripts.auto_rule import measures
+from scripts.harness import ROOT, TOP, Rows, fill, load_half, log
+from scripts.reader_blind import head, unblind
 from scripts.reader_study import OUT as READER
 from scripts.reader_study import REGIMES, regime_of
 
 OUT = ROOT / "eval" / "keep-rule-minilm"
 MODEL = ROOT.parent / "shared" / "models" / "infill-dev-minilm-mlm"
 ORDERS = ("confident-first", "left-to-right", "random-order")
-WINS, BAND, REPEATS, TOP1 = 0.60, (-3.0, 2.0), 0.02, -0.02
+FLOOR = -3.0
+"""Self-BLEU at least the order's less this (the bound above, the PLL wins, top-1 and repeats: ``auto_rule``'s)."""
 CHOSEN = "spread 0.009 a pair"
 """The rule ``tune`` chose on top runs (``OUT/tune.md``); readers preferred the product's (README.md)."""
 PRODUCT = f"spread {AUTO_SPREAD} a pair (the product)"
@@ -125,16 +128,14 @@ def capture(half: str, seeds: list[int], shard: str, runs: str = "one-run", blan
 
 
 def replay(run: dict, rule) -> tuple[list, list]:
-    """The kept five of a captured run under ``rule`` (a function of the pool's words, values and fresh flags and
-    the run's kind that returns indices), as words and values."""
-    pool = len(run["words"]) if run["kind"] == "particles" else POOL * TOP
+    """The kept five of a captured run under ``rule`` (a function of the pool's words, values and fresh flags that
+    returns indices), as words and values: among every candidate of particles, the search's best
+    ``DIVERSE_POOL x top``, as the product chooses."""
+    pool = len(run["words"]) if run["kind"] == "particles" else DIVERSE_POOL * TOP
     order = sorted(range(len(run["words"])), key=lambda i: not run["fresh"][i])[:pool]
     words, values, fresh = ([run[n][i] for i in order] for n in ("words", "values", "fresh"))
     kept = rule(words, values, fresh)
     return [words[i] for i in kept], [values[i] for i in kept]
-
-
-POOL = 4  # the search's pool: DIVERSE_POOL x top, as the product
 
 
 def _tensors(words, values, fresh):
@@ -249,43 +250,21 @@ def _greedy(words, fresh, worth) -> list[int]:
 
 def orders(half: str) -> dict:
     """Each order's runs under the repeat-masked target, by (template, seed), with their measures."""
-    out: dict = {o: {} for o in ORDERS}
-    for r in map(json.loads, (READER / "runs.jsonl").read_text().splitlines()):
-        name = r["row"].removesuffix("+target=repeat-masked")
-        if r["phase"] == half and name in out and r["row"] != name and r["fills"]:
-            out[name][(r["id"], r["seed"])] = measures({**r, "template": template_of(r)}, r["fills"], r["energies"])
-    return out
+    return {o: auto_rule.orders(half, f"{o}+target=repeat-masked") for o in ORDERS}
 
 
 def judge(ours: dict, order: dict) -> dict:
-    """Kept fives against an order's on the pairs both have, and whether every target is met."""
-    keys = sorted(ours.keys() & order.keys())
-    if len(keys) < LEAST_PAIRS:
+    """``auto_rule.judge`` where the order ran on at least :data:`LEAST_PAIRS` pairs, the self-BLEU bounded below
+    too."""
+    if len(ours.keys() & order.keys()) < LEAST_PAIRS:
         return {}
-    diffs = [ours[k]["pll"] - order[k]["pll"] for k in keys]
-    higher, lower = sum(x > SAME for x in diffs), sum(x < -SAME for x in diffs)
-    mean = {n: statistics.fmean(ours[k][n] - order[k][n] for k in keys) for n in ("self_bleu", "repeated", "top1")}
-    wins = higher / (higher + lower) if higher + lower else 1.0
-    met = (
-        wins >= WINS
-        and BAND[0] <= mean["self_bleu"] <= BAND[1]
-        and mean["repeated"] <= REPEATS
-        and mean["top1"] >= TOP1
-    )
-    return {"pairs": len(keys), "wins": wins, "lower": lower, **mean, "met": met}
+    judged = auto_rule.judge(ours, order)
+    return {**judged, "met": judged["met"] and judged["self_bleu"] >= FLOOR}
 
 
 def shortfall(js: list[dict]) -> float:
-    """How far from the targets: points of PLL wins under 60%, self-BLEU outside the band, points of repeated
-    content words over + 2, points of top-1 under - 0.02, summed."""
-    return sum(
-        100 * max(0.0, WINS - j["wins"])
-        + max(0.0, BAND[0] - j["self_bleu"], j["self_bleu"] - BAND[1])
-        + 100 * max(0.0, j["repeated"] - REPEATS)
-        + 100 * max(0.0, TOP1 - j["top1"])
-        for j in js
-        if j
-    )
+    """``auto_rule.shortfall`` with the self-BLEU's points under the floor added."""
+    return auto_rule.shortfall(dict(enumerate(js))) + sum(max(0.0, FLOOR - j["self_bleu"]) for j in js if j)
 
 
 def kept(runs: list[dict], rule=None) -> dict:
@@ -461,9 +440,7 @@ def tally() -> None:
         keys = json.loads((folder / "key.json").read_text())
         for path in sorted(folder.glob("verdicts-*.json")):
             for item, v in json.loads(path.read_text()).items():
-                ours_a = keys[item]["A"] == "auto"
-                won = {"A": "ours" if ours_a else "theirs", "B": "theirs" if ours_a else "ours"}.get(v["prefer"], "tie")
-                kept = (v["keep_a"], v["keep_b"]) if ours_a else (v["keep_b"], v["keep_a"])
+                won, kept = unblind(v, keys[item]["A"] == "auto")
                 for regime in (keys[item]["regime"], "all"):
                     c = cells.setdefault((regime, folder.name), {"ours": 0, "theirs": 0, "tie": 0, "kept": [0, 0]})
                     c[won] += 1

@@ -72,6 +72,14 @@ def head(first: str) -> list[str]:
     return ["| " + " | ".join([first, *REGIMES, "all"]) + " |", "|---" * (len(REGIMES) + 2) + "|"]
 
 
+def unblind(verdict: dict, ours_is_a: bool) -> tuple[str, tuple[int, int]]:
+    """A reader's verdict on one item from our side: ``"ours"``, ``"theirs"`` or ``"tie"``, and the sentences kept
+    of each (ours, theirs)."""
+    sides = {"A": "ours", "B": "theirs"} if ours_is_a else {"A": "theirs", "B": "ours"}
+    kept = (verdict["keep_a"], verdict["keep_b"])
+    return sides.get(verdict["prefer"], "tie"), kept if ours_is_a else kept[::-1]
+
+
 def tally(row: str, out: Path) -> None:
     key = json.loads((out / "key.json").read_text())
     lines = [
@@ -88,9 +96,8 @@ def tally(row: str, out: Path) -> None:
         cells = {name: [0, 0, 0, 0, 0] for name in [*REGIMES, "all"]}
         for item, v in verdicts.items():
             k = key[item]
-            ours_is_a = k["A"] == row
-            prefer = {"A": 0 if ours_is_a else 1, "B": 1 if ours_is_a else 0}.get(v["prefer"], 2)
-            kept = (v["keep_a"], v["keep_b"]) if ours_is_a else (v["keep_b"], v["keep_a"])
+            won, kept = unblind(v, k["A"] == row)
+            prefer = ("ours", "theirs", "tie").index(won)
             for name in (k["regime"], "all"):
                 cells[name][prefer] += 1
                 cells[name][3] += kept[0]
