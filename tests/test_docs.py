@@ -135,14 +135,15 @@ def test_shown_output_is_what_the_command_prints(page, command, shown, dev_model
 @pytest.mark.slow
 def test_the_worked_examples_counts_are_what_the_run_gives(dev_model_path):
     """The README's and the overview's counts of the worked example (fillings scored, sequences spent) are the
-    run's own diagnostics."""
+    run's own diagnostics, to within what float sums on another CPU move them (98 and 286 here, 94 and 295 on CI's)."""
     from infill import Infiller
 
     readme, overview = (ROOT / "README.md").read_text(), (ROOT / "docs" / "overview.md").read_text()
     template = re.search(r'\$ infill sample "([^"]+)"', readme).group(1)
     run = Infiller(str(dev_model_path)).sample(template, top=5, seed=0).diagnostics
-    scored = int(re.search(r"chose 5 of the (\d+) fillings it scored", readme).group(1))
+    scored = int(re.search(r"chose 5 of about (\d+) fillings it scored", readme).group(1))
     spent, reached = re.search(
-        r"\((\d+) of its 300 sequences spent.*?kept 5 of the (\d+) distinct", overview, re.S
+        r"\(about (\d+) of its 300 sequences spent.*?kept 5 of about (\d+) distinct", overview, re.S
     ).groups()
-    assert (run.candidates, run.encoder_sequences) == (scored, int(spent)) and scored == int(reached)
+    assert scored == int(reached) and abs(run.candidates - scored) <= 10, run.candidates
+    assert abs(run.encoder_sequences - int(spent)) <= 15 and run.encoder_sequences <= 300, run.encoder_sequences
