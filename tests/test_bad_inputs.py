@@ -112,7 +112,12 @@ CLI_CASES = {
     "file-missing": _sample("--file", "{dir}/missing.txt", expect="missing.txt"),
     "file-and-template": _sample(T, "--file", "{dir}/t.txt", files={"t.txt": T + "\n"}, expect="not both"),
     "file-empty": _sample("--file", "{dir}/t.txt", files={"t.txt": "\n\n"}, expect="no templates"),
-    "file-not-utf8": _sample("--file", "{dir}/t.txt", files={"t.txt": b"a [MASK] \xff\xfe day\n"}, expect="t.txt"),
+    "file-not-utf8": _sample(
+        "--file", "{dir}/t.txt", files={"t.txt": b"a [MASK] \xff\xfe day\n"}, expect="t.txt: it is not utf-8 text"
+    ),
+    "score-file-not-utf8": Case(
+        ["score", "--file", "{dir}/t.txt", "--model", "{model}"], {"t.txt": b"caf\xe9 au lait .\n"}, "it is not utf-8 text"
+    ),
     "file-bad-json": _sample("--file", "{dir}/t.txt", files={"t.txt": '{"template": \n'}, expect="t.txt:1"),
     "file-json-without-template": _sample(
         "--file", "{dir}/t.txt", files={"t.txt": '{"steps": 3}\n'}, expect="template"

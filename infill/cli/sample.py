@@ -233,8 +233,10 @@ def file_lines(path: str) -> Iterator[str]:
         with open(path, encoding="utf-8") as f:
             for line in f:
                 yield line.rstrip("\r\n")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InfillError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    except UnicodeDecodeError:
+        raise InfillError(f"cannot read {path}: it is not UTF-8 text (save it as UTF-8)") from None
+    except OSError as exc:
+        raise InfillError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def checked(job: Job):
