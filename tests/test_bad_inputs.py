@@ -116,7 +116,9 @@ CLI_CASES = {
         "--file", "{dir}/t.txt", files={"t.txt": b"a [MASK] \xff\xfe day\n"}, expect="t.txt: it is not utf-8 text"
     ),
     "score-file-not-utf8": Case(
-        ["score", "--file", "{dir}/t.txt", "--model", "{model}"], {"t.txt": b"caf\xe9 au lait .\n"}, "it is not utf-8 text"
+        ["score", "--file", "{dir}/t.txt", "--model", "{model}"],
+        {"t.txt": b"caf\xe9 au lait .\n"},
+        "it is not utf-8 text",
     ),
     "file-bad-json": _sample("--file", "{dir}/t.txt", files={"t.txt": '{"template": \n'}, expect="t.txt:1"),
     "file-json-without-template": _sample(
