@@ -99,6 +99,13 @@ CLI_CASES = {
     "sample-option-without-equals": _sample(T, "-o", "step_size", expect="key=value"),
     "sample-option-unknown": _sample(T, "--sampler", "dmala", "-o", "bogus=1", expect="bogus"),
     "sample-option-for-other-sampler": _sample(T, "--sampler", "gibbs", "--step-size", "0.1", expect="step_size"),
+    # a one-pass method refuses the settings it does not take (infill samplers says which), it does not drop them
+    "sample-steps-to-argmax": _sample(T, "--sampler", "argmax", "--steps", "5", expect="takes no steps"),
+    "sample-init-to-left-to-right": _sample(T, "--sampler", "left-to-right", "--init", "uniform", expect="no init"),
+    "sample-steps-to-smc": _sample(T, "--sampler", "smc", "--steps", "5", expect="smc is a one-pass method"),
+    "sample-temperature-to-search": _sample(
+        T, "--sampler", "product-search", "--top", "2", "--temperature", "0.5", expect="takes no temperature"
+    ),
     # infill sample --forbid: a word no blank could take would do nothing, so it is refused
     "sample-forbid-empty": _sample(T, "--forbid", "", expect="--forbid needs a word"),
     "sample-forbid-punctuation": _sample(

@@ -101,7 +101,7 @@ class FakeSampler:
         return Sampling(
             draws,
             {
-                "energy_evaluations": config.num_samples * config.steps,
+                "energy_evaluations": config.num_samples * (config.steps or 0),  # a one-pass method takes no steps
                 "acceptance_rate": 0.5,
                 "mean_hops": 1.0,
                 "encoder_sequences": sequences,

@@ -27,7 +27,7 @@ of fewer particles than ``top`` below the whole range (re-recorded: the same fiv
 ``diagnostics.encoder_sequences`` (exactly).
 
 Every case names all its settings (sampler, num_samples, steps, init, top, decode, temperature, the
-blank and vocabulary settings, the sampler's hyperparameters), so a later change of a library default
+blank and vocabulary settings, the sampler's hyperparameters; None where the method takes none), so a later change of a library default
 does not change what a case runs; the settings are recorded beside the results and checked against the
 code, so an edited case that was not re-recorded fails by name.
 
@@ -80,11 +80,13 @@ AUTO = {
     "sampler": "auto",
     "num_samples": None,
     "steps": None,
-    "init": "left-to-right",
+    "init": None,
     "top": 5,
     "decode": None,
     "budget": None,
 }
+# A one-pass method takes no chain settings (steps, init, anneal_from).
+ONE_PASS = {**TOKEN, "steps": None, "init": None}
 
 # id -> (call, input, settings). call: "sample" (input a template), "sample_many" (a list of templates),
 # "rewrite" (a sentence; ``init`` is the source there, so rewrite cases name none).
@@ -128,12 +130,12 @@ CASES: dict[str, tuple[str, object, dict]] = {
     "onepass-confident-first": (
         "sample",
         "deep within the landing bay , the [MASK*2] had had enough .",
-        {**TOKEN, "sampler": "confident-first", "init": "left-to-right", "top": 5, "decode": "visited"},
+        {**ONE_PASS, "sampler": "confident-first", "top": 5, "decode": "visited"},
     ),
     "onepass-left-to-right": (
         "sample",
         "Nero 's consolidation of [MASK] also included a slow [MASK] of authority from the Senate .",
-        {**TOKEN, "sampler": "left-to-right", "init": "left-to-right", "top": None, "decode": "visited"},
+        {**ONE_PASS, "sampler": "left-to-right", "top": None, "decode": "visited"},
     ),
     # --- word blanks (spans)
     "span-rjmcmc-any": (
@@ -277,9 +279,9 @@ CASES: dict[str, tuple[str, object, dict]] = {
         "sample",
         "the [MASK] of the [MASK] was [MASK] by the river .",
         {
-            **TOKEN,
+            **ONE_PASS,
             "sampler": "product-search",
-            "init": "left-to-right",
+            "temperature": None,  # the search looks for the most likely fillings
             "top": 5,
             "decode": "diverse",
             "diversity": 2.0,

@@ -11,7 +11,8 @@ from test_samplers_exact import bound, exact_floor
 from infill.energies import MaskedLMEnergy
 from infill.energies.exact import all_states, empirical_distribution, total_variation
 from infill.lm import mlm_draws
-from infill.pipeline.config import BASELINES, INITS, RunConfig
+from infill.onepass.methods import ONE_PASS
+from infill.pipeline.config import INITS, RunConfig
 
 D, K = 3, 4
 IDS, BLANKS = torch.tensor([2, 10, 4, 11, 4, 12, 4, 3]), torch.tensor([2, 4, 6])
@@ -131,7 +132,7 @@ def test_random_order_draws_a_permutation_per_draw(energy, monkeypatch):
 
 @pytest.mark.parametrize("method", ["confident-first", "random-order"])
 def test_orders_are_methods_and_chain_starts(method):
-    assert method in BASELINES and method in INITS
+    assert method in ONE_PASS and method in INITS
     assert RunConfig.create(sampler=method).is_baseline
     assert RunConfig.create(init=method).init == method
 

@@ -83,7 +83,7 @@ def test_a_budget_caps_the_encoder_sequences_of_word_blanks(infiller, budget):
 
 
 def test_a_budget_that_buys_no_step_is_one_line(infiller):
-    with pytest.raises(InfillError, match="buys no step of the span sampler") as error:
+    with pytest.raises(InfillError, match="ran out before a step of the span sampler") as error:
         infiller.sample(TEMPLATE, num_samples=4, steps=5, seed=0, budget=5)
     assert "\n" not in str(error.value)
 

@@ -1,8 +1,8 @@
 """``infill samplers``: every method ``--sampler`` takes, grouped, with its options and defaults.
 
 The names, options and summaries are read from the code: ``auto``'s constants (:mod:`infill.pipeline.config`),
-the sampler registry and each sampler's docstring, the one-pass methods (:data:`~infill.pipeline.config.BASELINES`,
-described in :mod:`infill.lm.mlm_draws`), and the particles' settings (:class:`~infill.onepass.particles.SMC`).
+the sampler registry and each sampler's docstring, the one-pass methods' registry
+(:data:`~infill.onepass.methods.ONE_PASS`; the orders described in :mod:`infill.lm.mlm_draws`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ GROUPS = {
     "also as flags)",
     "one-pass orders": "draws from the masked LM without chains (no --steps, --init or --anneal-from): -n draws, or "
     "as many as --budget buys; no options",
-    "particles and search": "one-pass methods of their own, without chains; options by -o KEY=VALUE",
+    "particles and search": "one-pass methods of their own, without chains (no --steps, --init or --anneal-from; "
+    "product-search no --temperature either); options by -o KEY=VALUE",
 }
 """The groups of methods, in the order listed, each with what its methods share."""
 
@@ -40,23 +41,22 @@ def methods() -> list[dict]:
     ``options`` its hyperparameters with their defaults."""
     from ..lm import mlm_draws
     from ..onepass import particles, product_search
-    from ..pipeline.config import AUTO, AUTO_BUDGET_PER_BLANK, BASELINES, SEARCH
-    from ..samplers import SAMPLERS, options_of, sampler_options
+    from ..onepass.methods import ONE_PASS
+    from ..pipeline.config import AUTO, AUTO_BUDGET_PER_BLANK
+    from ..samplers import SAMPLERS, sampler_options
 
     rows = [_row(AUTO, "auto", {}, _auto())]
     rows += [_row(n, "MCMC samplers", sampler_options(n), _first(SAMPLERS[n].__doc__)) for n in sorted(SAMPLERS)]
-    others = {
-        particles.METHOD: (options_of(particles.SMC()), _first(particles.__doc__)),
-        SEARCH: (
-            {},
-            f"{_first(product_search.__doc__)} Needs --top; its budget defaults to {AUTO_BUDGET_PER_BLANK} encoder "
-            "sequences per blank token.",
-        ),
+    summaries = {
+        **_bullets(mlm_draws.__doc__),  # the orders, where "random-order: the same ..." follows left-to-right
+        "particles": _first(particles.__doc__),
+        "search": f"{_first(product_search.__doc__)} Needs --top; its budget defaults to {AUTO_BUDGET_PER_BLANK} "
+        "encoder sequences per blank token.",
     }
-    orders = _bullets(mlm_draws.__doc__)  # in its order, where "random-order: the same ..." follows left-to-right
-    one_pass = [n for n in orders if n in BASELINES] + [n for n in BASELINES if n not in orders and n not in others]
-    rows += [_row(n, "one-pass orders", {}, orders.get(n, "")) for n in one_pass]
-    rows += [_row(n, "particles and search", *others[n]) for n in BASELINES if n in others]
+    for kind in ("one-pass", "particles", "search"):  # in GROUPS order
+        group, key = ("one-pass orders", None) if kind == "one-pass" else ("particles and search", kind)
+        methods = [m for m in ONE_PASS.values() if m.kind == kind]
+        rows += [_row(m.name, group, m.options(), summaries[key or m.name]) for m in methods]
     return rows
 
 

@@ -20,12 +20,12 @@ SUFFIX = "@equal-sequences"
 
 
 def matched(run: Callable[[int], R], budget: int, method: str, d: int, top: int = 1) -> tuple[R, dict]:
-    """``run(b)`` for the one-pass ``method`` on ``d`` blank tokens given ``b`` encoder sequences: ``budget``, or
-    the least that buys ``top`` draws where ``budget`` is smaller (the baseline is never given less than it
-    needs; :func:`infill.pipeline.policy.least_budget`), and the match as a record ``{"budget": b}``."""
-    from ..lm.mlm_draws import draw_cost  # here, not at the top: the report reads this module without torch
+    """``run(b)`` for the one-pass ``method`` (or chains' start draws) on ``d`` blank tokens given ``b`` encoder
+    sequences: ``budget``, or the least that buys ``top`` draws where ``budget`` is smaller (the baseline is never
+    given less than it needs; :func:`infill.pipeline.policy.least_budget`), and the match as ``{"budget": b}``."""
+    from ..onepass.methods import ONE_PASS, OnePass
 
-    given = max(budget, 1 + top * draw_cost(method, d))
+    given = max(budget, 1 + top * (ONE_PASS.get(method) or OnePass(method)).cost({}, d))
     return run(given), {"budget": given}
 
 

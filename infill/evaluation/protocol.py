@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InfillError, check, is_integer
+from ..onepass.methods import ONE_PASS
 from ..pipeline.config import RunConfig
 
 CONVENTIONS = ("wikitext103", "tbc", "plain")
@@ -80,16 +81,13 @@ class Protocol:
     def run_config(self, row: str, seed: int | None = None) -> RunConfig:
         """The run of the report row ``row``: the protocol's chains, steps, top and [sampling] defaults,
         overridden by ``[sampling.options.ROW]`` (whose ``method`` defaults to the row's name before any
-        ``@``). A row in :attr:`budgets` draws as many times as its budget needs instead of ``chains``."""
-        options = {
-            "method": row.partition("@")[0],
-            "num_samples": self.chains,
-            "steps": self.steps,
-            "top": self.top,
-            **self.defaults,
-            **self.sampler_options.get(row, {}),
-        }
-        return RunConfig.create(seed=seed, **options)
+        ``@``). A row in :attr:`budgets` draws as many times as its budget needs instead of ``chains``; a one-pass
+        row takes none of the shared settings it does not take (:attr:`~infill.onepass.methods.OnePass.untaken`)."""
+        shared = {"num_samples": self.chains, "steps": self.steps, "top": self.top, **self.defaults}
+        options = {"method": row.partition("@")[0], **self.sampler_options.get(row, {})}
+        one_pass = ONE_PASS.get(options["method"])
+        untaken = one_pass.untaken if one_pass is not None else ()
+        return RunConfig.create(seed=seed, **{**{k: v for k, v in shared.items() if k not in untaken}, **options})
 
 
 _TOP_KEYS = {"name", "seed", "lowercase", "corpora", "selection", "mask", "sampling"}

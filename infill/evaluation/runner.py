@@ -20,7 +20,8 @@ from typing import Optional
 from typing import Protocol as Interface
 
 from ..errors import InfillError
-from ..pipeline.config import BASELINES, RunConfig
+from ..onepass.methods import CHAIN_SETTINGS, ONE_PASS
+from ..pipeline.config import RunConfig
 from ..pipeline.distributed import World
 from ..pipeline.progress import progress as progress_bar
 from ..pipeline.results import top_distinct
@@ -121,13 +122,12 @@ def config_signature(config: RunConfig, equal_to: Optional[str] = None) -> dict:
 
 def taken(signature: dict) -> dict:
     """A row's settings ``signature`` less those its method does not take: a one-pass method
-    (:data:`~infill.pipeline.config.BASELINES`) has no steps, chain start or annealing, and no options but the
-    particles'. Units stored with them compare equal."""
-    from ..onepass.particles import METHOD as PARTICLES
-
-    if signature["method"] not in BASELINES:
+    (:data:`~infill.onepass.methods.ONE_PASS`) has no chain settings, and no options but the particles'. Units
+    stored with them compare equal."""
+    method = ONE_PASS.get(signature["method"])
+    if method is None:
         return signature
-    untaken = {"steps", "init", "anneal_from"} | ({"options"} if signature["method"] != PARTICLES else set())
+    untaken = set(CHAIN_SETTINGS) | ({"options"} if method.kind != "particles" else set())
     return {key: value for key, value in signature.items() if key not in untaken}
 
 

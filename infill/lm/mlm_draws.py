@@ -53,12 +53,6 @@ def encoder_sequences(method: str, d: int, num_chains: int, templates: int = 1) 
     return 0 if passes == 0 else templates + (passes - 1) * num_chains
 
 
-def draw_cost(method: str, d: int) -> int:
-    """Encoder sequences one more distinct draw of ``method`` costs on ``d`` blank tokens re-ranked by PLL: its
-    passes less the first, which every draw shares, plus ``d`` masked copies to re-score it (at least 1)."""
-    return max(1, FORWARDS[method](d) - 1 + d)
-
-
 def all_masked_logits(energy, num_chains: int) -> Tensor:
     """The logits ``(num_chains, d, K)`` with every blank masked: one sequence per stacked template, each
     template's logits repeated (a view where there is one template) over its block of chains."""

@@ -39,8 +39,6 @@ from ..errors import at_least, number_in, one_of, positive_integer
 from ..lm import mlm_draws
 from ..samplers import make_sampler, sample
 
-METHOD = "smc"
-"""The name the pipeline runs these particles by, a one-pass method (:mod:`infill.pipeline.one_pass`)."""
 ORDERS = ("confident-first", "random-order")
 WEIGHTS = ("path", "partial")
 

@@ -32,7 +32,6 @@ from torch import Tensor
 from ..energies.budget import BudgetSpent
 from ..lm import mlm_draws
 
-METHOD = "product-search"
 EXPLORE = 0.5
 """The share of the budget (after the first pass) the first product may cost; each refresh round may then cost
 half of what is left (all of it where half buys no token)."""

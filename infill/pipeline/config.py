@@ -11,20 +11,16 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
 from ..errors import InfillError, finite_number, one_of, positive_integer
+from ..onepass.methods import ONE_PASS, OnePass
 from ..text.blanks import UNITS
 
-SEARCH = "product-search"
-"""The one-pass method that searches a product of per-blank candidate sets (:mod:`infill.onepass.product_search`)."""
-BASELINES = ("independent", "left-to-right", "argmax", "confident-first", "random-order", "smc", SEARCH)
-"""Methods that draw from the masked LM directly, without chains: usable wherever a sampler name is. ``smc``
-draws particles through the confident-first order, weighted and resampled toward the PLL
-(:mod:`infill.onepass.particles`); ``product-search`` scores every filling of a product of per-blank candidate
-sets exactly, for the best ones (:mod:`infill.onepass.product_search`)."""
 TARGETS = ("pll", "repeat-masked")
 """The energies over token blanks: the PLL, or the repeat-masked PLL, in which a blank's masked copy also masks
 every other blank holding its token (:class:`~infill.energies.masked_lm.MaskedLMEnergy`)."""
 INITS = ("uniform", "independent", "left-to-right", "confident-first", "random-order")
 """Chain starts: uniform tokens, or draws from the masked LM (see :mod:`infill.lm.mlm_draws`)."""
+INIT = "left-to-right"
+"""The chains' start unless ``init`` says (``auto``'s chains: :data:`AUTO_CHAINS`)."""
 SPAN_METHODS = ("rjmcmc", "per-length")
 """How word blanks are filled (:mod:`infill.spans`): reversible-jump MH that changes lengths, or chains pinned
 at every combination of the blanks' lengths, the best chosen by the same energy."""
@@ -55,6 +51,8 @@ constants (:data:`AUTO_SEARCH_VALUES`). Where the keep rule can spread the filli
 is 1: from 11 blank tokens) each round runs as independent runs of the first round's particles over ``top``
 (``SMC.run_size``: ``top`` runs in the first round, or a few more where ``top`` leaves a large remainder), so
 each filling kept can come from a lineage of its own: no run size of its own."""
+AUTO_SEARCH = "product-search"
+"""``auto``'s search with ``top`` on few blank tokens (:mod:`infill.onepass.product_search`)."""
 AUTO_SEARCH_VALUES = 8.0
 """``auto``'s rule with ``top`` on more than one blank token (and no terms): the product search while the budget
 buys its first product of this many tokens a blank (``d * v ** (d - 1)`` encoder sequences within the search's
@@ -135,10 +133,10 @@ below left-to-right draws re-ranked at equal encoder sequences on most tasks; at
 
 @dataclass(frozen=True)
 class RunConfig:
-    """How to fill a template. ``method`` is a sampler name (``infill samplers``) or a baseline
-    (:data:`BASELINES`); ``num_samples`` chains (or draws) of ``steps`` steps from ``init``; the target is
-    ``exp(U / temperature)`` (by default 1, and :data:`SPAN_TEMPERATURE` for templates with word blanks;
-    baselines temper the masked LM's softmax), after an optional annealing from
+    """How to fill a template. ``method`` is a sampler name (``infill samplers``) or a one-pass method
+    (:data:`infill.onepass.methods.ONE_PASS`); ``num_samples`` chains (or draws) of ``steps`` steps from
+    ``init``; the target is ``exp(U / temperature)`` (by default 1, and :data:`SPAN_TEMPERATURE` for templates
+    with word blanks; one-pass methods temper the masked LM's softmax), after an optional annealing from
     ``anneal_from`` during the first half of the steps (see :meth:`annealing_schedule`); ``top=k`` keeps the
     ``k`` distinct fillings of highest energy, taken as ``decode`` says; ``options`` are the sampler's
     hyperparameters. The fields are the one list of run settings: the CLI's flags and the keys of JSON
@@ -148,8 +146,7 @@ class RunConfig:
         default=AUTO,
         metadata={
             "help": f"{AUTO} ({auto_rule()}; with --include chains; it sets its own target, chains, "
-            "steps and budget), a sampler (see `infill samplers`) or a baseline: independent, "
-            "left-to-right, argmax, confident-first, random-order, smc, product-search",
+            f"steps and budget), a sampler (see `infill samplers`) or a baseline: {', '.join(ONE_PASS)}",
             "flag": "--sampler",
             "key": "sampler",
             "metavar": "NAME",
@@ -180,11 +177,11 @@ class RunConfig:
     seed: Optional[int] = field(
         default=None, metadata={"help": "random seed (same seed, same samples)", "type": int, "metavar": "N"}
     )
-    init: str = field(
-        default="left-to-right",
+    init: Optional[str] = field(
+        default=None,
         metadata={
-            "help": "chain start: uniform, independent (all-masked MLM draws), left-to-right, confident-first (most "
-            "peaked blank first) or random-order"
+            "help": f"chain start: uniform, independent (all-masked MLM draws), {INIT} (the default), "
+            "confident-first (most peaked blank first) or random-order"
         },
     )
     temperature: Optional[float] = field(
@@ -292,9 +289,12 @@ class RunConfig:
         return cls(**values, options=options)
 
     def __post_init__(self):
-        for name, default in (("num_samples", SAMPLES), ("steps", STEPS)):  # auto's are set by the blanks
-            if getattr(self, name) is None and self.method != AUTO:
+        self._check_method_settings()
+        chains = self.method != AUTO and self.one_pass is None  # auto's are set by the blanks
+        for name, default in (("num_samples", SAMPLES), ("steps", STEPS), ("init", INIT)):
+            if getattr(self, name) is None and (chains or (name == "num_samples" and self.method != AUTO)):
                 object.__setattr__(self, name, default)
+        for name in ("num_samples", "steps"):
             if getattr(self, name) is not None:
                 positive_integer(name, getattr(self, name))
         if self.decode is None and self.method != AUTO:  # auto's is set by the blanks
@@ -317,7 +317,8 @@ class RunConfig:
             positive_integer("seed", self.seed, minimum=0)
             if self.seed >= 2**63:
                 raise InfillError(f"seed must be below 2**63, got {self.seed}")
-        one_of("init", self.init, INITS)
+        if self.init is not None:
+            one_of("init", self.init, INITS)
         if self.target is not None:
             one_of("target", self.target, TARGETS)
         if self.decode is not None:
@@ -376,22 +377,32 @@ class RunConfig:
                 raise InfillError(f"{name} must be a list of words, got {words!r}")
             object.__setattr__(self, name, tuple(words))
 
+    def _check_method_settings(self) -> None:
+        """Refuse, in one line, a chain setting (or a temperature) given to a one-pass method that does not take
+        it (:attr:`~infill.onepass.methods.OnePass.untaken`)."""
+        if self.one_pass is None:
+            return
+        given = [name for name in self.one_pass.untaken if getattr(self, name) is not None]
+        if given:
+            raise InfillError(
+                f"{self.method} is a one-pass method: it takes no {' or '.join(given)}; drop it or name a sampler"
+            )
+
     def _check_method(self) -> None:
         for key, value in self.options.items():  # checked before the sampler registry (torch) is imported
             if isinstance(value, float):
                 finite_number(f"{self.method} option {key}", value)
-        from ..onepass.particles import METHOD as PARTICLES
-        from ..onepass.particles import SMC
-        from ..samplers import SAMPLERS, options_of, sampler_options
+        from ..samplers import SAMPLERS, sampler_options
 
-        if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *BASELINES, AUTO):
+        if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *ONE_PASS, AUTO):
             raise InfillError(
                 f"unknown sampler {self.method!r}; choose from {AUTO}, "
-                f"{', '.join(sorted(SAMPLERS))} or a baseline: {', '.join(BASELINES)}"
+                f"{', '.join(sorted(SAMPLERS))} or a baseline: {', '.join(ONE_PASS)}"
             )
-        defaults = {} if self.is_baseline or self.method == AUTO else sampler_options(self.method)
-        if self.method == PARTICLES:  # the one baseline with options
-            defaults = options_of(SMC())
+        if self.one_pass is not None:
+            defaults = self.one_pass.options()
+        else:
+            defaults = {} if self.method == AUTO else sampler_options(self.method)
         object.__setattr__(self, "options", check_hyperparameters(self.method, self.options, defaults))
 
     def __hash__(self) -> int:
@@ -413,8 +424,13 @@ class RunConfig:
         return self.target == "repeat-masked"
 
     @property
+    def one_pass(self) -> Optional[OnePass]:
+        """The one-pass method named (None: a sampler or ``auto``)."""
+        return ONE_PASS.get(self.method) if isinstance(self.method, str) else None
+
+    @property
     def is_baseline(self) -> bool:
-        return self.method in BASELINES
+        return self.one_pass is not None
 
     def signature(self) -> dict:
         """The settings that reproduce a run (everything but ``top``), for diagnostics and reports."""

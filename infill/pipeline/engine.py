@@ -26,7 +26,7 @@ from ..lm import packed
 from ..lm.models import category_head
 from ..text.blanks import quote
 from ..text.template import Template
-from .policy import Plan
+from .policy import Plan, budget_spent
 from .postprocess import Batch, postprocess
 from .prepare import Prepared
 from .results import InfillResult
@@ -84,10 +84,7 @@ def _chosen(loaded, batch: Batch, seed: int, bar) -> InfillResult:
     try:
         return postprocess(batch, loaded.tokenizer, loaded.model_name, seed, bar)
     except BudgetSpent:
-        raise InfillError(
-            f"the budget of {batch.plan.spend.limit} encoder sequences ran out while choosing "
-            f"the fillings of {quote(batch.template.text)}: raise --budget"
-        ) from None
+        raise budget_spent(batch.plan, f"while choosing the fillings of {quote(batch.template.text)}") from None
 
 
 def run_batch(

@@ -29,7 +29,8 @@ from ..lm import default_model, models, scoring
 from ..text.template import Template, parse
 from ..text.vocabulary import sampleable_token_ids
 from . import engine
-from .config import AUTO, REWRITE_SAMPLER, RunConfig
+from .config import REWRITE_SAMPLER, RunConfig
+from .policy import for_rewrite
 from .prepare import Prepared, prepare
 from .results import InfillResult
 from .rewrite import in_source_words, rewrite_template
@@ -198,13 +199,7 @@ class Infiller:
         check_change(change)
         template, words, source = rewrite_template(text, self.tokenizer)
         config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed, **options)
-        if config.is_baseline or config.method == AUTO:
-            raise InfillError(f"rewrite needs an MCMC sampler, not {config.method!r}")
-        if config.budget is not None:
-            raise InfillError(
-                "rewrite runs chains of its own to calibrate the closeness, which a budget does not "
-                "cover: drop --budget"
-            )
+        for_rewrite(config)
         prepared = self.prepare([template], config, constrained=True)
         categories = source_categories(prepared.categories, torch.tensor(source))
         runs = self.stream(prepared, progress=progress, on_step=on_step, terms=terms, rewrite=(categories, change))

@@ -1,7 +1,7 @@
-"""The one-pass methods (:data:`~.config.BASELINES`, :mod:`infill.onepass`) as the pipeline runs them: fillings
-drawn from the masked LM without chains, by one of the methods of :mod:`infill.lm.mlm_draws` or as ``smc``'s
+"""The one-pass methods (:data:`infill.onepass.methods.ONE_PASS`) as the pipeline runs them, by the plan's kind:
+fillings drawn from the masked LM without chains, by one of the orders of :mod:`infill.lm.mlm_draws` or as
 particles (:mod:`infill.onepass.particles`), or searched for (:mod:`infill.onepass.product_search`), until the
-budget is spent where one is set (what a draw costs: :mod:`infill.onepass.cost`).
+budget is spent where one is set (what a draw costs: :meth:`~infill.onepass.methods.OnePass.cost`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,11 @@ from torch import Tensor
 
 from ..energies.budget import BudgetSpent
 from ..energies.masked_lm import MaskedLMEnergy
-from ..errors import InfillError
 from ..lm import mlm_draws
 from ..onepass import product_search
-from ..onepass.cost import draw_cost
-from ..onepass.particles import METHOD as PARTICLES
 from ..onepass.particles import SMC, smc
 from .config import MAX_DRAWS, RunConfig
+from .policy import budget_spent
 
 Draw = Callable[[int], tuple[Tensor, Optional[Tensor]]]
 """``draw(n) -> (x (m, d), energies (m,) or None)``: ``n`` draws (or particles) of a one-pass method."""
@@ -32,15 +30,15 @@ def draw(energy: MaskedLMEnergy, plan, generator: torch.Generator) -> tuple[Tens
     them (None where not): ``num_samples`` of them, or with a budget as many as it buys (:func:`_to_budget`); the
     product search's every filling scored (:func:`infill.onepass.product_search.search`)."""
     config = plan.config
-    if config.method == product_search.METHOD:
+    if plan.kind == "search":
         return product_search.search(energy)
-    method = _particles(energy, plan, generator) if config.method == PARTICLES else _order(energy, config, generator)
+    method = _particles(energy, plan, generator) if plan.kind == "particles" else _order(energy, config, generator)
     return method(config.num_samples) if plan.spend.limit is None else _to_budget(energy, plan, method)
 
 
 def _order(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> Draw:
-    """``config``'s one-pass order (:func:`mlm_draws.draw`), unscored."""
-    return lambda n: (mlm_draws.draw(energy, config.method, n, generator, config.token_temperature), None)
+    """``config``'s method of draws (:meth:`~infill.onepass.methods.OnePass.draws`), unscored."""
+    return lambda n: (config.one_pass.draws(energy, n, generator, config.token_temperature), None)
 
 
 def _particles(energy: MaskedLMEnergy, plan, generator: torch.Generator) -> Draw:
@@ -65,21 +63,18 @@ def _to_budget(energy: MaskedLMEnergy, plan, method: Draw) -> tuple[Tensor, Tens
     """Draws ``(N, d)`` of ``method`` until ``plan``'s budget is spent, with their PLLs ``(N,)``: each distinct
     draw is scored as it comes (where the method did not), so a sequence a pass or an earlier draw computed is
     not paid twice (the cache), and the next round takes as many draws as what is left surely buys
-    (:func:`~infill.onepass.cost.draw_cost` each; the first round ``config.num_samples``). The draws stop when the
+    (:meth:`~infill.onepass.methods.OnePass.cost` each; the first round ``config.num_samples``). The draws stop when the
     rest buys fewer than the plan's ``least_round``, a round brings fewer new fillings than that (at least one)
     or cannot be paid, or :data:`~.config.MAX_DRAWS` are drawn."""
     d, config = energy.num_blanks, plan.config
-    cost = draw_cost(config.method, config.options, d)
+    cost = config.one_pass.cost(config.options, d)
     draws, scores, n, drawn = [], {}, config.num_samples, 0
     while n >= 1 and drawn + n <= MAX_DRAWS:
         try:
             x, values = method(n)
         except BudgetSpent:  # the round cost more than it surely would (a cache that kept too little)
             if not draws:
-                raise InfillError(
-                    f"a budget of {plan.spend.limit} encoder sequences buys no round of {n} "
-                    f"{config.method} draws on {d} blank tokens: raise --budget"
-                ) from None
+                raise budget_spent(plan, f"before a round of {n} {config.method} draws on {d} blank tokens") from None
             break
         keys = list(map(tuple, x.tolist()))
         fresh = {

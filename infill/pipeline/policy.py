@@ -3,9 +3,10 @@
 :func:`resolve` turns the request's :class:`~.config.RunConfig` and one template into a :class:`Plan`: the kind of
 run (:data:`KINDS`), the method's settings with ``auto`` resolved (:func:`for_blanks`, :func:`for_words`), its
 sampler built and checked against the blanks, the budget split (:class:`Spend`) and what choosing keeps
-(:class:`Keep`). Every budget refusal is raised here, before any model work (:func:`checked_budget`). The stages
-after it read the plan and decide nothing of their own. Nothing here imports torch at module level, so the CLI
-resolves runs before it loads a model.
+(:class:`Keep`). Every budget refusal is raised here: before any model work (:func:`checked_budget`), or, where a
+run's cache kept less than planned, by the stage that ran out through :func:`budget_spent` (the configuration
+checks the budget's value alone). The stages after it read the plan and decide nothing of their own. Nothing
+here imports torch at module level, so the CLI resolves runs before it loads a model.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from ..errors import InfillError
+from ..onepass.methods import ONE_PASS
 from .config import (
     AUTO,
     AUTO_BUDGET_PER_BLANK,
@@ -21,10 +23,11 @@ from .config import (
     AUTO_CHAINS,
     AUTO_ORDER,
     AUTO_PARTICLES,
+    AUTO_SEARCH,
     AUTO_SEARCH_VALUES,
     AUTO_TARGET,
+    INIT,
     SAMPLES,
-    SEARCH,
     STEPS,
     RunConfig,
     auto_share,
@@ -90,7 +93,7 @@ def resolve(config: RunConfig, template, constrained: bool = False, lower_precis
     resolved = for_blanks(config, d, constrained)
     sampler = make_sampler(resolved)
     if sampler is None:
-        kind = {SEARCH: "search", AUTO_PARTICLES["method"]: "particles"}.get(resolved.method, "one-pass")
+        kind = resolved.one_pass.kind
         spread = config.method == AUTO and kind != "one-pass" and resolved.diversity is None
         share = auto_share(d) if spread else None
         # particles kept as the top few, one run a round: a round of fewer than top, or one after a round that
@@ -152,7 +155,7 @@ def make_sampler(config: RunConfig):
 
 def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfig:
     """``config`` for a template of ``d`` blank tokens: ``auto`` resolved, and a one-pass method's first round
-    of draws set by the budget (what it surely buys, :func:`~infill.onepass.cost.draw_cost` each, the shared first
+    of draws set by the budget (what it surely buys, :meth:`~infill.onepass.methods.OnePass.cost` each, the shared first
     pass one sequence; the pipeline draws more while the budget lasts).
 
     ``auto``: with one blank token (and no terms) the PLL is the masked LM's one conditional, so one pass is
@@ -166,26 +169,27 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
             )
         if d == 1 and not constrained:
             exact = (
-                replace(
+                one_pass(
                     config,
-                    method="independent",
+                    "independent",
                     decode="visited",
                     num_samples=config.num_samples or AUTO_CHAINS["num_samples"],
                 )
                 if config.top is None
-                else replace(config, method="argmax", num_samples=config.top, decode="visited")
+                else one_pass(config, "argmax", num_samples=config.top, decode="visited")
             )
             return checked_budget(exact, d)
         config = _auto(config, d, constrained)
-    if config.method == SEARCH:
+    method = config.one_pass
+    if method is not None and method.needs_top:
         if config.top is None:
-            raise InfillError(f"{SEARCH} looks for the best fillings, it does not sample: give --top K")
+            raise InfillError(f"{method.name} looks for the best fillings, it does not sample: give --top K")
         config = replace(config, budget=config.budget or AUTO_BUDGET_PER_BLANK * d)
     if (
-        config.is_baseline
+        method is not None
         and config.budget is not None
-        and config.method != SEARCH
-        and not (config.method == "argmax" and d == 1)
+        and method.kind != "search"
+        and not (method.name == "argmax" and d == 1)
     ):
         config = replace(config, num_samples=first_round(config.method, config.options, config.budget, d))
     return checked_budget(config, d)
@@ -193,10 +197,10 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfi
 
 def first_round(method: str, options: dict, budget: int, d: int) -> int:
     """The draws (or particles) of a one-pass method's first round on ``d`` blank tokens: what ``budget`` surely
-    buys, :func:`~infill.onepass.cost.draw_cost` each and the shared first pass one sequence (at least one)."""
-    from ..onepass.cost import draw_cost
+    buys, :meth:`~infill.onepass.methods.OnePass.cost` each and the shared first pass one sequence (at least one)."""
+    from ..onepass.methods import ONE_PASS
 
-    return max(1, (budget - 1) // draw_cost(method, options, d))
+    return max(1, (budget - 1) // ONE_PASS[method].cost(options, d))
 
 
 def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
@@ -210,7 +214,7 @@ def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
         config,
         replace(
             config,
-            init=AUTO_CHAINS["init"],
+            init=config.init or AUTO_CHAINS["init"],
             steps=config.steps or AUTO_CHAINS["steps"],
             num_samples=config.num_samples or AUTO_CHAINS["num_samples"],
             budget=config.budget or AUTO_BUDGET_PER_BLANK * d,
@@ -220,18 +224,24 @@ def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
     if constrained or (auto.top is None and d <= AUTO_CHAIN_BLANKS):
         return replace(config, method=AUTO_CHAINS["method"], decode=auto.decode or "diverse")
     if auto.top is None:
-        return replace(
+        return one_pass(
             config,
-            method=AUTO_ORDER,
+            AUTO_ORDER,
             budget=auto.budget,
             decode=auto.decode or ("diverse" if auto.diversity is not None else "visited"),
         )
     search = searchable(d, config.budget)
-    method = SEARCH if search else AUTO_PARTICLES["method"]
+    method = AUTO_SEARCH if search else AUTO_PARTICLES["method"]
     options = {} if search else AUTO_PARTICLES["options"]
     if not search and auto_share(d) == 1.0:  # the keep rule spreads no further: runs whose candidates differ more
         options = {**options, "run_size": max(1, first_round(method, options, config.budget, d) // auto.top)}
-    return replace(config, method=method, options=options, decode=auto.decode or "diverse")
+    return one_pass(config, method, options=options, decode=auto.decode or "diverse")
+
+
+def one_pass(config: RunConfig, method: str, **changes) -> RunConfig:
+    """``config`` resolved to the one-pass ``method``, without the settings it does not take (``auto``'s chain
+    settings and the like: :attr:`~infill.onepass.methods.OnePass.untaken`)."""
+    return replace(config, method=method, **dict.fromkeys(ONE_PASS[method].untaken), **changes)
 
 
 def searchable(d: int, budget: int, values: float = AUTO_SEARCH_VALUES) -> bool:
@@ -263,6 +273,7 @@ def for_words(config: RunConfig) -> RunConfig:
         config,
         num_samples=config.num_samples or SAMPLES,
         steps=config.steps or STEPS,
+        init=config.init or INIT,
         decode=config.decode or "visited",
     )
     config.check_annealing(config.span_temperature)
@@ -277,13 +288,29 @@ def least_budget(config: RunConfig, d: int) -> int:
     have nothing to return, so there one step is counted as a gradient sampler's (a value and gradient at the
     start and at the proposal)."""
     from ..lm.mlm_draws import encoder_sequences
-    from ..onepass.cost import draw_cost
 
     if config.is_baseline:
-        return 1 + (config.top or 1) * draw_cost(config.method, config.options, d)
+        return 1 + (config.top or 1) * config.one_pass.cost(config.options, d)
     n = config.num_samples
     starts = encoder_sequences(config.init, d, n) if config.init != "uniform" else 4 * n * d
     return starts + d * (config.top or n)
+
+
+def for_rewrite(config: RunConfig) -> None:
+    """Refuse, in one line, a ``rewrite`` of ``config`` with no MCMC sampler (it runs chains from the sentence) or
+    with a budget (the chains that calibrate its closeness are not counted)."""
+    if config.is_baseline or config.method == AUTO:
+        raise InfillError(f"rewrite needs an MCMC sampler, not {config.method!r}")
+    if config.budget is not None:
+        raise InfillError(
+            "rewrite runs chains of its own to calibrate the closeness, which a budget does not cover: drop --budget"
+        )
+
+
+def budget_spent(plan: Plan, stage: str) -> InfillError:
+    """The one-line refusal a run stage raises where ``plan``'s budget ran out ``stage`` (``"before a step of
+    ..."``, ``"while choosing ..."``)."""
+    return InfillError(f"a budget of {plan.spend.limit} encoder sequences ran out {stage}: raise --budget")
 
 
 def checked_budget(config: RunConfig, d: int) -> RunConfig:

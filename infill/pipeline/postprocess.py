@@ -29,9 +29,8 @@ from ..constraints import WeightedSum
 from ..energies.base import one_hot
 from ..energies.masked_lm import MaskedLMEnergy
 from ..lm import mlm_draws
-from ..onepass.cost import forwards
 from ..samplers import Sampler, Trace
-from ..spans import MaskedLMSpanEnergy, SpanInclude, SpanSampler, best
+from ..spans import MaskedLMSpanEnergy, SpanInclude, best
 from ..text.repeats import repeats
 from ..text.template import Template, blank_pieces, detokenize, fill_pieces
 from .choose import Chosen, choose, plls_of
@@ -87,7 +86,7 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
     """The result of the template of ``batch``, of either kind of blanks; ``bar`` (tqdm-like: ``total``,
     ``update``) counts re-scoring passes."""
     template = batch.template
-    choice = (_span_choices if isinstance(batch.sampler, SpanSampler) else _token_choices)(batch, tokenizer, bar)
+    choice = (_span_choices if batch.plan.kind == "spans" else _token_choices)(batch, tokenizer, bar)
     samples = []
     for pieces, ids, content, energy, chain, terms in choice.fillings:
         text, fills = fill_pieces(template, tokenizer, pieces)
@@ -218,7 +217,7 @@ def marginals(template: Template, tokenizer, energy: MaskedLMEnergy, states: Ten
 
 
 def _diagnostics(batch: Batch, choice: Choice, model_name: str, seed: int) -> Diagnostics:
-    run = _span_run(batch) if isinstance(batch.sampler, SpanSampler) else _token_run(batch, choice.trace)
+    run = _span_run(batch) if batch.plan.kind == "spans" else _token_run(batch, choice.trace)
     return Diagnostics(
         **run,
         model=model_name,
@@ -266,7 +265,7 @@ def _token_run(batch: Batch, trace) -> dict:
         tuned=None if trace is None or trace.tuning is None else trace.tuning.to_dict(),
         burn_in=0 if trace is None else batch.steps - trace.samples.shape[0] + trace.burn_in,
         evaluations=0 if trace is None else trace.evaluations,
-        forwards=forwards(config.method, config.options, d)
+        forwards=config.one_pass.forwards(config.options, d)
         if batch.plan.kind != "chains"
         else mlm_draws.FORWARDS[config.init](d),
     )

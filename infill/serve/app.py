@@ -31,7 +31,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import InfillError
-from ..pipeline.config import AUTO, BASELINES, RunConfig
+from ..onepass.methods import ONE_PASS
+from ..pipeline.config import AUTO, RunConfig
 from .queue import QueueFull, RunQueue, Stopped
 from .tasks import REWRITE_DEFAULTS, TASKS
 
@@ -137,7 +138,8 @@ class Service:
                 "defaults": defaults,
                 "fast": FAST,
                 "rewrite": REWRITE_DEFAULTS,
-                "methods": [AUTO, *sorted(SAMPLERS), *BASELINES],
+                "methods": [AUTO, *sorted(SAMPLERS), *ONE_PASS],
+                "untaken": {name: list(method.untaken) for name, method in ONE_PASS.items()},
                 "examples": EXAMPLES,
                 "limits": limits,
             }

@@ -10,10 +10,9 @@ from torch import Tensor
 
 from ...constraints import calibrate_closeness, constrained_energy
 from ...energies.budget import BudgetSpent, Meter
-from ...errors import InfillError
 from ...lm import mlm_draws
 from ...samplers import run_annealed
-from ..policy import Plan
+from ..policy import Plan, budget_spent
 from ..postprocess import Batch
 
 RESCORE_PER_BLANK = 0.1
@@ -42,10 +41,8 @@ def execute(plan: Plan, context) -> Batch:
             )
     except BudgetSpent:  # the starts took what the chains could spend: they are the candidates
         if config.init not in mlm_draws.ORDERS + ("independent",):
-            raise InfillError(
-                f"a budget of {plan.spend.limit} encoder sequences buys no step of {config.method} "
-                f"from {config.init} starts on {d} blank tokens: raise --budget"
-            ) from None
+            stage = f"before a step of {config.method} from {config.init} starts on {d} blank tokens"
+            raise budget_spent(plan, stage) from None
         return Batch(method=config.init, steps=0, x=x, **batch)
     steps = len(trace.samples) if plan.spend.limit is not None else config.steps
     return Batch(method=config.method, steps=steps, x=trace.final_state.x, trace=trace, sampler=plan.sampler, **batch)

@@ -8,11 +8,10 @@ from __future__ import annotations
 import dataclasses
 
 from ...energies.budget import BudgetSpent
-from ...errors import InfillError
 from ...samplers import run_annealed
 from ...spans import span_run
 from ...text.blanks import quote
-from ..policy import Plan
+from ..policy import Plan, budget_spent
 from ..postprocess import Batch
 
 
@@ -36,10 +35,8 @@ def execute(plan: Plan, context) -> Batch:
         )
         trace = run_annealed(run.sampler, run.target, run.x0, schedule, context.generator, context.callback)
     except BudgetSpent:
-        raise InfillError(
-            f"a budget of {plan.spend.limit} encoder sequences buys no step of the span sampler "
-            f"({config.num_samples} chains) on {quote(template.text)}: raise --budget"
-        ) from None
+        stage = f"before a step of the span sampler ({config.num_samples} chains) on {quote(template.text)}"
+        raise budget_spent(plan, stage) from None
     stopped = len(trace.samples) < schedule[-1][1]  # the budget stopped the chains
     return Batch(
         template=template,

@@ -39,9 +39,11 @@ function preset(prefix, values) {
   for (const f of FIELDS) if ($(prefix + f)) $(prefix + f).value = values[f] ?? "";
   if (values.method || values.sampler) $(prefix + "method").value = values.sampler ?? values.method;
 }
-function settings(prefix) {
-  const body = {sampler: $(prefix + "method").value};
-  for (const f of FIELDS) if ($(prefix + f) && $(prefix + f).value !== "") body[f] = Number($(prefix + f).value);
+// the fields a method takes: a one-pass method takes no steps (the search no temperature either)
+function settings(prefix, method = $(prefix + "method").value) {
+  const body = {sampler: method}, untaken = info.untaken[method] ?? [];
+  for (const f of FIELDS)
+    if (!untaken.includes(f) && $(prefix + f) && $(prefix + f).value !== "") body[f] = Number($(prefix + f).value);
   return body;
 }
 
@@ -117,7 +119,7 @@ function panelFor(container, method) {
 
 // --- Fill ---
 function fillRequest(method) {
-  const body = {task: "sample", template: $("template").value, ...settings(""), sampler: method,
+  const body = {task: "sample", template: $("template").value, ...settings("", method),
                 blank_unit: $("blank_unit").value};
   if (words($("include").value).length) body.include = words($("include").value);
   if (words($("forbid").value).length) body.forbid = words($("forbid").value);
