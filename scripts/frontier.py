@@ -280,7 +280,9 @@ def main() -> int:
         for t in temperatures
         if not (spec == "argmax" and t != temperatures[0])
     )
-    default = RunConfig.create(top=TOP, seed=0)
+    default = RunConfig.create(top=TOP, seed=0, temperature=1.0)  # the product's default (`auto`) at T = 1
+    if default not in rows.values():  # the default is always a row: the baselines are matched to its sequences
+        rows[parse_row("auto", 1.0)[0]] = default
     rows = {f"{name} (default)" if config == default else name: config for name, config in rows.items()}
     ours = next(name for name, config in rows.items() if config == default)
     equal = {

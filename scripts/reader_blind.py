@@ -32,9 +32,11 @@ INSTRUCTIONS = (
 )
 
 
-def runs(half: str, seed: int, path: Path = READER / "runs.jsonl") -> dict:
+def runs(half: str, seed: int, path: Path | None = None) -> dict:
+    """The runs of ``half`` and ``seed`` by (template id, row): the reader study's (``READER/runs.jsonl``) or
+    ``path``'s."""
     out: dict = {}
-    for r in map(json.loads, path.read_text().splitlines()):
+    for r in map(json.loads, (path or READER / "runs.jsonl").read_text().splitlines()):
         if r["phase"] == half and r["seed"] == seed:
             out[(r["id"], r["row"])] = r
     return out
