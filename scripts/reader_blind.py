@@ -3,7 +3,8 @@
     python -m scripts.reader_blind packets --row ROW --against ORDER [--half check] [--seed 0] [--runs F] --out DIR
     python -m scripts.reader_blind tally --row ROW --against ORDER --out DIR
 
-``packets`` takes ``eval/reader-minilm/runs.jsonl``'s runs (or ``F``'s, for ``ROW``: runs kept aside) of ``ROW`` and ``ORDER`` on the same (template, seed)
+``packets`` takes ``eval/reader-minilm/runs.jsonl``'s runs (kept in git history, not in the tree: its README says
+how to restore it; or ``F``'s, for ``ROW``: runs kept aside) of ``ROW`` and ``ORDER`` on the same (template, seed)
 pairs and writes ``DIR/packet.json`` (each item: the template, sets A and B of kept sentences, A and B in an order
 drawn from a seeded generator) and ``DIR/key.json`` (which set is which: the reader never gets it). A reader
 answers in ``DIR/verdicts-NAME.json``: ``{"item": {"prefer": "A"|"B"|"tie", "keep_a": k, "keep_b": k}}`` (which
