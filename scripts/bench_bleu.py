@@ -8,7 +8,7 @@ interleaved in one process, alternating which goes first, ``--repeats`` times; a
 called directly (the references counted again for each hypothesis): corpus BLEU of ``--direct`` gibbs
 fillings, self-BLEU of the gibbs row.
 
-    python -m scripts.bench_bleu [--repeats 7] [--direct 10]   # writes eval/bleu-dlp-table3.{json,md}
+    python -m scripts.bench_bleu [--repeats 7] [--direct 10]   # writes eval/bleu-dlp-table3/bleu-dlp-table3.{json,md}
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def recorded_fillings() -> dict[str, list[str]]:
 def reference_sentences() -> list[list[str]]:
     """The protocol's reference sentences (every corpus, the chosen sentences left out), checked against
     the recorded task manifest."""
-    protocol = load_protocol(ROOT / "eval" / "dlp-table3.toml")
+    protocol = load_protocol(ROOT / "eval" / "dlp-table3-minilm" / "dlp-table3.toml")
     corpora = {spec.name: load_corpus(spec, protocol.lowercase) for spec in protocol.corpora}
     tasks = make_tasks(protocol, corpora)
     recorded = [json.loads(line)["sentence_id"] for line in (RUN / "tasks.jsonl").read_text().splitlines()]
@@ -184,7 +184,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--direct", type=int, default=10, help="hypotheses for the direct sacrebleu call")
     parser.add_argument("--machine", default=f"{cpu_model()} (shared)")
-    parser.add_argument("--out", type=Path, default=ROOT / "eval" / "bleu-dlp-table3", help="OUT.json and OUT.md")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "eval" / "bleu-dlp-table3" / "bleu-dlp-table3", help="OUT.json and OUT.md"
+    )
     args = parser.parse_args()
     rows, refs = recorded_fillings(), reference_sentences()
     recorded = json.loads((RUN / "report.json").read_text())["samplers"]

@@ -3,7 +3,7 @@
 against the same head collected into one module (the single-module case, the goal is within 1.1x) and
 against the full-logits fallback of an unknown architecture.
 
-    python -m scripts.bench_families [--families distilbert modernbert] [--repeats 5] [--out eval/families.json]
+    python -m scripts.bench_families [--families distilbert modernbert] [--repeats 5] [--out eval/families/families.json]
 
 Each call is timed in CPU seconds of this process on one thread (``time.process_time``), which load from
 other processes on a shared machine disturbs far less than wall time; sides are interleaved within each

@@ -2,7 +2,7 @@
 refactor (a worktree of the commit ``--before-commit``; first the move into subpackages) and this checkout.
 
     git worktree add /tmp/before 2a3497d
-    python -m scripts.bench_layout [--before /tmp/before] [--rounds 8] [--templates 2] [--out eval/layout.md]
+    python -m scripts.bench_layout [--before /tmp/before] [--rounds 8] [--templates 2] [--out eval/layout/layout.md]
         [--title "Layout of the subpackages"]
 
 Each tree runs in its own subprocess whose working directory and ``PYTHONPATH`` are that tree (so its
@@ -84,7 +84,7 @@ def main() -> None:
     parser.add_argument("--before-commit", help="what to call the before tree (default: its commit)")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--templates", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=ROOT / "eval" / "layout.md")
+    parser.add_argument("--out", type=Path, default=ROOT / "eval" / "layout" / "layout.md")
     parser.add_argument("--title", default="Layout of the subpackages")
     parser.add_argument("--model", type=Path, default=DEV_MODEL, help="a masked-LM checkpoint (default the dev MLM)")
     args = parser.parse_args()

@@ -2,7 +2,7 @@
 where that time goes.
 
     git worktree add /tmp/startup-base HEAD      # the tree to compare against, before changing anything
-    python -m scripts.bench_startup [--base /tmp/startup-base] [--new .] [--pairs 10] [--out eval/startup]
+    python -m scripts.bench_startup [--base /tmp/startup-base] [--new .] [--pairs 10] [--out eval/startup/startup]
 
 Each run is ``python -m infill sample TEMPLATE --model MODEL --top 5 --seed 0`` in a fresh process, with
 ``PYTHONPATH`` and the working directory set to one tree and ``HF_HUB_OFFLINE=1``. The first filling is the

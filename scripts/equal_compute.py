@@ -541,9 +541,6 @@ def report(out: Path, argv: list[str]) -> None:
                     for p in pts
                 ]
             lines.append("")
-    notes = out / "NOTES.md"
-    if notes.exists():
-        lines += [notes.read_text()]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -7,7 +7,7 @@
 A row is a method name or ``name:key=value;key=value`` (e.g. ``gibbs-mh:init=uniform;steps=50``), run with
 the other settings at their defaults; each row runs at every temperature (``argmax`` once). The row whose
 configuration is the defaults' (``RunConfig()``) is marked ``(default)``. Templates come from
-``eval/frontier.toml``. For every (template, row) the script records, over the ``chains`` samples (the chains'
+``eval/frontier-minilm/frontier.toml``. For every (template, row) the script records, over the ``chains`` samples (the chains'
 final states, or a baseline's draws): mean PLL, self-BLEU, corpus BLEU against the corpora without the chosen
 sentences; and the mean PLL of the ``top`` 5 fillings (the row's own top decoding; a baseline's distinct draws
 re-ranked by PLL), wall time (with ``--repeats N``, the median of N runs) and encoder sequences
@@ -233,7 +233,7 @@ def write(
             "model": model,
             "templates": templates,
             "repeats": repeats,
-            "protocol": "eval/frontier.toml",
+            "protocol": "eval/frontier-minilm/frontier.toml",
             "top": TOP,
             "configs": configs,
             "torch_threads": torch.get_num_threads(),
@@ -252,7 +252,9 @@ def main() -> int:
     parser.add_argument("--out", default="runs/frontier", help="output directory (default runs/frontier)")
     parser.add_argument("--rows", default=ROWS)
     parser.add_argument("--temperatures", default="1,0.7,0.5")
-    parser.add_argument("--limit", type=int, help="templates per corpus (default: all in eval/frontier.toml)")
+    parser.add_argument(
+        "--limit", type=int, help="templates per corpus (default: all in eval/frontier-minilm/frontier.toml)"
+    )
     parser.add_argument(
         "--repeats",
         type=int,
@@ -265,7 +267,7 @@ def main() -> int:
         help=f"baselines also run at the default's encoder sequences (default {EQUAL}; '' for none)",
     )
     args = parser.parse_args()
-    protocol = load_protocol(ROOT / "eval" / "frontier.toml")
+    protocol = load_protocol(ROOT / "eval" / "frontier-minilm" / "frontier.toml")
     corpora = {spec.name: load_corpus(spec, protocol.lowercase) for spec in protocol.corpora}
     tasks = make_tasks(protocol, corpora)
     by_corpus = [[t for t in tasks if t.corpus == spec.name][: args.limit] for spec in protocol.corpora]
@@ -278,7 +280,9 @@ def main() -> int:
         for t in temperatures
         if not (spec == "argmax" and t != temperatures[0])
     )
-    default = RunConfig.create(top=TOP, seed=0)
+    default = RunConfig.create(top=TOP, seed=0, temperature=1.0)  # the product's default (`auto`) at T = 1
+    if default not in rows.values():  # the default is always a row: the baselines are matched to its sequences
+        rows[parse_row("auto", 1.0)[0]] = default
     rows = {f"{name} (default)" if config == default else name: config for name, config in rows.items()}
     ours = next(name for name, config in rows.items() if config == default)
     equal = {

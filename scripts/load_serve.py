@@ -7,7 +7,7 @@ Every good request must be answered 200 with its own content (template, seed, te
 the same request sent again alone afterwards (runs are deterministic given the seed): so none is lost or
 given to another request. Every bad one must be answered 4xx with a one-line error. Then the server must
 still answer. With Playwright and Debian's chromium installed, also the time from pressing each mode's
-button to its first results shown. Writes eval/serve-load.json and eval/serve-load.md.
+button to its first results shown. Writes eval/serve-load/serve-load.json and eval/serve-load/serve-load.md.
 
     python -m scripts.load_serve [--model PATH] [--clients 20] [--requests 5] [--time-limit 300]
 """
@@ -205,7 +205,9 @@ def main() -> None:
         default=300,
         help="the server's --time-limit: every request queued behind the others must fit in it",
     )
-    parser.add_argument("--out", type=Path, default=ROOT / "eval" / "serve-load", help="writes OUT.json and OUT.md")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "eval" / "serve-load" / "serve-load", help="writes OUT.json and OUT.md"
+    )
     args = parser.parse_args()
     server, base = start_server(args.model, args.time_limit)
     try:

@@ -3,7 +3,8 @@
     python -m scripts.reader_blind packets --row ROW --against ORDER [--half check] [--seed 0] [--runs F] --out DIR
     python -m scripts.reader_blind tally --row ROW --against ORDER --out DIR
 
-``packets`` takes ``eval/reader-minilm/runs.jsonl``'s runs (or ``F``'s, for ``ROW``: runs kept aside) of ``ROW`` and ``ORDER`` on the same (template, seed)
+``packets`` takes ``eval/reader-minilm/runs.jsonl``'s runs (kept in git history, not in the tree: its README says
+how to restore it; or ``F``'s, for ``ROW``: runs kept aside) of ``ROW`` and ``ORDER`` on the same (template, seed)
 pairs and writes ``DIR/packet.json`` (each item: the template, sets A and B of kept sentences, A and B in an order
 drawn from a seeded generator) and ``DIR/key.json`` (which set is which: the reader never gets it). A reader
 answers in ``DIR/verdicts-NAME.json``: ``{"item": {"prefer": "A"|"B"|"tie", "keep_a": k, "keep_b": k}}`` (which
@@ -32,9 +33,11 @@ INSTRUCTIONS = (
 )
 
 
-def runs(half: str, seed: int, path: Path = READER / "runs.jsonl") -> dict:
+def runs(half: str, seed: int, path: Path | None = None) -> dict:
+    """The runs of ``half`` and ``seed`` by (template id, row): the reader study's (``READER/runs.jsonl``) or
+    ``path``'s."""
     out: dict = {}
-    for r in map(json.loads, path.read_text().splitlines()):
+    for r in map(json.loads, (path or READER / "runs.jsonl").read_text().splitlines()):
         if r["phase"] == half and r["seed"] == seed:
             out[(r["id"], r["row"])] = r
     return out

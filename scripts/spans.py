@@ -4,7 +4,7 @@
                                  [--full-every 1] [--out eval/spans-minilm] [--shard I/N] [--report-only]
 
 Tasks: sentences of the odd-numbered lines of ``wiki103.5k.txt`` (the even ones calibrated the span energy,
-``eval/spans-calibration.md``), 8-20 words, ``1..4`` consecutive words (uniformly many; letters and digits only,
+``eval/spans-calibration/spans-calibration.md``), 8-20 words, ``1..4`` consecutive words (uniformly many; letters and digits only,
 any pieces) replaced by ``[MASK*?]``; the list is written to ``tasks.jsonl``. Per task every row runs in turn
 (the order rotated per task; the machine is shared, so only per-task comparisons mean much), with the same seed,
 and the task's results are appended to ``results.jsonl`` at once: a rerun resumes after the tasks done, and

@@ -119,7 +119,7 @@ def main() -> None:
     parser.add_argument("--chains", type=int, default=12)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--reuse", action="store_true", help="read the scored candidates from the .json of --out")
-    parser.add_argument("--out", default="eval/spans-calibration.md")
+    parser.add_argument("--out", default="eval/spans-calibration/spans-calibration.md")
     args = parser.parse_args()
     from infill.lm.models import load
     from infill.text.vocabulary import word_piece_ids

@@ -80,7 +80,9 @@ def test_an_unknown_bleu_is_one_line_before_anything_runs(tmp_path):
     with pytest.raises(InfillError, match="unknown BLEU"):
         metrics.corpus_bleu(["a b"], ["a c"], bleu="NLTK")
     with pytest.raises(InfillError, match="unknown BLEU"):
-        evaluate(ROOT / "eval" / "dlp-table3.toml", tmp_path / "out", model="unused", bleu="bleurt")
+        evaluate(
+            ROOT / "eval" / "dlp-table3-minilm" / "dlp-table3.toml", tmp_path / "out", model="unused", bleu="bleurt"
+        )
     assert not (tmp_path / "out").exists()
 
 
@@ -111,7 +113,7 @@ def test_the_recorded_dlp_table3_corpus_bleu_is_unchanged():
     from infill.evaluation.corpora import load_corpus
     from infill.evaluation.tasks import make_tasks, references
 
-    protocol = load_protocol(ROOT / "eval" / "dlp-table3.toml")
+    protocol = load_protocol(ROOT / "eval" / "dlp-table3-minilm" / "dlp-table3.toml")
     if not all(spec.path.exists() for spec in protocol.corpora):
         pytest.skip("the bert-gen corpora are not available")
     corpora = {spec.name: load_corpus(spec, protocol.lowercase) for spec in protocol.corpora}

@@ -64,7 +64,12 @@ sys.exit(main(sys.argv[2:]))
     [
         (
             "nltk",
-            ["eval", str(Path(__file__).resolve().parents[1] / "eval" / "dlp-table3.toml"), "--out", "out"],
+            [
+                "eval",
+                str(Path(__file__).resolve().parents[1] / "eval" / "dlp-table3-minilm" / "dlp-table3.toml"),
+                "--out",
+                "out",
+            ],
             "eval",
         ),
         ("sklearn", ["summarize", "-"], "summarize"),

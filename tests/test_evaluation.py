@@ -294,7 +294,7 @@ def test_empty_corpus_and_missing_protocol_fail_cleanly(tmp_path, capsys):
 
 
 def test_shipped_protocol_is_valid():
-    protocol = load_protocol(ROOT / "eval" / "dlp-table3.toml")
+    protocol = load_protocol(ROOT / "eval" / "dlp-table3-minilm" / "dlp-table3.toml")
     assert [c.sentences for c in protocol.corpora] == [10, 10]
     assert (protocol.chains, protocol.steps, protocol.top, protocol.mask.fraction) == (25, 50, 5, 0.25)
     assert all(c.path.resolve().parent == CORPORA.resolve() for c in protocol.corpora)

@@ -11,8 +11,8 @@ from ..errors import InfillError
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         name,
-        description="Run the evaluation a protocol file describes (e.g. eval/dlp-table3.toml): infill the chosen "
-        "corpus sentences with each sampler, keep the best distinct fillings, and write units.jsonl, "
+        description="Run the evaluation a protocol file describes (e.g. eval/dlp-table3-minilm/dlp-table3.toml): "
+        "infill the chosen corpus sentences with each sampler, keep the best distinct fillings, and write units.jsonl, "
         "samples.jsonl, report.md, report.json and report.png to --out. Killed and restarted with the "
         "same arguments, it resumes where it stopped.",
     )

@@ -6,7 +6,7 @@ dropped first (listed under ``dropped`` in ``--json``). The default budget is 15
 
 Methods (``--method``):
   greedy (default): budgeted greedy maximisation of F (Lin & Bilmes 2010), deterministic and fast. On
-      ACLSum val it has the best ROUGE of all methods (eval/summarization-aclsum-val.md).
+      ACLSum val it has the best ROUGE of all methods (eval/summarization-aclsum/summarization-aclsum-val.md).
   mana, una, lb, gibbs, ... (any sampler): chains started from the greedy summary; the summary is the
       best feasible F seen (``--decode best``), so its F is never below greedy's. They raise F, but on
       ACLSum a higher F has not meant a higher ROUGE.

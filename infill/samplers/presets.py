@@ -36,7 +36,7 @@ class Langevin(Factorised):
     (``None``: ``g = 1``); the reverse proposal uses the same ``g``, so DMALA stays exact. In one-hot form a
     change costs the same for every variable, so a variable with many plausible values changes far more often
     than a binary one at one step size; ``g > 1`` on the few-valued variables lets both mix
-    (``eval/preconditioner.md``). The paper's ``G`` on values ``{a_i, b_i}`` is ``g_i = 2 G_i / (b_i - a_i)^2``."""
+    (``eval/preconditioner/``). The paper's ``G`` on values ``{a_i, b_i}`` is ``g_i = 2 G_i / (b_i - a_i)^2``."""
 
     step_size: float = 0.1
     preconditioner: Optional[tuple] = None

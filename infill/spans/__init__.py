@@ -34,7 +34,7 @@ Modules: :mod:`.fills` (variable-length fills batched over chains, packed as sta
 valid ones), :mod:`.kernel` (:class:`SpanSampler`, the exact reversible-jump MH kernel, CGMH's moves, and the
 energy contract :class:`SpanEnergy`: ``energy(fills) -> (B,)`` and ``proposal_logits(fills, blank, slot) ->
 (B, K)``), :mod:`.mlm` (the masked LM's span energy: PLL or PLL-word-l2r, whole sentence or a window, a
-per-word bonus; the default is chosen in ``eval/spans-calibration.md``), :mod:`.include` (words that must
+per-word bonus; the default is chosen in ``eval/spans-calibration/``), :mod:`.include` (words that must
 appear, whole words of any pieces: the include term added to the energy, and chain starts that hold them),
 :mod:`.sample` (chain starts, the two methods, :class:`SpanRun`, :func:`best`).
 """

@@ -34,7 +34,7 @@ from .fills import MASK, Fills
 
 SCORINGS = ("pll", "word-l2r")
 DEFAULTS = {"scoring": "word-l2r", "window": 4, "word_bonus": 0.25}
-"""Chosen by measurement (``eval/spans-calibration.md``): the fill and 4 text tokens each side (half the
+"""Chosen by measurement (``eval/spans-calibration/``): the fill and 4 text tokens each side (half the
 copies of the whole sentence, as good at picking lengths), PLL-word-l2r (as good as the PLL at re-ranking
 draws, and better in the sampler itself), and a bonus of 0.25 per word, fitted on the best fill of each length
 among the default sampler's visited states (temperature 0.5) on 50 calibration spans: 0.75, fitted on three

@@ -11,7 +11,7 @@ fitted on the document's own sentences, English stop words removed) or ``minilm`
 (:mod:`.embeddings`). ``alpha = a / N`` (capped at 1), ``0.2 N`` clusters. The paper uses ``a = 5``,
 ``lambda = 6``; the defaults ``a = 13``, ``lambda = 0`` (coverage only, no k-means) and tf-idf were
 chosen by ROUGE of the greedy summary on ACLSum train and val (``scripts/summarization_tuning.py``,
-``eval/summarization-tuning-*.md``).
+``eval/summarization-aclsum/summarization-tuning-*.md``).
 
 The energy (log-probability) of a selection ``S`` (one-hot ``(B, N, 2)``, category 1 = selected) is
 
