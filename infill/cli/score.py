@@ -67,10 +67,9 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=SCORE_WINDOW,
         metavar="N",
-        help=f"a sentence longer than N tokens is scored with each token in the N tokens of it centred on it "
-        f"(default {SCORE_WINDOW}; at least {MIN_SCORE_WINDOW}, at most the model's maximum, which a larger N "
-        "means): each token then costs a copy of N tokens, not of the sentence; one of at most N tokens is "
-        "scored whole",
+        help="score a sentence longer than N tokens with each token in the N tokens of it centred on it, a copy of "
+        f"N tokens per token (default {SCORE_WINDOW}; at least {MIN_SCORE_WINDOW}; past the model's maximum, that "
+        "maximum: 510 for BERT); a sentence of at most N tokens is scored whole",
     )
     parser.add_argument("--json", action="store_true", help="print JSONL with the per-token scores")
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
