@@ -20,7 +20,8 @@ tokens) and the ratio, the seconds a 1,500-word text would take, the mean absolu
 (nats) and its mean (signed) change, the change of each text's PLL per token (the mean over its sampled tokens:
 the total's change divided by its tokens, estimated), and the rank agreement between texts (Kendall's tau of
 their PLL per token over the sampled positions, the window's order against the full window's). Writes
-``OUT/README.md`` (the question, the answer and the table first, then the command) and ``OUT/results.json``.
+``OUT/README.md`` (the question, the answer and the table first, then the command) and ``OUT/results.json``;
+``--report`` writes the README again from ``OUT/results.json``'s rows, measuring nothing.
 """
 
 from __future__ import annotations
@@ -259,6 +260,8 @@ def report(result: dict) -> str:
         f"python -m scripts.bench_score_window {result['command']}",
         "```",
         "",
+        f"({result['minutes']:.1f} minutes here; `--report` writes this page again from `results.json`'s rows.)",
+        "",
         f"- Texts: {len(rows)} of {words[0]:,} to {words[-1]:,} words ({min(r['tokens'] for r in rows):,} to "
         f"{max(r['tokens'] for r in rows):,} tokens), consecutive lines of "
         "`../shared/corpora/bert-gen/wiki103.5k.txt` from its first, each text starting on the line after the "
@@ -328,6 +331,7 @@ def main(argv: list[str] | None = None) -> None:
     shift = tuple(int(v) for v in args.shift.split(","))
     if shift[0] not in windows:
         parser.error("--shift's window must be one of --windows")
+    started = time.perf_counter()
     rows = measure(model, tokenizer, corpus, windows, args.tokens, args.seed, shift)
     room = max_length(tokenizer, model.config) - tokenizer.num_special_tokens_to_add()
     command = f"--texts {args.texts} --tokens {args.tokens} --windows {args.windows} --seed {args.seed}"
@@ -342,6 +346,7 @@ def main(argv: list[str] | None = None) -> None:
         "default": WINDOW,
         "tokens": args.tokens,
         "seed": args.seed,
+        "minutes": round((time.perf_counter() - started) / 60, 1),
         "summary": summary(rows, windows, room),
         "shift": shift_change(rows, shift),
         "rows": rows,
