@@ -1,5 +1,5 @@
 """Texts longer than the model's window: every token scored in the window centred on it, passes bounded by
-``max_copies`` and :data:`~infill.lm.scoring.PASS_TOKENS`, texts that fit scored whole as before."""
+``max_copies`` and :data:`~infill.lm.scoring.PASS_TOKENS`, texts that fit the model scored whole as before, whatever the window."""
 
 from __future__ import annotations
 
@@ -95,16 +95,14 @@ def test_a_window_under_the_models_scores_each_token_in_that_many_tokens_centred
     assert [v for _, v in got.tokens] == pytest.approx(centred(model, bert_tokenizer, text, mode, 16), abs=1e-5)
 
 
-def test_a_text_within_the_window_scores_as_without_it(model, bert_tokenizer, words):
-    """Scored whole, bit for bit, whatever the window that holds it; the default window is past the model's."""
-    assert scoring.WINDOW >= TEXT
-    short, fits = " ".join(words[:15]), " ".join(words[:19])
-    assert [len(bert_tokenizer.tokenize(t)) for t in (short, fits)] == [15, 20]
+def test_a_text_the_model_takes_is_scored_whole_whatever_the_window(model, bert_tokenizer, words):
+    """Scored whole, bit for bit (minicons' PLL), whatever the window: the window reaches only texts longer than
+    the model (its 30 tokens of text)."""
+    short, fits = " ".join(words[:15]), " ".join(words[:26])
+    assert [len(bert_tokenizer.tokenize(t)) for t in (short, fits)] == [15, 28]
     want = score(model, bert_tokenizer, [short, fits], window=None)
-    assert score(model, bert_tokenizer, [short, fits]) == want
-    assert score(model, bert_tokenizer, [short, fits], window=20) == want
-    assert score(model, bert_tokenizer, [short], window=16) == want[:1]
-    assert score(model, bert_tokenizer, [fits], window=19)[0] != want[1]  # one token past a window: windowed
+    for window in (16, 20, TEXT, scoring.WINDOW):
+        assert score(model, bert_tokenizer, [short, fits], window=window) == want
     template = " ".join(words[:10]) + " the [MASK] sat ."
     assert rank(model, bert_tokenizer, template, ["cat", "dog"], window=16) == rank(
         model, bert_tokenizer, template, ["cat", "dog"], window=None

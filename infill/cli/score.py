@@ -1,7 +1,7 @@
 """``infill score`` (the PLL of sentences given as arguments, or one a line of stdin or a file) and ``infill
 rank`` (given fills of a blank, ranked by the PLL of the sentence each makes); see :mod:`infill.lm.scoring`
-(texts longer than ``--window`` in windows). Input is checked before the model loads; a bar of the tokens
-scored shows on stderr where it is a terminal.
+(texts longer than the model in windows of ``--window`` tokens). Input is checked before the model loads; a
+bar of the tokens scored shows on stderr where it is a terminal.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
             help="pseudo-log-likelihood (PLL) of sentences",
             description="Print the PLL (Salazar et al. 2020) of each sentence, one per line: the sum over tokens "
             "of log p(token | the rest), in nats. Sentences are the arguments, or the lines of stdin "
-            "(-) or of --file (empty lines skipped). A sentence longer than --window tokens is scored in "
+            "(-) or of --file (empty lines skipped). A sentence longer than the model takes is scored in "
             "windows: each token with the --window tokens of the sentence centred on it. A progress bar on "
             "stderr where it is a terminal.",
         )
@@ -67,9 +67,9 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=SCORE_WINDOW,
         metavar="N",
-        help="score a sentence longer than N tokens with each token in the N tokens of it centred on it, a copy of "
-        f"N tokens per token (default {SCORE_WINDOW}; at least {MIN_SCORE_WINDOW}; past the model's maximum, that "
-        "maximum: 510 for BERT); a sentence of at most N tokens is scored whole",
+        help="score a sentence longer than the model (512 tokens for BERT) with each token in the N tokens of it "
+        f"centred on it, a copy of N tokens per token (default {SCORE_WINDOW}; at least {MIN_SCORE_WINDOW}; past the "
+        "model's maximum, that maximum); a sentence the model takes is scored whole, as minicons does",
     )
     parser.add_argument("--json", action="store_true", help="print JSONL with the per-token scores")
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")

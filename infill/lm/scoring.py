@@ -4,8 +4,8 @@
 The PLL of a sentence is the sum over its tokens of ``log p(token_t | the sentence with t masked)``.
 ``word-l2r`` masks token ``t`` and the pieces of the same word to its right, so that a word split into
 pieces is not scored from its own later pieces (which inflates the PLL of rare, many-piece words).
-A text longer than the window (:data:`WINDOW` tokens by default, at most the model's) is scored token by token,
-each in the window of the text centred on it (:func:`score`).
+A text longer than the model is scored token by token, each in the window of the text centred on it
+(:data:`WINDOW` tokens by default, at most the model's; :func:`score`).
 """
 
 from __future__ import annotations
@@ -201,9 +201,9 @@ def score(
     per-token scores (special tokens are context, not scored); one-line :class:`InfillError` for an empty text
     or a ``window`` that is not an integer of at least :data:`MIN_WINDOW` (or ``None``).
 
-    ``C`` is ``window`` tokens of text, clipped to the model's maximum length less its special tokens (``None``:
-    that maximum). A text of at most ``C`` tokens is scored whole. A longer one is scored in windows of ``C`` of
-    its tokens: each token's masked copy is the window centred on it (``(C - 1) // 2`` tokens to its left), slid
+    A text that fits the model is scored whole, as minicons scores it. A longer one is scored in windows of ``C``
+    of its tokens, ``C`` the ``window`` clipped to the model's maximum length less its special tokens (``None``:
+    that maximum): each token's masked copy is the window centred on it (``(C - 1) // 2`` tokens to its left), slid
     to stay within the text, between the special tokens. So each token is scored with ``C - 1`` tokens of
     context, at least ``(C - 1) // 2`` on each side where the text has them (else all the text on that side),
     and costs a copy of ``C`` tokens however long the text. The PLL takes a masked copy per token whatever the
@@ -223,7 +223,7 @@ def score(
     encoded = tokenizer(list(texts), return_special_tokens_mask=True, verbose=False)
     specials = [sum(special) for special in encoded["special_tokens_mask"]]
     sizes = [limit - n if window is None else min(window, limit - n) for n in specials]  # each text's C
-    whole = [b for b, ids in enumerate(encoded["input_ids"]) if len(ids) - specials[b] <= sizes[b]]
+    whole = [b for b, ids in enumerate(encoded["input_ids"]) if len(ids) <= limit]
     scores = dict(zip(whole, _whole(model, tokenizer, [texts[b] for b in whole], mode, max_copies, progress)))
     return [
         scores[b]
@@ -350,7 +350,7 @@ def rank(
     window: Optional[int] = WINDOW,
 ) -> list[Ranked]:
     """``options`` (fills of the template's one blank: a word, several words or word pieces) ranked by the
-    :func:`score` of the whole sentence each makes (a sentence longer than ``window`` in windows), best first
+    :func:`score` of the whole sentence each makes (a sentence longer than the model in windows), best first
     (ties keep the given order)."""
     check_mode(mode)
     check_window(window)
