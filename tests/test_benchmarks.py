@@ -97,3 +97,23 @@ def test_keep_rule_replays_what_the_product_kept_and_tallies_blind_readers(tmp_p
         "| `a-vs-b` | - | - | - | 1 of 2 (50%), 0 ties; kept 5 vs 1 |"
         in (tmp_path / "readers" / "tally.md").read_text()
     )
+
+
+@pytest.mark.parametrize("window", [16, 62, None])
+def test_bench_score_window_scores_as_score(tiny_model_dir, window):
+    """The study's sampled tokens score as ``infill.lm.scoring.score`` scores them, a long text and one that fits."""
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from infill.lm.scoring import score
+    from scripts.bench_score_window import sampled, shifted, texts
+
+    model = AutoModelForMaskedLM.from_pretrained(tiny_model_dir).eval()
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    long = texts(1, (70, 70))[0]
+    for text in (long, " ".join(long.split()[:12])):
+        want = [v for _, v in score(model, tokenizer, [text], window=window)[0].tokens]
+        positions = torch.tensor([0, 3, len(want) // 2, len(want) - 1])
+        got = sampled(model, tokenizer, text, window, positions)
+        assert got == pytest.approx([want[p] for p in positions], abs=1e-5)
+        assert shifted(model, tokenizer, text, window, positions, 0) == pytest.approx(got, abs=1e-5)

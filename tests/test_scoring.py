@@ -158,6 +158,11 @@ def test_score_bad_input(model, bert_tokenizer):
         score(model, bert_tokenizer, ["a b", " "])
     with pytest.raises(InfillError, match="mode must be one of"):
         score(model, bert_tokenizer, ["a b"], mode="l2r")
+    for window in (15, 0, 64.0, "64", True):
+        with pytest.raises(InfillError, match=f"window must be an integer >= 16, got {window!r}"):
+            score(model, bert_tokenizer, ["a b"], window=window)
+        with pytest.raises(InfillError, match="window must be an integer >= 16"):
+            rank(model, bert_tokenizer, "the [MASK] sat .", ["a"], window=window)
 
 
 def test_cli_score_and_rank_print_the_library_scores(tiny_model_dir, tmp_path, capsys):
@@ -224,6 +229,10 @@ def test_cli_score_takes_sentences_as_arguments_or_stdin_as_sample_takes_templat
         (["score", "a cat .", " "], "sentence 2 is empty"),
         (["score", "--mode", "l2r"], "invalid choice"),
         (["score", "--chunk-size", "0"], "--chunk-size must be a positive integer"),
+        (["score", "a cat .", "--window", "15"], "--window must be an integer >= 16, got 15"),
+        (["score", "a cat .", "--window", "-1"], "--window must be an integer >= 16, got -1"),
+        (["score", "a cat .", "--window", "64.5"], "argument --window: invalid int value: '64.5'"),
+        (["rank", "the [MASK] sat .", "--options", "a", "--window", "0"], "--window must be an integer >= 16, got 0"),
     ],
 )
 def test_cli_bad_input_is_one_line_before_the_model_loads(argv, message, capsys, monkeypatch):

@@ -1,5 +1,5 @@
 """Texts longer than the model's window: every token scored in the window centred on it, passes bounded by
-``max_copies`` and :data:`~infill.lm.scoring.PASS_TOKENS`, texts that fit scored whole as before."""
+``max_copies`` and :data:`~infill.lm.scoring.PASS_TOKENS`, texts that fit the model scored whole as before, whatever the window."""
 
 from __future__ import annotations
 
@@ -41,18 +41,18 @@ def model():
 
 
 @torch.no_grad()
-def centred(model, tokenizer, text: str, mode: str) -> list[float]:
-    """Each token's score computed directly: the 30 tokens of text centred on it (14 to its left), slid to
-    stay within the text, between [CLS] and [SEP]; it masked (with word-l2r the rest of its word in the
-    window, with repeat-masked its other copies in the window)."""
+def centred(model, tokenizer, text: str, mode: str, size: int = TEXT) -> list[float]:
+    """Each token's score computed directly: the ``size`` tokens of text centred on it (14 to its left of the
+    model's 30), slid to stay within the text, between [CLS] and [SEP]; it masked (with word-l2r the rest of its
+    word in the window, with repeat-masked its other copies in the window)."""
     encoded = tokenizer(text)
     ids, words = torch.tensor(encoded["input_ids"]), encoded.word_ids()
     n = len(ids) - 2
     out = []
     for i in range(n):
-        start = max(min(i - (TEXT - 1) // 2, n - TEXT), 0)
-        window = torch.cat([ids[:1], ids[1 + start : 1 + start + TEXT], ids[-1:]])
-        word = [None, *words[1 + start : 1 + start + TEXT], None]
+        start = max(min(i - (size - 1) // 2, n - size), 0)
+        window = torch.cat([ids[:1], ids[1 + start : 1 + start + size], ids[-1:]])
+        word = [None, *words[1 + start : 1 + start + size], None]
         slot = 1 + i - start
         copy, end = window.clone(), slot + 1
         while mode == "word-l2r" and end < len(window) and word[end] is not None and word[end] == word[slot]:
@@ -84,6 +84,67 @@ def test_windows_keep_half_a_window_on_each_side_where_the_text_has_it():
     left, right, half = targets - body[:, 0], body[:, -1] - targets, (TEXT - 1) // 2
     assert (left >= torch.clamp(targets - 1, max=half)).all() and (left + right == TEXT - 1).all()
     assert (right >= torch.clamp(length - 2 - targets, max=half)).all()
+
+
+@pytest.mark.parametrize("mode", scoring.MODES)
+def test_a_window_under_the_models_scores_each_token_in_that_many_tokens_centred_on_it(
+    model, bert_tokenizer, words, mode
+):
+    text = " ".join(words[:57])  # 63 tokens of text
+    got = score(model, bert_tokenizer, [text], mode, max_copies=7, window=16)[0]
+    assert [v for _, v in got.tokens] == pytest.approx(centred(model, bert_tokenizer, text, mode, 16), abs=1e-5)
+
+
+def test_a_text_the_model_takes_is_scored_whole_whatever_the_window(model, bert_tokenizer, words):
+    """Scored whole, bit for bit (minicons' PLL), whatever the window: the window reaches only texts longer than
+    the model (its 30 tokens of text)."""
+    short, fits = " ".join(words[:15]), " ".join(words[:26])
+    assert [len(bert_tokenizer.tokenize(t)) for t in (short, fits)] == [15, 28]
+    want = score(model, bert_tokenizer, [short, fits], window=None)
+    for window in (16, 20, TEXT, scoring.WINDOW):
+        assert score(model, bert_tokenizer, [short, fits], window=window) == want
+    template = " ".join(words[:10]) + " the [MASK] sat ."
+    assert rank(model, bert_tokenizer, template, ["cat", "dog"], window=16) == rank(
+        model, bert_tokenizer, template, ["cat", "dog"], window=None
+    )
+
+
+def test_a_long_text_with_the_models_window_scores_as_before(model, bert_tokenizer, words):
+    """``window`` at the model's maximum (its 30 tokens of text), past it or ``None``: each token in the model's
+    window centred on it, as before the option."""
+    text = " ".join(words[:57])
+    want = score(model, bert_tokenizer, [text], window=None)
+    assert [v for _, v in want[0].tokens] == pytest.approx(centred(model, bert_tokenizer, text, "pll"), abs=1e-5)
+    for window in (TEXT, TEXT + 1, 10**6, scoring.WINDOW):
+        assert score(model, bert_tokenizer, [text], window=window) == want  # bit for bit
+
+
+@pytest.mark.parametrize("size", [16, 17, 29])
+def test_windows_of_n_tokens_hold_the_target_and_n_minus_one_of_context(size):
+    """A copy of ``size + 2`` tokens: [CLS], ``size`` consecutive tokens of text holding the target, [SEP];
+    so each masked copy carries at most ``size`` tokens of text besides the special ones."""
+    length, targets = 100, torch.arange(1, 99)
+    at = scoring.windows(targets, length, 1, 1, size + 2)
+    assert at.shape == (98, size + 2) and (at[:, 0] == 0).all() and (at[:, -1] == length - 1).all()
+    body = at[:, 1:-1]
+    assert ((body[:, 1:] - body[:, :-1]) == 1).all() and body.min() == 1 and body.max() == length - 2
+    assert ((body[:, 0] <= targets) & (targets <= body[:, -1])).all()
+    left, right, half = targets - body[:, 0], body[:, -1] - targets, (size - 1) // 2
+    assert (left + right == size - 1).all()
+    assert (left >= torch.clamp(targets - 1, max=half)).all()
+    assert (right >= torch.clamp(length - 2 - targets, max=size - 1 - half)).all()
+
+
+def test_windowed_passes_are_no_wider_than_the_window(model, bert_tokenizer, words):
+    widths = []
+    hook = model.bert.register_forward_pre_hook(
+        lambda _, a, k: widths.append(k["input_ids"].shape[1]), with_kwargs=True
+    )
+    try:
+        score(model, bert_tokenizer, [" ".join(words[:57])], window=16)
+    finally:
+        hook.remove()
+    assert widths and set(widths) == {18}  # [CLS] 16 tokens [SEP]
 
 
 def test_texts_that_fit_are_scored_whole_beside_a_long_one(model, bert_tokenizer, words):
@@ -182,3 +243,24 @@ def test_cli_scores_a_long_line_with_a_bar_on_a_terminal(
     assert main(argv) == 0
     rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
     assert sorted(r[1] for r in rows) == ["cat", "dog"] and Bar.made[1].n == Bar.made[1].options["total"] > 2 * 64
+
+
+def test_cli_and_api_window_score_as_the_library(tiny_model_dir, words, tmp_path, capsys):
+    from infill import Infiller
+    from infill.cli import main
+
+    infiller = Infiller(str(tiny_model_dir))
+    texts = ["the cat sat .", " ".join(words[:80])]  # the second past the tiny checkpoint's 64 tokens
+    want = score(infiller.model, infiller.tokenizer, texts, window=20)
+    assert infiller.score(texts, window=20) == want and infiller.score(texts) == infiller.score(texts, window=None)
+    assert want[1].total != infiller.score(texts)[1].total
+    path = tmp_path / "s.txt"
+    path.write_text("\n".join(texts) + "\n")
+    assert main(["score", "-f", str(path), "--model", str(tiny_model_dir), "--json", "--window", "20"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["score"] for line in lines] == pytest.approx([w.total for w in want], abs=1e-4)
+    template = " ".join(words[:70]) + " the [MASK] sat ."
+    assert main(["rank", template, "--options", "cat,dog", "--model", str(tiny_model_dir), "--window", "20"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    ranked = infiller.rank(template, ["cat", "dog"], window=20)
+    assert [(r[1], float(r[0])) for r in rows] == [(r.option, pytest.approx(r.score.total, abs=1e-3)) for r in ranked]

@@ -75,6 +75,14 @@ def _check_bench(c):
     assert report["pipeline"]["templates"] == 1 and report["corpus_bleu"]["n_ref"] == 100
 
 
+def _check_bench_score_window(c):
+    result = _json(c.tmp / "window" / "results.json")
+    assert set(result["summary"]) == {"16", "32", "full"} and result["summary"]["full"]["window"] == 62
+    assert result["summary"]["full"]["mean_abs_change"] == 0 and result["summary"]["full"]["kendall_tau"] == 1
+    assert [len(row["positions"]) for row in result["rows"]] == [5, 5, 5] and result["shift"]["offset"] == 8
+    assert (c.tmp / "window" / "README.md").read_text().startswith("# `infill score --window N`")
+
+
 def _check_bench_compute(c):
     summary = _json(c.tmp / "report.json")["summary"]
     assert summary["runs"] == 1 and summary["identical_top5"] == 1  # the same tree on both sides
@@ -207,6 +215,14 @@ SMOKES = [
             ["--model", "{tiny}", "--profile", "2", "--out", "{tmp}/cache"],
         ],
         _check_bench_cache,
+    ),
+    Smoke(
+        "bench_score_window",
+        [
+            ["--model", "{tiny}", "--texts", "3", "--tokens", "5", "--windows", "16,32", "--shift", "16,8"]
+            + ["--out", "{tmp}/window"]
+        ],
+        _check_bench_score_window,
     ),
     Smoke(
         "bench_compute",

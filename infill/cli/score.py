@@ -1,7 +1,7 @@
 """``infill score`` (the PLL of sentences given as arguments, or one a line of stdin or a file) and ``infill
 rank`` (given fills of a blank, ranked by the PLL of the sentence each makes); see :mod:`infill.lm.scoring`
-(texts longer than the model in windows). Input is checked before the model loads; a bar of the tokens
-scored shows on stderr where it is a terminal.
+(texts longer than the model in windows of ``--window`` tokens). Input is checked before the model loads; a
+bar of the tokens scored shows on stderr where it is a terminal.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import json
 import sys
 
 from ..errors import InfillError, positive_integer
+from ..lm import MIN_SCORE_WINDOW, SCORE_WINDOW
 from .sample import read_lines
 
 BATCH = 64  # sentences tokenized and printed together
@@ -39,7 +40,7 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
             description="Print the PLL (Salazar et al. 2020) of each sentence, one per line: the sum over tokens "
             "of log p(token | the rest), in nats. Sentences are the arguments, or the lines of stdin "
             "(-) or of --file (empty lines skipped). A sentence longer than the model takes is scored in "
-            "windows: each token with the model's window of the sentence centred on it. A progress bar on "
+            "windows: each token with the --window tokens of the sentence centred on it. A progress bar on "
             "stderr where it is a terminal.",
         )
         parser.add_argument("sentences", nargs="*", metavar="SENTENCE", help="a sentence, or - to read them from stdin")
@@ -60,6 +61,15 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--word-l2r", dest="mode", action="store_const", const="word-l2r", help="same as --mode word-l2r"
+    )
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=SCORE_WINDOW,
+        metavar="N",
+        help="score a sentence longer than the model (512 tokens for BERT) with each token in the N tokens of it "
+        f"centred on it, a copy of N tokens per token (default {SCORE_WINDOW}; at least {MIN_SCORE_WINDOW}; past the "
+        "model's maximum, that maximum); a sentence the model takes is scored whole, as minicons does",
     )
     parser.add_argument("--json", action="store_true", help="print JSONL with the per-token scores")
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
@@ -97,6 +107,7 @@ def run(args) -> int:
     from ..lm.scoring import splice
 
     positive_integer("--chunk-size", args.chunk_size)
+    positive_integer("--window", args.window, MIN_SCORE_WINDOW)
     if args.command == "rank":
         options = [o.strip() for item in args.options for o in item.split(",")]
         splice(args.template, options)  # checked before the model loads
@@ -135,7 +146,9 @@ def _rank(args, model, tokenizer, options: list[str]) -> None:
 
     total = sum(scoring.check_texts(tokenizer, scoring.splice(args.template, options)))
     with _bar(args.command, total) as bar:
-        ranked = scoring.rank(model, tokenizer, args.template, options, args.mode, args.chunk_size, bar.update)
+        ranked = scoring.rank(
+            model, tokenizer, args.template, options, args.mode, args.chunk_size, bar.update, window=args.window
+        )
     for r in ranked:
         if args.json:
             record = {"option": r.option, "text": r.text, "score": r.score.total, "mode": args.mode}
@@ -152,7 +165,7 @@ def _score(args, model, tokenizer, sentences: list[tuple[str, str]]) -> None:
     with _bar(args.command, total) as bar:
         for start in range(0, len(texts), BATCH):
             batch = texts[start : start + BATCH]
-            scores = scoring.score(model, tokenizer, batch, args.mode, args.chunk_size, bar.update)
+            scores = scoring.score(model, tokenizer, batch, args.mode, args.chunk_size, bar.update, window=args.window)
             for text, result in zip(batch, scores):
                 line = f"{result.total:.4f}\t{text}"
                 if args.json:

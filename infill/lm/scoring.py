@@ -4,18 +4,21 @@
 The PLL of a sentence is the sum over its tokens of ``log p(token_t | the sentence with t masked)``.
 ``word-l2r`` masks token ``t`` and the pieces of the same word to its right, so that a word split into
 pieces is not scored from its own later pieces (which inflates the PLL of rare, many-piece words).
-A text longer than the model is scored token by token in windows of it (:func:`score`).
+A text longer than the model is scored token by token, each in the window of the text centred on it
+(:data:`WINDOW` tokens by default, at most the model's; :func:`score`).
 """
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
 
-from ..errors import InfillError
+from ..errors import InfillError, positive_integer
 from ..text.blanks import BLANK
+from . import MIN_SCORE_WINDOW as MIN_WINDOW
+from . import SCORE_WINDOW as WINDOW
 from .models import max_length, prediction_head
 
 MODES = ("pll", "word-l2r", "repeat-masked")
@@ -178,6 +181,12 @@ def check_texts(tokenizer, texts: Sequence[str], labels: Optional[Sequence[str]]
     return counts
 
 
+def check_window(window: Any, name: str = "window") -> Optional[int]:
+    """``window`` if it is ``None`` (the model's maximum) or an integer of at least :data:`MIN_WINDOW`, else one
+    line naming ``name``."""
+    return None if window is None else positive_integer(name, window, minimum=MIN_WINDOW)
+
+
 def score(
     model: nn.Module,
     tokenizer,
@@ -185,21 +194,26 @@ def score(
     mode: str = "pll",
     max_copies: int = 512,
     progress: Optional[Callable[[int], None]] = None,
+    *,
+    window: Optional[int] = WINDOW,
 ) -> list[SentenceScore]:
     """The PLL (``mode="pll"``), PLL-word-l2r (``"word-l2r"``) or repeat-masked PLL of each text, with
-    per-token scores (special tokens are context, not scored); one-line :class:`InfillError` for an empty text.
+    per-token scores (special tokens are context, not scored); one-line :class:`InfillError` for an empty text
+    or a ``window`` that is not an integer of at least :data:`MIN_WINDOW` (or ``None``).
 
-    A text that fits the model is scored whole. A longer one is scored in windows of ``C`` of its tokens, ``C``
-    the model's maximum length less its special tokens: each token's masked copy is the window centred on it
-    (``(C - 1) // 2`` tokens to its left), slid to stay within the text, between the special tokens. So each
-    token is scored with ``C - 1`` tokens of context, at least ``(C - 1) // 2`` on each side where the text
-    has them (else all the text on that side). The PLL takes a masked copy per token whatever the windows, so
-    a stride of one token costs no more copies than a longer one. ``word-l2r`` masks the rest of the word
+    A text that fits the model is scored whole, as minicons scores it. A longer one is scored in windows of ``C``
+    of its tokens, ``C`` the ``window`` clipped to the model's maximum length less its special tokens (``None``:
+    that maximum): each token's masked copy is the window centred on it (``(C - 1) // 2`` tokens to its left), slid
+    to stay within the text, between the special tokens. So each token is scored with ``C - 1`` tokens of
+    context, at least ``(C - 1) // 2`` on each side where the text has them (else all the text on that side),
+    and costs a copy of ``C`` tokens however long the text. The PLL takes a masked copy per token whatever the
+    windows, so a stride of one token costs no more copies than a longer one. ``word-l2r`` masks the rest of the word
     within the window; ``repeat-masked`` the other copies of the token within it. Copies go through in the
     passes of :func:`token_scores` (at most ``max_copies``), and a long text's are built ``max_copies`` at a
     time: memory is bounded by a pass, not by the text. ``progress(n)`` is called after each pass with the
     number of tokens it scored."""
     check_mode(mode)
+    check_window(window)
     check_texts(tokenizer, texts)
     if mode == "word-l2r" and not getattr(tokenizer, "is_fast", False):
         raise InfillError("word-l2r scoring needs a fast tokenizer (its word boundaries)")
@@ -207,10 +221,14 @@ def score(
         return []
     limit = max_length(tokenizer, model.config)
     encoded = tokenizer(list(texts), return_special_tokens_mask=True, verbose=False)
+    specials = [sum(special) for special in encoded["special_tokens_mask"]]
+    sizes = [limit - n if window is None else min(window, limit - n) for n in specials]  # each text's C
     whole = [b for b, ids in enumerate(encoded["input_ids"]) if len(ids) <= limit]
     scores = dict(zip(whole, _whole(model, tokenizer, [texts[b] for b in whole], mode, max_copies, progress)))
     return [
-        scores[b] if b in scores else _windowed(model, tokenizer, encoded, b, limit, mode, max_copies, progress)
+        scores[b]
+        if b in scores
+        else _windowed(model, tokenizer, encoded, b, sizes[b] + specials[b], mode, max_copies, progress)
         for b in range(len(texts))
     ]
 
@@ -263,8 +281,8 @@ def windows(targets: Tensor, length: int, head: int, tail: int, limit: int) -> T
 
 
 def _windowed(model, tokenizer, encoded, b: int, limit: int, mode: str, max_copies: int, progress) -> SentenceScore:
-    """:func:`score` of the ``b``-th of the ``encoded`` texts, longer than the model: each token in its window
-    (:func:`windows`), ``max_copies`` windows at a time."""
+    """:func:`score` of the ``b``-th of the ``encoded`` texts, longer than its window: each token in its copy of
+    ``limit`` tokens, special ones included (:func:`windows`), ``max_copies`` copies at a time."""
     ids = torch.tensor(encoded["input_ids"][b])
     special = torch.tensor(encoded["special_tokens_mask"][b], dtype=torch.bool)
     starts = _word_starts(encoded.word_ids(b)) if mode == "word-l2r" else None
@@ -328,12 +346,15 @@ def rank(
     mode: str = "pll",
     max_copies: int = 512,
     progress: Optional[Callable[[int], None]] = None,
+    *,
+    window: Optional[int] = WINDOW,
 ) -> list[Ranked]:
     """``options`` (fills of the template's one blank: a word, several words or word pieces) ranked by the
     :func:`score` of the whole sentence each makes (a sentence longer than the model in windows), best first
     (ties keep the given order)."""
     check_mode(mode)
+    check_window(window)
     texts = splice(template, options)
-    scores = score(model, tokenizer, texts, mode, max_copies, progress)
+    scores = score(model, tokenizer, texts, mode, max_copies, progress, window=window)
     ranked = [Ranked(option, text, s) for option, text, s in zip(options, texts, scores)]
     return sorted(ranked, key=lambda r: -r.score.total)

@@ -89,15 +89,18 @@ class Infiller:
         """Token ids a blank may take; see :func:`infill.text.vocabulary.sampleable_token_ids`."""
         return sampleable_token_ids(self.tokenizer, allow_subwords, tuple(forbid), allow_punctuation)
 
-    def score(self, texts: Sequence[str], mode: str = "pll") -> list:
-        """The PLL of whole sentences (or PLL-word-l2r, ``mode="word-l2r"``) with per-token scores; see
+    def score(self, texts: Sequence[str], mode: str = "pll", window: Optional[int] = scoring.WINDOW) -> list:
+        """The PLL of whole sentences (or PLL-word-l2r, ``mode="word-l2r"``) with per-token scores; a text longer
+        than ``window`` tokens (``None``: the model's maximum) each token in the window centred on it; see
         :func:`infill.lm.scoring.score`."""
-        return scoring.score(self.model, self.tokenizer, texts, mode, **self._copies())
+        return scoring.score(self.model, self.tokenizer, texts, mode, window=window, **self._copies())
 
-    def rank(self, template: str, options: Sequence[str], mode: str = "pll") -> list:
+    def rank(
+        self, template: str, options: Sequence[str], mode: str = "pll", window: Optional[int] = scoring.WINDOW
+    ) -> list:
         """The given fills of a one-blank template, best first by the filled sentence's score; see
         :func:`infill.lm.scoring.rank`."""
-        return scoring.rank(self.model, self.tokenizer, template, options, mode, **self._copies())
+        return scoring.rank(self.model, self.tokenizer, template, options, mode, window=window, **self._copies())
 
     def _copies(self) -> dict:
         return {} if self.chunk_size is None else {"max_copies": self.chunk_size}
