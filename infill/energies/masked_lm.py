@@ -277,7 +277,7 @@ class MaskedLMEnergy:
         logits = self._read(rows, read, self._host_templates(b))
         if self.excluded is None:
             return logits
-        at = torch.as_tensor(np.ascontiguousarray(read), device=self._device)
+        at = torch.as_tensor(np.array(read, dtype=np.int64), device=self._device)
         return logits.masked_fill(self.excluded[at], -torch.inf)
 
     @torch.inference_mode()
