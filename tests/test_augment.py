@@ -192,3 +192,30 @@ def test_a_corpus_run_on_the_dev_mlm_keeps_the_text_and_rebuilds_from_edits(dev_
     for source, variants in zip(lines, found):
         check_variants(source, variants, 5)
     assert sum(len(v) for v in found) >= 140  # nearly all 150 found
+
+
+def test_an_excluded_token_is_never_drawn_and_the_pll_is_unchanged(infiller):
+    import torch
+
+    from infill.pipeline import engine
+    from infill.pipeline.config import RunConfig
+
+    prepared = infiller.prepare(["a [MASK] day ."], RunConfig.create(sampler="argmax", num_samples=3))
+    gen = torch.Generator().manual_seed(0)
+    plain = engine.run_batch(infiller, prepared, 0, gen)
+    best = plain.x[0, 0].item()
+    excluded = torch.zeros(1, len(prepared.categories), dtype=torch.bool)
+    excluded[0, best] = True
+    kept_off = engine.run_batch(infiller, prepared, 0, gen, excluded=excluded)
+    assert (kept_off.x[:, 0] != best).all()
+    assert kept_off.energy.of_indices(plain.x[:1]).item() == pytest.approx(plain.energy.of_indices(plain.x[:1]).item())
+    chains = infiller.prepare(["a [MASK] day ."], RunConfig.create(sampler="gibbs"))
+    with pytest.raises(InfillError, match="one-pass"):
+        engine.run_batch(infiller, chains, 0, gen, excluded=excluded)
+
+
+def test_the_cli_names_the_line_a_bad_sentence_is_on(tiny_model_dir, capsys, tmp_path):
+    lines = tmp_path / "s.txt"
+    lines.write_text(f"{SENTENCES[0]}\n\n42 NASA\n")
+    assert main(["augment", "-f", str(lines), "--model", str(tiny_model_dir)]) == 2
+    assert f"{lines}:3: nothing to change" in capsys.readouterr().err

@@ -60,13 +60,13 @@ def run(args) -> int:
     if not numbered:
         raise InfillError(f"no sentences in {source} (empty lines are skipped)")
     if not args.out:
-        _print(_augment(args, [line for _, line in numbered]), args.json)
+        _print(_augment(args, numbered, source), args.json)
         return 0
     from ..pipeline.corpus import Out
 
     done = _done(args.out)
     todo = numbered[done:]
-    records = _augment(args, [line for _, line in todo])  # every sentence checked before OUT is touched
+    records = _augment(args, todo, source)  # every sentence checked before OUT is touched
     with Out(args.out) as out:
         if out.done != done:
             raise InfillError(f"--out {args.out} changed during the run; run again to resume")
@@ -85,10 +85,20 @@ def _done(path: str) -> int:
         raise InfillError(f"cannot read --out {path}: {exc.strerror or exc}") from None
 
 
-def _augment(args, texts: list[str]) -> list[dict]:
-    """Every sentence's record, from one call (one batched fill); nothing when there is nothing left to do."""
-    if not texts:
+def _augment(args, numbered: list[tuple[int, str]], source: str) -> list[dict]:
+    """Every sentence's record, from one call (one batched fill); nothing when there is nothing left to do. A
+    sentence refused is named by ``FILE:LINE:``."""
+    if not numbered:
         return []
+    from ..pipeline.augment import SentenceError
+
+    try:
+        return _records(args, [text for _, text in numbered])
+    except SentenceError as exc:
+        raise InfillError(f"{source}:{numbered[exc.index][0]}: {exc.reason}" if source else str(exc)) from None
+
+
+def _records(args, texts: list[str]) -> list[dict]:
     from ..lm.hub import check_available
 
     check_available(args.model)

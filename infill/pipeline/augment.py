@@ -36,6 +36,15 @@ RETRY = 8
 """A second round, for the sentences still short of ``n`` distinct variants, draws this many times as many."""
 
 
+class SentenceError(InfillError):
+    """A sentence refused: the message, the sentence's ``index`` in the call and the ``reason`` alone (for a
+    caller that names the sentence its own way, as the command line's ``FILE:LINE:``)."""
+
+    def __init__(self, message: str, index: int, reason: str):
+        super().__init__(message)
+        self.index, self.reason = index, reason
+
+
 class Sentence:
     """A source sentence ready to fill: its ``words`` (with their protection), the ``chosen`` word indices, its
     ``template`` and the seed of its choice and draws."""
@@ -110,10 +119,14 @@ def augment(
     check(one or isinstance(texts, (list, tuple)), f"augment takes a string or a list of strings, got {texts!r}")
     compiled = words.patterns(protect)
     categories = set(infiller.category_ids().tolist())
-    sentences = [
-        Sentence(t, compiled, change, min_words, max_words, seed, infiller.tokenizer, categories)
-        for t in ([texts] if one else texts)
-    ]
+    sentences = []
+    for k, text in enumerate([texts] if one else texts):
+        try:
+            sentences.append(
+                Sentence(text, compiled, change, min_words, max_words, seed, infiller.tokenizer, categories)
+            )
+        except InfillError as exc:
+            raise SentenceError(str(exc) if one else f"sentence {k + 1}: {exc}", k, str(exc)) from None
     found: list[dict] = [{} for _ in sentences]
     spent = [0] * len(sentences)
     for round_, draws in enumerate((n * DRAWS, n * DRAWS * RETRY)):
