@@ -39,8 +39,13 @@ class Variants(list):
         self.source, self.shortfall, self.encoder_sequences = source, shortfall, encoder_sequences
 
     def to_dict(self) -> dict:
-        """``--json``'s record: ``source``, ``variants``, ``shortfall``."""
-        return {"source": self.source, "variants": [v.to_dict() for v in self], "shortfall": self.shortfall}
+        """``--json``'s record: ``source``, ``variants``, ``shortfall``, ``encoder_sequences``."""
+        return {
+            "source": self.source,
+            "variants": [v.to_dict() for v in self],
+            "shortfall": self.shortfall,
+            "encoder_sequences": self.encoder_sequences,
+        }
 
     def __repr__(self) -> str:
         return f"Variants({list.__repr__(self)}, source={self.source!r}, shortfall={self.shortfall})"

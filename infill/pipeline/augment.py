@@ -153,11 +153,14 @@ def _fill(infiller, sentences: list[Sentence], config: RunConfig, round_: int):
     """Every sentence's template filled, in order: one prepared batch (shared first passes), each template's draws
     from its own generator (seeded by its sentence and the round), kept off its source words."""
     prepared = infiller.prepare([s.template for s in sentences], config)
-    texts, _ = token_words(infiller.tokenizer)
+    texts, forms = token_words(infiller.tokenizer)[0], {}
     for window in engine.first_passes(infiller, prepared, True):
         for index, first in window:
             sentence = sentences[index]
-            excluded = torch.stack([_forms(infiller, prepared.categories, texts, old) for old in sentence.olds()])
+            for old in sentence.olds():
+                if old.casefold() not in forms:
+                    forms[old.casefold()] = _forms(infiller, prepared.categories, texts, old)
+            excluded = torch.stack([forms[old.casefold()] for old in sentence.olds()])
             generator = torch.Generator(infiller.device).manual_seed((sentence.seed + round_) % 2**63)
             batch = engine.run_batch(infiller, prepared, index, generator, first=first, excluded=excluded)
             yield postprocess(batch, infiller.tokenizer, infiller.model_name, config.seed)
