@@ -1,12 +1,14 @@
 """Text infilling by MCMC and particles over a masked LM's tokens: ``infill.Infiller(model).sample("The [MASK] sat.")``;
-``infill.pipeline(model=...)`` is the joint fill-mask pipeline (:mod:`infill.pipeline.fill_mask`).
+``infill.pipeline(model=...)`` is the joint fill-mask pipeline (:mod:`infill.pipeline.fill_mask`);
+``infill.augment(texts, n=5)`` variants of sentences for training data (:mod:`infill.pipeline.augment`).
 
-``Infiller``, ``InfillResult`` and ``pipeline`` are imported on first use, so ``import infill`` stays light.
+``Infiller``, ``InfillResult``, ``pipeline`` and ``augment`` are imported on first use, so ``import infill``
+stays light.
 """
 
 from __future__ import annotations
 
-__all__ = ["Infiller", "InfillResult", "pipeline"]
+__all__ = ["Infiller", "InfillResult", "augment", "pipeline"]
 
 
 def __getattr__(name: str):
@@ -18,6 +20,10 @@ def __getattr__(name: str):
         from .pipeline.results import InfillResult
 
         return InfillResult
+    if name == "augment":
+        from .pipeline.augment import augment_texts
+
+        return augment_texts
     if name == "pipeline":  # the package, callable (infill/pipeline/__init__.py)
         import importlib
 

@@ -194,6 +194,22 @@ CLI_CASES = {
         {"f": "a file"},
         expect="f",
     ),
+    # infill augment
+    "augment-empty-sentence": Case(["augment", "", "--model", "{model}"], expect="empty"),
+    "augment-all-protected": Case(["augment", "42 NASA x9", "--model", "{model}"], expect="nothing to change"),
+    "augment-n-zero": Case(["augment", "a day", "-n", "0", "--model", "{model}"], expect="n must"),
+    "augment-change-zero": Case(["augment", "a day", "--change", "0", "--model", "{model}"], expect="change"),
+    "augment-change-one": Case(["augment", "a day", "--change", "1", "--model", "{model}"], expect="change"),
+    "augment-bad-regex": Case(["augment", "a day", "--protect", "(", "--model", "{model}"], expect="regular"),
+    "augment-not-utf8": Case(
+        ["augment", "-f", "{dir}/s.txt", "--model", "{model}"], {"s.txt": b"caf\xe9 day\n"}, expect="utf-8"
+    ),
+    "augment-missing-file": Case(["augment", "-f", "{dir}/none.txt", "--model", "{model}"], expect="cannot read"),
+    "augment-bad-line-writes-nothing": Case(
+        ["augment", "-f", "{dir}/s.txt", "--out", "{dir}/o.jsonl", "--model", "{model}"],
+        {"s.txt": "a good day\n42 NASA\n"},
+        expect="nothing to change",
+    ),
     # the command itself
     "no-command": Case([], expect="command"),
     "unknown-command": Case(["sampel"], expect="sampel"),
@@ -259,6 +275,12 @@ API_CASES = {
     "api-bad-device": lambda inf, model: type(inf)(model, device="toaster"),
     "api-bad-dtype": lambda inf, model: type(inf)(model, dtype="float8"),
     "api-chunk-size-zero": lambda inf, model: type(inf)(model, chunk_size=0),
+    "api-augment-empty": lambda inf, model: inf.augment(""),
+    "api-augment-all-protected": lambda inf, model: inf.augment("42 NASA x9"),
+    "api-augment-n-zero": lambda inf, model: inf.augment("a day", n=0),
+    "api-augment-change-one": lambda inf, model: inf.augment("a day", change=1.0),
+    "api-augment-bad-regex": lambda inf, model: inf.augment("a day", protect=["("]),
+    "api-augment-bytes": lambda inf, model: inf.augment([b"a day"]),
 }
 
 

@@ -12,6 +12,7 @@ STAGES = (
     "optional",
     "metrics",
     "text",
+    "augmentation",
     "lm",
     "energies",
     "samplers",

@@ -26,6 +26,7 @@ class Command(NamedTuple):
 COMMANDS = {
     "sample": Command("sample", "fill the [MASK] blanks of templates with diverse samples", None),
     "rewrite": Command("rewrite", "diverse variants of a sentence, a fraction of its words changed", None),
+    "augment": Command("augment", "distinct variants of sentences for training data, a share of words changed", None),
     "samplers": Command("samplers", "list every --sampler method with its options and defaults", None),
     "eval": Command("evaluate", "evaluate samplers on a corpus protocol (DLP Table 3 columns)", "eval"),
     "summarize": Command("summarize", "extractive summary of a text file by MCMC", "summarize"),

@@ -90,6 +90,13 @@ class MaskedLMEnergy:
         self.sequences = 0
         self.cache_hits = 0
         self._given: Optional[tuple[np.ndarray, Tensor]] = None  # take_pass's sequence (host) and logits
+        self.excluded: Optional[Tensor] = None  # exclude's (d, K) mask: categories a blank's draws may not take
+
+    def exclude(self, excluded: Tensor) -> None:
+        """Categories each blank's draws may not take, bool ``(d, K)``: :meth:`blank_logits` (what the one-pass orders
+        draw from) gives them ``-inf``; the energy itself (:meth:`of_indices`, the PLL) is unchanged. Augment's
+        blanks exclude their source word, so a variant never puts a word back."""
+        self.excluded = excluded.to(self._device)
 
     def take_pass(self, logits: Tensor) -> None:
         """The all-masked sequence's logits ``(d, K)``, computed for this template of one in a pass shared with
@@ -267,7 +274,11 @@ class MaskedLMEnergy:
         host = torch.cat(parts, 1).numpy(force=True)  # one copy to the host, as int64 (bools as 0 and 1)
         read = np.broadcast_to(np.arange(d), (b, d)) if read is None else host[:, : -2 * d]
         rows = np.where(host[:, -d:] != 0, MASKED, host[:, -2 * d : -d])
-        return self._read(rows, read, self._host_templates(b))
+        logits = self._read(rows, read, self._host_templates(b))
+        if self.excluded is None:
+            return logits
+        at = torch.as_tensor(np.array(read, dtype=np.int64), device=self._device)
+        return logits.masked_fill(self.excluded[at], -torch.inf)
 
     @torch.inference_mode()
     def _read(self, rows: np.ndarray, read: np.ndarray, template: np.ndarray) -> Tensor:

@@ -96,14 +96,21 @@ def run_batch(
     terms: Sequence[tuple] = (),
     rewrite: Optional[tuple[Tensor, float]] = None,
     first: Optional[Tensor] = None,
+    excluded: Optional[Tensor] = None,
 ) -> Batch:
     """Stage 2 for template ``index``: its plan run by its kind's module (:mod:`~infill.pipeline.runs`);
     ``callback(t, state, info)`` after every step. A budget caps the encoder sequences through a
     :class:`~infill.energies.budget.Meter` shared by the run's energies. ``first``: the template's
-    all-masked logits from a shared pass (:func:`first_passes`), which its energy takes as its first."""
+    all-masked logits from a shared pass (:func:`first_passes`), which its energy takes as its first.
+    ``excluded``: bool ``(d, K)``, the categories each blank's one-pass draws may not take
+    (:meth:`~infill.energies.masked_lm.MaskedLMEnergy.exclude`; refused for any other kind of run)."""
     template, plan = prepared.templates[index], prepared.plans[index]
+    if excluded is not None and plan.kind != "one-pass":
+        raise InfillError(f"only a one-pass order's draws can exclude a blank's words, not {plan.config.method}")
     meter = Meter(plan.spend.limit)
-    energy = functools.partial(_energy, loaded, template=template, prepared=prepared, meter=meter, plan=plan)
+    energy = functools.partial(
+        _energy, loaded, template=template, prepared=prepared, meter=meter, plan=plan, excluded=excluded
+    )
     context = Context(
         template=template,
         prepared=prepared,
@@ -174,8 +181,10 @@ def _energy(
     prepared: Prepared,
     meter: Meter,
     plan: Plan,
+    excluded: Optional[Tensor] = None,
 ) -> MaskedLMEnergy:
-    """The PLL energy of ``template`` on ``model`` charged to ``meter``, taking ``first`` as its first pass."""
+    """The PLL energy of ``template`` on ``model`` charged to ``meter``, taking ``first`` as its first pass, its
+    draws kept off ``excluded`` where given."""
     energy = MaskedLMEnergy(
         model,
         template.input_ids,
@@ -189,4 +198,6 @@ def _energy(
     )
     if first is not None:
         energy.take_pass(first)
+    if excluded is not None:
+        energy.exclude(excluded)
     return energy
