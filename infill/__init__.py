@@ -21,7 +21,7 @@ def __getattr__(name: str):
 
         return InfillResult
     if name == "augment":
-        from .pipeline.augment import augment_texts
+        from .pipeline.augment_texts import augment_texts
 
         return augment_texts
     if name == "pipeline":  # the package, callable (infill/pipeline/__init__.py)

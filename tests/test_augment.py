@@ -154,7 +154,7 @@ def test_the_cli_prints_variants_and_json_records(tiny_model_dir, capsys, tmp_pa
 
 
 def test_the_module_level_augment_loads_a_model_once(tiny_model_dir):
-    from infill.pipeline import augment as run
+    from infill.pipeline import augment_texts as run
 
     first = infill.augment(SENTENCES[0], n=2, model=str(tiny_model_dir))
     loaded = dict(run._LOADED)

@@ -23,6 +23,7 @@ import torch.distributed
 from infill import Infiller
 from infill.cli import main
 from infill.cli import sample as sample_cli
+from infill.onepass.methods import ONE_PASS
 from infill.pipeline import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,8 +53,7 @@ def _command(model: Path, source, out: Path, sampler: str = "gibbs-mh") -> list[
         str(model),
         "--sampler",
         sampler,
-        "--steps",
-        "2",
+        *([] if sampler in ONE_PASS else ["--steps", "2"]),  # a one-pass method takes no steps
         "-n",
         "3",
         "--top",

@@ -16,6 +16,7 @@ from infill.energies import MaskedLMEnergy
 from infill.energies.exact import empirical_distribution, exact_distribution, total_variation
 from infill.errors import InfillError
 from infill.lm import mlm_draws
+from infill.onepass.methods import ONE_PASS
 from infill.onepass.particles import SMC, effective_size, smc, systematic
 from infill.pipeline import one_pass
 from infill.pipeline.choose import spread
@@ -149,7 +150,7 @@ def test_a_round_bringing_fewer_new_fillings_than_the_floor_is_the_last(least, r
         return rows, -rows[:, 0].float()
 
     energy = SimpleNamespace(num_blanks=2, meter=SimpleNamespace(limit=10_000, spent=0))
-    config = SimpleNamespace(method="confident-first", options={}, num_samples=8)
+    config = SimpleNamespace(method="confident-first", one_pass=ONE_PASS["confident-first"], options={}, num_samples=8)
     plan = SimpleNamespace(config=config, spend=SimpleNamespace(limit=10_000, least_round=least))
     x, values = one_pass._to_budget(energy, plan, method)
     assert len(drawn) == rounds and torch.equal(values, -x[:, 0].float())

@@ -105,9 +105,8 @@ def _records(args, texts: list[str]) -> list[dict]:
     from ..pipeline.infiller import Infiller
 
     infiller = Infiller(args.model, device=args.device)
-    results = infiller.augment(
-        texts, args.n, args.change, args.seed, args.protect, args.min_words, args.max_words, args.sampler
-    )
+    options = {"protect": args.protect, "min_words": args.min_words, "max_words": args.max_words}
+    results = infiller.augment(texts, args.n, args.change, args.seed, **options, sampler=args.sampler)
     return [r.to_dict() for r in results]
 
 

@@ -208,28 +208,20 @@ class Infiller:
         runs = self.stream(prepared, progress=progress, on_step=on_step, terms=terms, rewrite=(categories, change))
         return in_source_words(next(runs)[1], prepared.templates[0], words, source)
 
-    def augment(
-        self,
-        texts: Union[str, Sequence[str]],
-        n: int = 5,
-        change: float = 0.15,
-        seed: int = 0,
-        protect: Sequence[str] = (),
-        min_words: int = 1,
-        max_words: Optional[int] = None,
-        sampler: str = "confident-first",
-    ):
+    def augment(self, texts: Union[str, Sequence[str]], n: int = 5, change: float = 0.15, seed: int = 0, **options):
         """``n`` distinct variants of each sentence, ``change`` of its words (rounded, within ``[min_words,
-        max_words]``) changed: a string gives its :class:`~infill.augmentation.variants.Variants` (a list of
-        :class:`~infill.augmentation.variants.Variant`: ``text``, ``edits``, ``score``, ``changed``; its
-        ``shortfall`` says how many fewer than ``n`` it found), a list one such list per sentence, in order.
+        max_words]``, by default 1 and no most) changed: a string gives its
+        :class:`~infill.augmentation.variants.Variants` (a list of :class:`~infill.augmentation.variants.Variant`:
+        ``text``, ``edits``, ``score``, ``changed``; its ``shortfall`` says how many fewer than ``n`` it found), a
+        list one such list per sentence, in order.
         Numbers, URLs, e-mails, ids (all capitals) and the ``protect`` words and regular expressions stay as
         written, as does every character outside the changed words; a sentence gets the same variants for the
         same ``seed`` in any batch. Only words the model spells as one token change. Every sentence of a call is
-        filled in one batched run of ``sampler``'s draws (:mod:`~infill.pipeline.augment`)."""
+        filled in one batched run of ``sampler``'s draws (default ``confident-first``;
+        :mod:`~infill.pipeline.augment`)."""
         from .augment import augment
 
-        return augment(self, texts, n, change, seed, protect, min_words, max_words, sampler)
+        return augment(self, texts, n, change, seed, **options)
 
     def run(
         self,

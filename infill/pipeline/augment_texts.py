@@ -1,0 +1,36 @@
+"""``infill.augment``: :meth:`Infiller.augment <infill.pipeline.infiller.Infiller.augment>` without building an
+``Infiller``: the model loaded on first use and kept for later calls."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+from ..augmentation.variants import Variants
+from .augment import METHOD, check_request
+
+_LOADED: dict = {}
+"""``infill.augment``'s models, one :class:`~infill.pipeline.infiller.Infiller` per model id and device."""
+
+
+def augment_texts(
+    texts: Union[str, Sequence[str]],
+    n: int = 5,
+    change: float = 0.15,
+    model: Optional[str] = None,
+    seed: int = 0,
+    device: str = "cpu",
+    **options,
+) -> Union[Variants, list[Variants]]:
+    """``infill.augment``: :meth:`Infiller.augment <infill.pipeline.infiller.Infiller.augment>` on ``model`` (a hub
+    id or local path; default ``$INFILL_MODEL`` or ``bert-base-uncased``), loaded on first use and kept for later
+    calls; ``options`` are that method's (``protect``, ``min_words``, ``max_words``, ``sampler``)."""
+    from ..lm import default_model
+    from .infiller import Infiller
+
+    check_request(
+        n, change, seed, options.get("min_words", 1), options.get("max_words"), options.get("sampler", METHOD)
+    )
+    key = (model or default_model(), str(device))
+    if key not in _LOADED:
+        _LOADED[key] = Infiller(key[0], device=device)
+    return _LOADED[key].augment(texts, n, change, seed, **options)
