@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from infill.cli import main
 from infill.errors import InfillError
 from infill.onepass.methods import ONE_PASS
 from infill.samplers import SAMPLERS
@@ -56,6 +57,8 @@ def test_the_registered_one_pass_method_fills_a_template_and_refuses_chain_setti
         result, infiller = namespace["result"], namespace["infiller"]
         assert len(result.texts) == 3 and result.diagnostics.sampler == "nucleus"
         assert result.diagnostics.forwards == 1 and "nucleus" in capsys.readouterr().out
+        assert main(["samplers"]) == 0  # listed with its draw's docstring
+        assert "the all-masked conditional cut to its top-p mass" in capsys.readouterr().out
         budgeted = infiller.sample("The [MASK] sat on the [MASK] .", sampler="nucleus", top=3, seed=0, budget=40)
         assert budgeted.diagnostics.encoder_sequences <= 40
         with pytest.raises(InfillError, match="nucleus is a one-pass method: it takes no steps"):

@@ -55,8 +55,9 @@ def methods() -> list[dict]:
     }
     for kind in ("one-pass", "particles", "search"):  # in GROUPS order
         group, key = ("one-pass orders", None) if kind == "one-pass" else ("particles and search", kind)
-        methods = [m for m in ONE_PASS.values() if m.kind == kind]
-        rows += [_row(m.name, group, m.options(), summaries[key or m.name]) for m in methods]
+        for m in (m for m in ONE_PASS.values() if m.kind == kind):  # a registered method: its draw's docstring
+            summary = summaries.get(key or m.name) or _first(m.draw.__doc__ if m.draw else "")
+            rows.append(_row(m.name, group, m.options(), summary))
     return rows
 
 

@@ -104,10 +104,10 @@ def _tokens(result) -> list[dict]:
 
 
 def run(args) -> int:
-    from ..lm.scoring import splice
+    from ..lm.scoring import check_window, splice
 
     positive_integer("--chunk-size", args.chunk_size)
-    positive_integer("--window", args.window, MIN_SCORE_WINDOW)
+    check_window(args.window, "--window")
     if args.command == "rank":
         options = [o.strip() for item in args.options for o in item.split(",")]
         splice(args.template, options)  # checked before the model loads

@@ -84,8 +84,8 @@ class Sentence:
         return Variant(text, changed, score, len(changed) / len(self.words))
 
 
-def check_request(n, change, seed, min_words, max_words, sampler) -> RunConfig:
-    """Refuse bad arguments in one line (before a model loads); the configuration of the first round's draws."""
+def check_request(n, change, seed, min_words, max_words, sampler) -> None:
+    """Refuse bad arguments in one line (before a model loads)."""
     positive_integer("n", n)
     words.check_share(change, min_words, max_words)
     check(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0, f"seed must be >= 0, got {seed!r}")
@@ -95,7 +95,6 @@ def check_request(n, change, seed, min_words, max_words, sampler) -> RunConfig:
         method is not None and method.kind == "one-pass",
         f"augment fills with one-pass draws: sampler must be one of {', '.join(draws)}, got {sampler!r}",
     )
-    return _config(sampler, n * DRAWS, seed)
 
 
 def _config(sampler: str, draws: int, seed: int) -> RunConfig:
@@ -138,7 +137,7 @@ def augment(
             spent[i] += result.diagnostics.encoder_sequences
             for sample in result.samples:
                 variant = sentences[i].variant(sample.fills, sample.energy)
-                if variant is not None and variant.text != sentences[i].text:
+                if variant is not None:  # every word changed (Sentence.variant), so never the source
                     found[i].setdefault(variant.text, variant)
     out = [_kept(s.text, f, n, c) for s, f, c in zip(sentences, found, spent)]
     return out[0] if one else out

@@ -91,7 +91,7 @@ class Infiller:
 
     def score(self, texts: Sequence[str], mode: str = "pll", window: Optional[int] = scoring.WINDOW) -> list:
         """The PLL of whole sentences (or PLL-word-l2r, ``mode="word-l2r"``) with per-token scores; a text longer
-        than ``window`` tokens (``None``: the model's maximum) each token in the window centred on it; see
+        than the model each token in the ``window`` tokens centred on it (``None``: the model's maximum); see
         :func:`infill.lm.scoring.score`."""
         return scoring.score(self.model, self.tokenizer, texts, mode, window=window, **self._copies())
 
