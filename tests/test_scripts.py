@@ -341,6 +341,14 @@ SMOKES = [
         lambda c: (c.tmp / "report.md").is_file() or pytest.fail(),
     ),
     Smoke(
+        "default_runs",
+        [
+            ["--model", "{tiny}", "--limit", "3", "--out", "{tmp}/runs.json"],
+            ["--model", "{tiny}", "--limit", "3", "--check", "{tmp}/runs.json"],
+        ],
+        lambda c: "3 of 3 runs bit-identical" in c.out or pytest.fail(),
+    ),
+    Smoke(
         "doubled_words",
         [["templates", "--count", "2", "--templates", "{tmp}/templates.txt"]],
         lambda c: len((c.tmp / "templates.txt").read_text().splitlines()) == 2 or pytest.fail(),
