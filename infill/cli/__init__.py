@@ -45,6 +45,17 @@ def plain(doc: str) -> str:
     return doc.replace("``", "")
 
 
+def add_model_flags(parser: argparse.ArgumentParser, dtype: bool = True, chunk: Optional[str] = None) -> None:
+    """``--model`` and ``--device``, with ``--dtype`` where ``dtype`` and ``--chunk-size N`` helped by ``chunk``
+    where given."""
+    parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
+    parser.add_argument("--device", default="cpu", help="torch device (cpu)")
+    if dtype:
+        parser.add_argument("--dtype", help="float32 (default), bfloat16, float16 or auto")
+    if chunk:
+        parser.add_argument("--chunk-size", type=int, metavar="N", help=chunk)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2, as for every other bad input
         self.exit(2, f"infill: error: {message}\n")

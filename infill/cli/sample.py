@@ -21,6 +21,7 @@ from ..errors import InfillError
 from ..pipeline.config import settings
 from ..pipeline.progress import Lines
 from ..text.blanks import scan
+from . import add_model_flags
 
 HYPERPARAMETER_FLAGS = ("step_size", "adapt_steps")
 """Sampler hyperparameters with a flag of their own; ``-o KEY=VALUE`` reaches every hyperparameter."""
@@ -102,15 +103,7 @@ def _add_setting_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...], h
 
 def _add_model_and_sampler_flags(parser: argparse.ArgumentParser, helps: dict) -> None:
     """The model's flags, ``--option``, ``--quiet`` and the named sampler hyperparameters."""
-    parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
-    parser.add_argument("--device", default="cpu", help="torch device (cpu)")
-    parser.add_argument("--dtype", help="float32 (default), bfloat16, float16 or auto")
-    parser.add_argument(
-        "--chunk-size",
-        type=int,
-        metavar="N",
-        help="at most N masked copies per forward/backward pass (less memory; default: all at once)",
-    )
+    add_model_flags(parser, chunk="at most N masked copies per forward/backward pass (less memory; default: all)")
     parser.add_argument(
         "--option",
         "-o",

@@ -12,6 +12,7 @@ import sys
 
 from ..errors import InfillError, positive_integer
 from ..lm import MIN_SCORE_WINDOW, SCORE_WINDOW
+from . import add_model_flags
 from .sample import read_lines
 
 BATCH = 64  # sentences tokenized and printed together
@@ -72,16 +73,10 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         "model's maximum, that maximum); a sentence the model takes is scored whole, as minicons does",
     )
     parser.add_argument("--json", action="store_true", help="print JSONL with the per-token scores")
-    parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
-    parser.add_argument("--device", default="cpu", help="torch device (cpu)")
-    parser.add_argument("--dtype", help="float32 (default), bfloat16, float16 or auto")
-    parser.add_argument(
-        "--chunk-size",
-        type=int,
-        default=512,
-        metavar="N",
-        help="at most N masked copies per forward pass (default 512; fewer of long sentences, to bound memory)",
+    add_model_flags(
+        parser, chunk="at most N masked copies per forward pass (default 512; fewer of long sentences, to bound memory)"
     )
+    parser.set_defaults(chunk_size=512)
 
 
 def _sentences(args) -> list[tuple[str, str]]:

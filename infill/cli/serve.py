@@ -8,6 +8,7 @@ import socket
 import sys
 
 from ..errors import InfillError, check, is_integer, positive_integer
+from . import add_model_flags
 
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
@@ -18,11 +19,9 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
         "sentences and rank options) and a JSON API (POST /api/sample, /api/rewrite, /api/score, "
         "/api/rank; see docs/serve.md) over one loaded model. Runs go one at a time through a queue.",
     )
-    parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
+    add_model_flags(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    parser.add_argument("--device", default="cpu", help="torch device (cpu)")
-    parser.add_argument("--dtype", help="float32 (default), bfloat16, float16 or auto")
     parser.add_argument(
         "--queue-size",
         type=int,

@@ -1,17 +1,10 @@
-"""The Python API: ``Infiller(model).sample(template)`` fills the blanks of a template by MCMC.
+"""The Python API: ``Infiller(model).sample(template)`` fills the blanks of a template.
 
-A run goes through three stages, as the Hugging Face fill-mask pipeline does, whatever its blanks:
-
-1. :func:`~.prepare.prepare` (the tokenizer only, no model): parse the templates, build the categories a blank
-   may take, resolve each template's plan once (:mod:`~infill.pipeline.policy`: ``auto``, the budget, the
-   sampler, what choosing keeps); the CLI calls it before it loads the model;
-2. :func:`~.engine.run_batch`, one template's plan run by its kind's module (:mod:`~infill.pipeline.runs`), its
-   chains or draws one batch -> a :class:`~infill.pipeline.postprocess.Batch`;
-3. :func:`infill.pipeline.postprocess.postprocess`: candidates (for token blanks one deduplication on tensors,
-   energies only where missing), ``top``, marginals, text.
-
-Compute is counted as sequences through the encoder (``encoder_sequences``): every masked copy of every
-forward pass, and each copy again for a backward pass (see :class:`~infill.energies.masked_lm.MaskedLMEnergy`).
+A run goes through three stages, as the Hugging Face fill-mask pipeline does: :func:`~.prepare.prepare` (the
+tokenizer only: the templates parsed, each one's plan resolved by :mod:`~infill.pipeline.policy`), the run of
+each plan by its kind's module (:mod:`~.engine`, :mod:`~infill.pipeline.runs`), and
+:mod:`~infill.pipeline.postprocess` (candidates, ``top``, text). Compute is counted as sequences through the
+encoder (``encoder_sequences``; :class:`~infill.energies.masked_lm.MaskedLMEnergy`).
 """
 
 from __future__ import annotations
@@ -22,7 +15,6 @@ from typing import Callable, Iterator, Optional, Sequence, Union
 import torch
 from torch import Tensor, nn
 
-from ..constraints import check_change, source_categories
 from ..energies.conditionals import CACHE_MIB
 from ..errors import InfillError, positive_integer
 from ..lm import default_model, models, scoring
@@ -30,10 +22,9 @@ from ..text.template import Template, parse
 from ..text.vocabulary import sampleable_token_ids
 from . import engine
 from .config import REWRITE_SAMPLER, RunConfig
-from .policy import for_rewrite
 from .prepare import Prepared, prepare
 from .results import InfillResult
-from .rewrite import in_source_words, rewrite_template
+from .rewrite import rewrite
 
 OnStep = Callable[[int, int], None]
 """``on_step(done, total)``, called after every sampler step of a run; an exception raised in it ends the run."""
@@ -148,35 +139,21 @@ class Infiller:
         the diagnostics). ``progress`` shows a tqdm bar on stderr after 2 s; ``on_step(done, total)`` is called
         after every step.
         """
-        return self.sample_many(
-            [template],
-            sampler,
-            num_samples,
-            steps,
-            top,
-            seed,
-            terms=terms,
-            progress=progress,
-            on_step=on_step,
-            **options,
-        )[0]
+        settings = dict(sampler=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed, **options)
+        return self.sample_many([template], terms=terms, progress=progress, on_step=on_step, **settings)[0]
 
     def sample_many(
         self,
         templates: Sequence[str],
-        sampler: str = RunConfig.method,
-        num_samples: Optional[int] = None,
-        steps: Optional[int] = None,
-        top: Optional[int] = None,
-        seed: Optional[int] = None,
         *,
         terms: Sequence[tuple] = (),
         progress: bool = False,
         on_step: Optional[OnStep] = None,
-        **options,
+        sampler: str = RunConfig.method,
+        **settings,
     ) -> list[InfillResult]:
-        """:meth:`sample` for a list of templates, in their order."""
-        config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed, **options)
+        """:meth:`sample` for a list of templates, in their order (the same settings, as keywords)."""
+        config = RunConfig.create(method=sampler, **settings)
         return self.run(templates, config, progress=progress, on_step=on_step, terms=terms)
 
     def rewrite(
@@ -184,55 +161,36 @@ class Infiller:
         text: str,
         change: float = 0.5,
         sampler: str = REWRITE_SAMPLER,
-        num_samples: Optional[int] = None,
-        steps: Optional[int] = None,
-        top: Optional[int] = None,
-        seed: Optional[int] = None,
         *,
         terms: Sequence[tuple] = (),
         progress: bool = False,
         on_step: Optional[OnStep] = None,
-        **options,
+        **settings,
     ) -> InfillResult:
         """Diverse variants of a whole sentence: every word the model spells as one token is a blank, the
         chains start from ``text`` itself, and a closeness term, its weight calibrated by short runs of the
         chains (:func:`infill.constraints.calibrate_closeness`), keeps the expected fraction of changed words
-        near ``change``; the run goes on from where those left the chains. Other arguments as :meth:`sample`;
-        ``init`` is the source."""
-        check_change(change)
-        template, words, source = rewrite_template(text, self.tokenizer)
-        config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed, **options)
-        for_rewrite(config)
-        prepared = self.prepare([template], config, constrained=True)
-        categories = source_categories(prepared.categories, torch.tensor(source))
-        runs = self.stream(prepared, progress=progress, on_step=on_step, terms=terms, rewrite=(categories, change))
-        return in_source_words(next(runs)[1], prepared.templates[0], words, source)
+        near ``change``; the run goes on from where those left the chains. Other settings as :meth:`sample`'s,
+        as keywords; ``init`` is the source."""
+        config = RunConfig.create(method=sampler, **settings)
+        return rewrite(self, text, change, config, terms=terms, progress=progress, on_step=on_step)
 
     def augment(self, texts: Union[str, Sequence[str]], n: int = 5, change: float = 0.15, seed: int = 0, **options):
-        """``n`` distinct variants of each sentence, ``change`` of its words (rounded, within ``[min_words,
-        max_words]``, by default 1 and no most) changed: a string gives its
-        :class:`~infill.augmentation.variants.Variants` (a list of :class:`~infill.augmentation.variants.Variant`:
-        ``text``, ``edits``, ``score``, ``changed``; its ``shortfall`` says how many fewer than ``n`` it found), a
-        list one such list per sentence, in order.
-        Numbers, URLs, e-mails, ids (all capitals) and the ``protect`` words and regular expressions stay as
-        written, as does every character outside the changed words; a sentence gets the same variants for the
-        same ``seed`` in any batch. Only words the model spells as one token change. Every sentence of a call is
-        filled in one batched run of ``sampler``'s draws (default ``confident-first``;
-        :mod:`~infill.pipeline.augment`)."""
+        """``n`` distinct variants of each sentence, ``change`` of its words (at least ``min_words``, at most
+        ``max_words``) changed: a string gives its :class:`~infill.augmentation.variants.Variants` (its
+        ``shortfall``: how many fewer than ``n`` exist), a list one per sentence, in order. Numbers, URLs,
+        e-mails, ids, the ``protect`` words and patterns and every character outside the changed words stay as
+        written; a sentence gets the same variants for a ``seed`` in any batch. Every sentence is filled in one
+        batched run of ``sampler``'s draws (:mod:`~infill.pipeline.augment`)."""
         from .augment import augment
 
         return augment(self, texts, n, change, seed, **options)
 
     def run(
-        self,
-        templates: Union[Sequence[str], Prepared],
-        config: Optional[RunConfig] = None,
-        progress: bool = False,
-        on_step: Optional[OnStep] = None,
-        terms: Sequence[tuple] = (),
+        self, templates: Union[Sequence[str], Prepared], config: Optional[RunConfig] = None, **keywords
     ) -> list[InfillResult]:
-        """Every result of :meth:`stream`, in the templates' order."""
-        return [result for _, result in self.stream(templates, config, progress, on_step, terms)]
+        """Every result of :meth:`stream` (``keywords``: its own), in the templates' order."""
+        return [result for _, result in self.stream(templates, config, **keywords)]
 
     def stream(
         self,

@@ -8,10 +8,13 @@ import re
 
 import torch
 
+from ..constraints import check_change, source_categories
 from ..errors import InfillError
 from ..text.blanks import quote
 from ..text.template import Template
 from ..text.vocabulary import spelled
+from .config import RunConfig
+from .policy import for_rewrite
 from .results import InfillResult
 
 WORD = re.compile(r"(?<![\w'’])\w+(?![\w'’])")  # a word that rewrite may change
@@ -53,3 +56,15 @@ def in_source_words(result: InfillResult, template: Template, words: list[str], 
         ]
         samples.append(dataclasses.replace(sample, text=template.splice(fills), fills=fills))
     return dataclasses.replace(result, samples=samples)
+
+
+def rewrite(infiller, text: str, change: float, config: RunConfig, **run) -> InfillResult:
+    """:meth:`~infill.pipeline.infiller.Infiller.rewrite` of ``text`` under ``config`` on ``infiller``, ``run``
+    the keywords of its :meth:`~infill.pipeline.infiller.Infiller.stream` (``terms``, ``progress``, ``on_step``)."""
+    check_change(change)
+    template, words, source = rewrite_template(text, infiller.tokenizer)
+    for_rewrite(config)
+    prepared = infiller.prepare([template], config, constrained=True)
+    categories = source_categories(prepared.categories, torch.tensor(source))
+    result = next(infiller.stream(prepared, rewrite=(categories, change), **run))[1]
+    return in_source_words(result, prepared.templates[0], words, source)
