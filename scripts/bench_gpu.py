@@ -619,19 +619,9 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=40, help="templates in the one call (default 40)")
     parser.add_argument("--batch-repeats", type=int, default=2)
     parser.add_argument("--min-bare-seconds", type=float, default=0.5, help="each bare rate runs at least this long")
-    parser.add_argument(
-        "--bf16",
-        choices=("auto", "on", "off"),
-        default="auto",
-        help="auto: only where native; on: also where emulated (to test the path)",
-    )
+    parser.add_argument("--bf16", choices=("auto", "on", "off"), default="auto", help="on: also where emulated")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument(
-        "--slack",
-        type=float,
-        default=0.2,
-        help="a row is quiet when others left each thread a core, less this much (default 0.2)",
-    )
+    parser.add_argument("--slack", type=float, default=0.2, help="a quiet row's share of a core a thread may lack")
     parser.add_argument("--out", type=Path, help="OUT.json and OUT.md (default eval/bench-gpu/<device>-<model>)")
     parser.add_argument("--markdown-only", action="store_true", help="re-summarize OUT.json's rows, rewrite both")
     parser.add_argument(

@@ -44,6 +44,7 @@ from scripts.harness import (
     TARGETS,
     TOP,
     Rows,
+    against_order,
     load_half,
     load_infiller,
     log,
@@ -51,6 +52,7 @@ from scripts.harness import (
     metrics,
     run_key,
     summary,
+    task_row,
 )
 
 ORDERS = ("independent", "left-to-right", "confident-first", "random-order")
@@ -192,15 +194,7 @@ def run_group(infiller, group: dict, phase: str, runs: Rows) -> None:
     """The group's candidates, then its orders matched to the reference's sequences: each row not yet run is
     run and appended."""
     task, seed, scale = group["task"], group["seed"], group["scale"]
-    base = {
-        "phase": phase,
-        "id": task["id"],
-        "regime": task["regime"],
-        "blanks": len(task["removed"]),
-        "removed": task["removed"],
-        "seed": seed,
-        "scale": scale,
-    }
+    base = {**task_row(phase, task, seed), "scale": scale}
     have = {
         row["row"]: row for row in runs.read() if (row["phase"], row["id"], row["seed"]) == (phase, task["id"], seed)
     }
@@ -262,7 +256,6 @@ def compare(ours: list[dict], order: list[dict]) -> dict:
         per_template.setdefault(k[0], []).append(ma[k]["pll"] - mb[k]["pll"])
     t_h, t_l, t_s = tally([statistics.fmean(v) for v in per_template.values()])
     r_h, r_l, r_s = tally([ma[k]["pll"] - mb[k]["pll"] for k in keys])
-    sa, sb = summary([a[k] for k in keys]), summary([b[k] for k in keys])
     result = {
         "runs": len(keys),
         "templates": len(per_template),
@@ -272,21 +265,7 @@ def compare(ours: list[dict], order: list[dict]) -> dict:
         "run_higher": r_h,
         "run_lower": r_l,
         "run_same": r_s,
-        "win_share": t_h / (t_h + t_l) if t_h + t_l else None,
-        "pll": sa["pll"],
-        "order_pll": sb["pll"],
-        "self_bleu": sa["self_bleu"],
-        "order_self_bleu": sb["self_bleu"],
-        "accuracy": sa["accuracy"],
-        "order_accuracy": sb["accuracy"],
-        "sequence_ratio": statistics.fmean(ma[k]["sequences"] / mb[k]["sequences"] for k in keys),
-        "wall_ratio": sa["wall_per_sequence"] / sb["wall_per_sequence"],
-    }
-    result["targets"] = {
-        "wins": result["win_share"] is not None and result["win_share"] >= TARGETS["wins"],
-        "self_bleu": result["self_bleu"] <= result["order_self_bleu"] + TARGETS["self_bleu"],
-        "accuracy": result["accuracy"] >= result["order_accuracy"] + TARGETS["accuracy"],
-        "wall": result["wall_ratio"] <= TARGETS["wall"],
+        **against_order(keys, a, b, ma, mb, (t_h, t_l)),
     }
     result["met"] = sum(result["targets"].values())
     return result

@@ -111,6 +111,19 @@ def run_key(row: dict) -> tuple:
     return row["phase"], row["id"], f"seed{row['seed']}", f"{slug(row['row'])}.json"
 
 
+def task_row(phase: str, task: dict, seed: int) -> dict:
+    """The fields a run's row opens with: its phase, the task's id, regime, blank count and removed words, the
+    seed."""
+    return {
+        "phase": phase,
+        "id": task["id"],
+        "regime": task["regime"],
+        "blanks": len(task["removed"]),
+        "removed": task["removed"],
+        "seed": seed,
+    }
+
+
 def fill(template: str, fills: list[str]) -> str:
     """The template's whitespace tokens with its ``[MASK]`` tokens replaced by ``fills`` in order."""
     it = iter(fills)
@@ -193,6 +206,31 @@ def paired(ours: list[dict], order: list[dict], metrics) -> tuple:
     return keys, a, b, ma, mb, sum(x > SAME for x in diffs), sum(x < -SAME for x in diffs)
 
 
+def against_order(keys: list, a: dict, b: dict, ma: dict, mb: dict, wins: tuple[int, int]) -> dict:
+    """Our runs ``a`` beside the order's ``b`` on the pairs ``keys`` (``ma``, ``mb``: their metrics), ``wins``
+    the (higher, lower) count the win share is taken from: the win share, each side's mean PLL, self-BLEU and
+    accuracy, the sequence and wall ratios, and which of :data:`TARGETS` they meet."""
+    sa, sb = summary([a[k] for k in keys]), summary([b[k] for k in keys])
+    out = {"win_share": wins[0] / sum(wins) if sum(wins) else None}
+    for name in ("pll", "self_bleu", "accuracy"):
+        out |= {name: sa[name], f"order_{name}": sb[name]}
+    out["sequence_ratio"] = statistics.fmean(ma[k]["sequences"] / mb[k]["sequences"] for k in keys)
+    out["wall_ratio"] = sa["wall_per_sequence"] / sb["wall_per_sequence"]
+    out["targets"] = {
+        "wins": (out["win_share"] or 0) >= TARGETS["wins"],
+        "self_bleu": out["self_bleu"] <= out["order_self_bleu"] + TARGETS["self_bleu"],
+        "accuracy": out["accuracy"] >= out["order_accuracy"] + TARGETS["accuracy"],
+        "wall": out["wall_ratio"] <= TARGETS["wall"],
+    }
+    return out
+
+
+def compare_runs(ours: list[dict], order: list[dict]) -> dict:
+    """Our runs against the order's, run by run (:func:`paired`, :func:`against_order`)."""
+    keys, a, b, ma, mb, higher, lower = paired(ours, order, metrics)
+    return {"pairs": len(keys), "higher": higher, "lower": lower, **against_order(keys, a, b, ma, mb, (higher, lower))}
+
+
 # ---------------------------------------------------------------- templates from the bert-gen corpora
 
 CORPUS_FILES = {"wt103": "wiki103.5k.txt", "tbc": "tbc.5k.txt"}
@@ -238,6 +276,13 @@ def median_range(values: Iterable[float]) -> dict:
     """Median, min and max of timings (or ratios), and the values."""
     values = list(values)
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": values}
+
+
+def versions() -> str:
+    """torch's and transformers' versions, for a report's first lines."""
+    from infill.pipeline.signature import library_versions
+
+    return ", ".join(f"{k} {v}" for k, v in library_versions(("torch", "transformers")).items())
 
 
 def cpu_model() -> str:

@@ -26,24 +26,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 
 from scripts.harness import (
     DEV_MODEL,
     ROOT,
-    TARGETS,
     TOP,
     Rows,
+    compare_runs,
     load_half,
     load_infiller,
     log,
     measure,
-    metrics,
-    paired,
     parse,
     run_key,
-    summary,
+    task_row,
 )
 
 REGIMES = {"2-4": range(2, 5), "6-7": range(6, 8), "8-10": range(8, 11)}
@@ -83,16 +80,7 @@ def run_group(infiller, phase: str, task: dict, seed: int, rows: list[str]) -> N
 
     d = len(task["removed"])
     done = RUNS.done()
-    base = {
-        "phase": phase,
-        "id": task["id"],
-        "regime": task["regime"],
-        "blanks": d,
-        "removed": task["removed"],
-        "seed": seed,
-        "scale": 1.0,
-        "ratio": 1.0,
-    }
+    base = {**task_row(phase, task, seed), "scale": 1.0, "ratio": 1.0}
     budget = BUDGET_PER_BLANK * d
     for row in rows + [ORDER]:
         if run_key({"phase": phase, "id": task["id"], "seed": seed, "row": row}) in done:
@@ -106,32 +94,6 @@ def run_group(infiller, phase: str, task: dict, seed: int, rows: list[str]) -> N
             record = {**measure(infiller, task, seed, budget=budget, **parse(row)), "kind": "candidate"}
         RUNS.append({**base, "row": row, **record})
         log(f"{phase} {task['id']} s{seed} {row}: {record['encoder_sequences']} seqs {record['seconds']:.1f}s")
-
-
-def compare(ours: list[dict], order: list[dict]) -> dict:
-    keys, a, b, ma, mb, higher, lower = paired(ours, order, metrics)
-    sa, sb = summary([a[k] for k in keys]), summary([b[k] for k in keys])
-    out = {
-        "pairs": len(keys),
-        "higher": higher,
-        "lower": lower,
-        "win_share": higher / (higher + lower) if higher + lower else None,
-        "pll": sa["pll"],
-        "order_pll": sb["pll"],
-        "self_bleu": sa["self_bleu"],
-        "order_self_bleu": sb["self_bleu"],
-        "accuracy": sa["accuracy"],
-        "order_accuracy": sb["accuracy"],
-        "sequence_ratio": statistics.fmean(ma[k]["sequences"] / mb[k]["sequences"] for k in keys),
-        "wall_ratio": sa["wall_per_sequence"] / sb["wall_per_sequence"],
-    }
-    out["targets"] = {
-        "wins": (out["win_share"] or 0) >= TARGETS["wins"],
-        "self_bleu": out["self_bleu"] <= out["order_self_bleu"] + TARGETS["self_bleu"],
-        "accuracy": out["accuracy"] >= out["order_accuracy"] + TARGETS["accuracy"],
-        "wall": out["wall_ratio"] <= TARGETS["wall"],
-    }
-    return out
 
 
 def report() -> None:
@@ -188,7 +150,7 @@ def table(lines: list[str], result: dict, title: str, against: str, pairs: dict)
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key, (name, ours, order) in pairs.items():
-        c = result[key] = compare(ours, order)
+        c = result[key] = compare_runs(ours, order)
         share = "-" if c["win_share"] is None else f"{100 * c['win_share']:.0f}%"
         lines.append(
             f"| `{name}` | {c['pairs']} | {c['higher']} / {c['lower']} | {share} | "

@@ -427,11 +427,7 @@ def run_api_batch(infiller, rows: list[dict], label: str, **options) -> dict:
             "single": texts_or_error(single, single_error),
             "batched": {"error": error} if error else texts_or_error(batched[k], None),
         }
-        pair["identical"] = (
-            "texts" in pair["single"]
-            and "texts" in pair["batched"]
-            and pair["single"]["texts"] == pair["batched"]["texts"]
-        )
+        pair["identical"] = identical(pair)
         pairs.append(pair)
         log(
             f"[{label} {k + 1}/{len(rows)}] {row['id']}: "
@@ -514,11 +510,7 @@ def run_cli_batch(rows: list[dict], model: str) -> dict:
             if batched is not None and len(batched) == len(rows)
             else {"error": {"returncode": whole.returncode, "stderr": whole.stderr.strip().splitlines()[-3:]}},
         }
-        pair["identical"] = (
-            "texts" in pair["single"]
-            and "texts" in pair["batched"]
-            and pair["single"]["texts"] == pair["batched"]["texts"]
-        )
+        pair["identical"] = identical(pair)
         pairs.append(pair)
         log(
             f"[cli {k + 1}/{len(rows)}] {row['id']}: {'identical' if pair['identical'] else 'DIFFERENT/ERROR'}, "
@@ -643,62 +635,59 @@ def signature(args, threads: int) -> dict:
     }
 
 
+def identical(pair: dict) -> bool:
+    """Whether a pair's single and batched runs both gave texts, the same."""
+    return (
+        "texts" in pair["single"] and "texts" in pair["batched"] and pair["single"]["texts"] == pair["batched"]["texts"]
+    )
+
+
 def mark(met: Optional[bool]) -> str:
     return "see tests" if met is None else "met" if met else "**missed**"
 
 
+def _measured(key: str, part: dict) -> str:
+    """What the report says was measured for the target ``key``."""
+    if key == "include":
+        share = "-" if part["share"] is None else f"{100 * part['share']:.1f}%"
+        return (
+            f"{share} ({part['held']} of {part['returned']} fillings, {part['templates']} templates); "
+            f"{part['errors']} errors"
+        )
+    if key == "budget":
+        return (
+            f"{part['violations']} violations in {part['runs']} runs on {len(part['templates'])} templates "
+            f"({part['refused']} refused)"
+        )
+    if key == "huge":
+        return f"{part['outcome']}; peak RSS {part['peak_rss_gb']:.2f} GB; {part['seconds']:.0f}s"
+    raised = ", batched call raised" if part.get("batch_error") else ""
+    return f"{part['identical']} of {part['templates']} identical ({part['errors']} with errors{raised})"
+
+
+TARGET_ROWS = {
+    "include": (
+        "held-out include under the default (6 blanks, top 5)",
+        ">= 95% of returned fillings hold the word; 0 errors",
+    ),
+    "budget": (
+        "encoder_sequences <= budget",
+        "every run within its budget, or refused by one InfillError line",
+    ),
+    "huge": (
+        "--budget 10^9 through the CLI (7 blanks)",
+        "one stderr line and non-zero exit, or success; peak RSS < 3 GB",
+    ),
+    "batch_api": ("sample_many == sample, same seed", "identical texts on every template"),
+    "batch_include": ("sample_many == sample with include", "identical texts on every template"),
+    "batch_cli": ("infill sample -f FILE == one call per line", "identical texts on every template"),
+}
+"""Each measured target's name and goal, in the report's order."""
+
+
 def target_rows(results: dict) -> list[tuple[str, str, str, Optional[bool]]]:
     """``(target, goal, measured, met)`` per target measured."""
-    rows = []
-    inc = results.get("include")
-    if inc:
-        share = "-" if inc["share"] is None else f"{100 * inc['share']:.1f}%"
-        rows.append(
-            (
-                "held-out include under the default (6 blanks, top 5)",
-                ">= 95% of returned fillings hold the word; 0 errors",
-                f"{share} ({inc['held']} of {inc['returned']} fillings, {inc['templates']} templates); "
-                f"{inc['errors']} errors",
-                inc["met"],
-            )
-        )
-    bud = results.get("budget")
-    if bud:
-        rows.append(
-            (
-                "encoder_sequences <= budget",
-                "every run within its budget, or refused by one InfillError line",
-                f"{bud['violations']} violations in {bud['runs']} runs on {len(bud['templates'])} templates "
-                f"({bud['refused']} refused)",
-                bud["met"],
-            )
-        )
-    huge = results.get("huge")
-    if huge:
-        rows.append(
-            (
-                "--budget 10^9 through the CLI (7 blanks)",
-                "one stderr line and non-zero exit, or success; peak RSS < 3 GB",
-                f"{huge['outcome']}; peak RSS {huge['peak_rss_gb']:.2f} GB; {huge['seconds']:.0f}s",
-                huge["met"],
-            )
-        )
-    for key, name in (
-        ("batch_api", "sample_many == sample, same seed"),
-        ("batch_include", "sample_many == sample with include"),
-        ("batch_cli", "infill sample -f FILE == one call per line"),
-    ):
-        part = results.get(key)
-        if part:
-            rows.append(
-                (
-                    name,
-                    "identical texts on every template",
-                    f"{part['identical']} of {part['templates']} identical ({part['errors']} with errors"
-                    f"{', batched call raised' if part.get('batch_error') else ''})",
-                    part["met"],
-                )
-            )
+    rows = [(*TARGET_ROWS[k], _measured(k, results[k]), results[k]["met"]) for k in TARGET_ROWS if results.get(k)]
     rows.append(
         (
             "bad inputs give one clear line",
@@ -859,47 +848,24 @@ def main() -> None:
         metavar="N|all",
         help="budget grid: templates, taken in turn from the regimes, or all (default %(default)s)",
     )
-    parser.add_argument(
-        "--batch-templates",
-        default=DEFAULTS["batch"],
-        metavar="N|all",
-        help="sample_many vs sample: templates (default %(default)s)",
-    )
-    parser.add_argument(
-        "--include-batch-templates",
-        default=DEFAULTS["include_batch"],
-        metavar="N|all",
-        help="the same with include: templates (default %(default)s)",
-    )
+    for flag, key, what in (
+        ("--batch-templates", "batch", "sample_many vs sample"),
+        ("--include-batch-templates", "include_batch", "the same with include"),
+        ("--cli-templates", "cli", "infill sample -f vs one call per line"),
+    ):
+        parser.add_argument(
+            flag, default=DEFAULTS[key], metavar="N|all", help=f"{what}: templates (default %(default)s)"
+        )
     parser.add_argument("--batch-word", default="the", help="the include word of that comparison")
-    parser.add_argument(
-        "--cli-templates",
-        default=DEFAULTS["cli"],
-        metavar="N|all",
-        help="infill sample -f vs one call per line: templates (default %(default)s)",
-    )
     parser.add_argument("--all", action="store_true", help="every template for every selection")
     parser.add_argument(
         "--limit", type=int, help="at most N templates in every selection, the include target's too (a smoke test)"
     )
     parser.add_argument(
-        "--huge-timeout",
-        type=float,
-        default=300.0,
-        help="seconds before the 10^9-budget command is killed (default %(default)s)",
+        "--huge-timeout", type=float, default=300.0, help="seconds before the 10^9-budget run is killed"
     )
-    parser.add_argument(
-        "--huge-memory-limit-gb",
-        type=float,
-        default=8.0,
-        help="its address-space limit, a safety net (default %(default)s)",
-    )
-    parser.add_argument(
-        "--retries",
-        type=int,
-        default=2,
-        help="retries (a minute apart) of the model's loading while infill/ is mid-edit",
-    )
+    parser.add_argument("--huge-memory-limit-gb", type=float, default=8.0, help="its address-space limit, a safety net")
+    parser.add_argument("--retries", type=int, default=2, help="retries, a minute apart, of loading the model mid-edit")
     args = parser.parse_args()
     args.suite = args.suite.resolve()
 

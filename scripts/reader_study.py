@@ -37,7 +37,7 @@ import statistics
 import sys
 import time
 
-from scripts.harness import ROOT, TARGETS, TOP, Rows, fill, load_half, log, paired, parse, run_key
+from scripts.harness import ROOT, TARGETS, TOP, Rows, fill, load_half, log, paired, parse, run_key, task_row
 
 REGIMES = {"2": (2,), "3": (3,), "4": (4,), "5": (5,), "6-7": (6, 7), "8-10": (8, 9, 10), "11-16": tuple(range(11, 17))}
 ORDERS = ("confident-first", "left-to-right", "random-order")
@@ -222,12 +222,7 @@ def execute(phase: str, tasks: list[dict], seeds: list[int], rows: dict, shard: 
             if (phase, task["id"], seed, spec) in done:
                 continue
             record = {
-                "phase": phase,
-                "id": task["id"],
-                "regime": task["regime"],
-                "blanks": len(task["removed"]),
-                "removed": task["removed"],
-                "seed": seed,
+                **task_row(phase, task, seed),
                 "row": spec,
                 **run(infiller, task, seed, spec),
             }

@@ -52,6 +52,8 @@ from pathlib import Path
 
 import torch
 
+from scripts.harness import versions as harness_versions
+
 KEYS = ("exact", "error", "recovered", "recall", "bleu", "energy", "sentence", "self_bleu", "seconds", "sequences")
 ROWS = ("default", "l2r-reranked", "mask-predict", "oracle", "fixed-1", "fixed-2", "per-length", "token-1")
 WORD = re.compile(r"^[A-Za-z0-9]+$")
@@ -447,10 +449,8 @@ def table_lines(table: dict) -> list[str]:
 
 
 def write_report(out: Path, done: list[dict], args, planned: int) -> None:
-    from infill.pipeline.signature import library_versions
-
     table, c = summarise(done)
-    versions = ", ".join(f"{k} {v}" for k, v in library_versions(("torch", "transformers")).items())
+    versions = harness_versions()
     lines = [
         "# Blanks of any length: the benchmark",
         "",

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import torch
 
+from scripts.harness import versions as harness_versions
+
 FORMS = [(scoring, window) for scoring in ("pll", "word-l2r") for window in (None, 0, 1, 2, 4)]
 BONUSES = [round(0.25 * i, 2) for i in range(-8, 33)]  # -2 .. 8 nats per word
 WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9'.-]*$")
@@ -211,10 +213,8 @@ def sampler_run(model, tokenizer, categories, rows: list[dict], method: str, opt
 
 
 def write(path: Path, args, rows, table, fixed, seconds: float, runs: list[dict]) -> None:
-    from infill.pipeline.signature import library_versions
-
     counts = [sum(r["true"] == n for r in rows) for n in range(1, 5)]
-    versions = ", ".join(f"{k} {v}" for k, v in library_versions(("torch", "transformers")).items())
+    versions = harness_versions()
     lines = [
         "# Span energy calibration",
         "",
