@@ -326,7 +326,9 @@ def test_fill_iterable_under_torchrun_gives_every_rank_every_result(tmp_path, ti
     )
     assert done.returncode == 0, done.stderr[-2000:]
     templates = [f"the {w} [MASK] near the [MASK] ." for w in WORDS] * 3
-    expected = [r.texts for r in Infiller(str(tiny_model_dir)).sample_many(templates, sampler="independent", top=2, seed=0)]
+    expected = [
+        r.texts for r in Infiller(str(tiny_model_dir)).sample_many(templates, sampler="independent", top=2, seed=0)
+    ]
     assert [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)] == [expected, expected]
 
 
