@@ -1,14 +1,14 @@
 """Text infilling by MCMC and particles over a masked LM's tokens: ``infill.Infiller(model).sample("The [MASK] sat.")``;
 ``infill.pipeline(model=...)`` is the joint fill-mask pipeline (:mod:`infill.pipeline.fill_mask`);
-``infill.augment(texts, n=5)`` variants of sentences for training data (:mod:`infill.pipeline.augment`).
+``infill.augment(texts, n=5)`` variants of sentences for training data (:mod:`infill.pipeline.augment`), and
+``infill.AugmentBatches`` the same over a dataset's batches (``datasets``, Ray Data).
 
-``Infiller``, ``InfillResult``, ``pipeline`` and ``augment`` are imported on first use, so ``import infill``
-stays light.
+Each name is imported on first use, so ``import infill`` stays light.
 """
 
 from __future__ import annotations
 
-__all__ = ["Infiller", "InfillResult", "augment", "pipeline"]
+__all__ = ["AugmentBatches", "Infiller", "InfillResult", "augment", "pipeline"]
 
 
 def __getattr__(name: str):
@@ -24,6 +24,10 @@ def __getattr__(name: str):
         from .pipeline.augment_texts import augment_texts
 
         return augment_texts
+    if name == "AugmentBatches":
+        from .pipeline.augment_batches import AugmentBatches
+
+        return AugmentBatches
     if name == "pipeline":  # the package, callable (infill/pipeline/__init__.py)
         import importlib
 

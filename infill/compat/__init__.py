@@ -1,0 +1,1 @@
+"""Drop-in classes for users of other augmentation libraries (:mod:`.nlpaug`)."""
