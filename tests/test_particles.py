@@ -180,7 +180,7 @@ def test_diversity_sets_how_far_the_diverse_pick_reaches(infiller):
 def test_a_named_diversity_reaches_every_candidate(dev_model_path, monkeypatch):
     """With a pool of only the ``top`` best, decode diverse keeps those; a diversity named reaches every
     candidate, for fillings that differ in more blanks (the dev MLM: its likely fillings share words)."""
-    monkeypatch.setattr("infill.pipeline.choose.DIVERSE_POOL", 1)
+    monkeypatch.setattr("infill.pipeline.policy.DIVERSE_POOL", 1)
     dev = Infiller(model=str(dev_model_path))
     settings = dict(top=3, budget=200, seed=0, tilt=2.0)
 
