@@ -139,7 +139,8 @@ def replay(run: dict, share: float | None = None, margin: float | None = None, p
     ``DIVERSE_POOL x 5``), spread at ``margin`` nats or at ``share`` of the pool's PLL range; its metrics."""
     import torch
 
-    from infill.pipeline.choose import DIVERSE_POOL, spread
+    from infill.pipeline.choose import spread
+    from infill.pipeline.policy import DIVERSE_POOL
 
     pool = pool or DIVERSE_POOL * TOP
     fresh_first = share is not None  # as pick does: with a share, the pool is the best fresh candidates

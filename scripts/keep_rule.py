@@ -35,8 +35,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from infill.pipeline.choose import DIVERSE_POOL
 from infill.pipeline.config import AUTO_SPREAD
+from infill.pipeline.policy import DIVERSE_POOL
 from scripts import auto_rule
 from scripts.auto_rule import measures
 from scripts.harness import ROOT, TOP, Rows, fill, load_half, log

@@ -128,7 +128,7 @@ def test_the_round_floor_follows_the_runs_not_the_share():
     """One switch: a round of one run has the floor, a round split into independent runs has none, whoever set
     them (``auto`` past the whole range with a named diversity, or a named ``smc``)."""
     spread = resolve(RunConfig.create(top=5, diversity=3.0), Template(12))
-    assert spread.config.options["run_size"] == spread.config.num_samples // 5 and spread.spend.least_round == 1
+    assert spread.settings.options["run_size"] == spread.settings.num_samples // 5 and spread.spend.least_round == 1
     named = RunConfig.create(method="smc", top=5, budget=400)
     assert resolve(named, Template(4)).spend.least_round == 5
     runs = RunConfig.create(method="smc", top=5, budget=400, options={"run_size": 4})
@@ -258,8 +258,8 @@ def test_the_rule_is_the_one_its_study_chose():
     """The constants are those ``scripts/auto_rule.py tune`` chose on the tuning half (``eval/auto-rule-minilm``)."""
     from pathlib import Path
 
-    from infill.pipeline.choose import DIVERSE_POOL
     from infill.pipeline.config import AUTO_PARTICLES, AUTO_SEARCH_VALUES
+    from infill.pipeline.policy import DIVERSE_POOL
 
     tune = Path(__file__).parents[1] / "eval" / "auto-rule-minilm" / "tune.md"
     chosen = next(line for line in tune.read_text().splitlines() if line.startswith("Chosen: "))

@@ -21,6 +21,7 @@ from infill.onepass.particles import SMC, effective_size, smc, systematic
 from infill.pipeline import one_pass
 from infill.pipeline.choose import spread
 from infill.pipeline.config import SAMPLES
+from infill.pipeline.policy import Spend
 
 D, K = 3, 4
 RUNS = 20_000
@@ -151,7 +152,7 @@ def test_a_round_bringing_fewer_new_fillings_than_the_floor_is_the_last(least, r
 
     energy = SimpleNamespace(num_blanks=2, meter=SimpleNamespace(limit=10_000, spent=0))
     config = SimpleNamespace(method="confident-first", one_pass=ONE_PASS["confident-first"], options={}, num_samples=8)
-    plan = SimpleNamespace(config=config, spend=SimpleNamespace(limit=10_000, least_round=least))
+    plan = SimpleNamespace(settings=config, spend=Spend(limit=10_000, least_round=least))
     x, values = one_pass._to_budget(energy, plan, method)
     assert len(drawn) == rounds and torch.equal(values, -x[:, 0].float())
 
@@ -180,7 +181,7 @@ def test_diversity_sets_how_far_the_diverse_pick_reaches(infiller):
 def test_a_named_diversity_reaches_every_candidate(dev_model_path, monkeypatch):
     """With a pool of only the ``top`` best, decode diverse keeps those; a diversity named reaches every
     candidate, for fillings that differ in more blanks (the dev MLM: its likely fillings share words)."""
-    monkeypatch.setattr("infill.pipeline.choose.DIVERSE_POOL", 1)
+    monkeypatch.setattr("infill.pipeline.policy.DIVERSE_POOL", 1)
     dev = Infiller(model=str(dev_model_path))
     settings = dict(top=3, budget=200, seed=0, tilt=2.0)
 

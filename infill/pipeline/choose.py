@@ -9,10 +9,10 @@ distinct candidates whose energy the run did not compute (plain ``gibbs`` never 
 among the best: the terms the cache of conditionals holds bound a candidate's PLL from above (the others are
 at most 0), so one bounded below the ``top``-th PLL found is left unscored (NaN). ``top`` keeps the best
 distinct ones (ties to the smaller category indices, so the choice never depends on the chains' order), with
-``decode="diverse"`` chosen by :func:`spread` among the :data:`DIVERSE_POOL` x ``top`` best (every candidate
-where the run names a ``diversity``) at the plan's diversity: nats, or a share of those candidates' range. With
-chains in a lower precision the :data:`FINALISTS` x ``top`` best are re-scored in float32 and ranked by it. With
-include words, a filling that lacks one is never chosen.
+``decode="diverse"`` chosen by :func:`spread` among the plan's pool of the best (:class:`~.policy.Keep`; every
+candidate where the run names a ``diversity``) at the plan's diversity: nats, or a share of those candidates'
+range. With chains in a lower precision the plan's finalists of those are re-scored in float32 and ranked by it.
+With include words, a filling that lacks one is never chosen.
 """
 
 from __future__ import annotations
@@ -35,11 +35,6 @@ from ..text.repeats import Repeats
 RESCORE_COPIES = 512  # masked copies per forward pass when re-scoring candidates
 BOUND_SLACK = 1e-4
 """Rounding allowed for when a bound rules a candidate out (a bound sums fewer terms, in another order)."""
-FINALISTS = 2
-"""With chains in bfloat16, ``top=k`` re-scores the ``FINALISTS * k`` best candidates in float32 and keeps
-the ``k`` best of those."""
-DIVERSE_POOL = 4
-"""``decode="diverse"`` keeps ``top=k`` fillings among the ``DIVERSE_POOL * k`` best candidates."""
 DIVERSE_MARGIN = 1.0
 """``decode="diverse"``: candidates within this many nats of the best one not yet kept are comparable (the
 run's ``diversity`` where it sets one)."""
@@ -109,7 +104,7 @@ def score(batch, unique: Tensor, values: Tensor, held: Optional[Tensor], bar) ->
     pool = _pool(keep, len(unique), batch.float32 is None)
     with energy.meter.holding(batch.plan.spend.float32):
         if target is energy:
-            _fill_top(energy, unique, values, pool * (1 if batch.float32 is None else FINALISTS), bar)
+            _fill_top(energy, unique, values, pool * (1 if batch.float32 is None else keep.finalists), bar)
         else:
             _fill_missing(target, unique, values, bar, energy.category_ids.device, held)
     return values
@@ -130,7 +125,7 @@ def pick(
         best = best[held[best]]
     ranked, exact, pool = values[best], None, _pool(keep, len(unique), batch.float32 is None)
     if batch.float32 is not None and batch.target is batch.energy:
-        best = best[: FINALISTS * pool]
+        best = best[: keep.finalists * pool]
         ranked, by = torch.sort(plls_of(batch.float32, unique[best]), descending=True, stable=True)
         best = best[by]
     if keep.decode == "diverse" and len(best):
@@ -174,8 +169,7 @@ def _pool(keep, distinct_rows: int, float32: bool) -> int:
     float32)."""
     if keep.decode == "diverse" and keep.every:
         return max(keep.top, distinct_rows)
-    pool = keep.top * (DIVERSE_POOL if keep.decode == "diverse" else 1)
-    return max(pool, distinct_rows) if keep.diversity is not None and float32 else pool
+    return max(keep.ranked, distinct_rows) if keep.diversity is not None and float32 else keep.ranked
 
 
 def _include(target) -> Optional[Include]:

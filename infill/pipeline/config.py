@@ -77,6 +77,10 @@ AUTO_CHAIN_BLANKS = 4
 many blank tokens, :data:`AUTO_ORDER`'s draws in one pass above (``eval/default-minilm``)."""
 AUTO_ORDER = "confident-first"
 """``auto``'s one-pass order above :data:`AUTO_CHAIN_BLANKS` blank tokens without ``top`` (every draw a sample)."""
+AUTO_EXACT = {"samples": "independent", "best": "argmax"}
+"""``auto`` on one blank token without terms, where the PLL is the masked LM's one conditional and one pass is
+exact: independent draws (every draw a sample), or with ``top`` the ``top`` most likely tokens (``argmax``, whose
+draws on one blank are those tokens, so a budget sets no rounds of them)."""
 AUTO_BUDGET_PER_BLANK = 100
 """``auto``'s default budget: encoder sequences per blank token."""
 MAX_DRAWS = 1 << 20
@@ -131,8 +135,67 @@ below left-to-right draws re-ranked at equal encoder sequences on most tasks; at
 (``eval/spans-minilm``)."""
 
 
+class MethodSettings:
+    """What the request (:class:`RunConfig`) and a plan's resolved settings (:class:`~.policy.Settings`) derive
+    from their fields ``method``, ``options``, ``steps``, ``temperature``, ``anneal_from`` and ``target``."""
+
+    @property
+    def token_temperature(self) -> float:
+        """The temperature of templates with token blanks only: ``temperature``, by default 1."""
+        return 1.0 if self.temperature is None else self.temperature
+
+    @property
+    def span_temperature(self) -> float:
+        """The temperature of templates with word blanks: ``temperature``, by default :data:`SPAN_TEMPERATURE`."""
+        return SPAN_TEMPERATURE if self.temperature is None else self.temperature
+
+    @property
+    def mask_repeats(self) -> bool:
+        """Whether the energy over token blanks is the repeat-masked PLL."""
+        return self.target == "repeat-masked"
+
+    @property
+    def one_pass(self) -> Optional[OnePass]:
+        """The one-pass method named (None: a sampler or ``auto``)."""
+        return ONE_PASS.get(self.method) if isinstance(self.method, str) else None
+
+    @property
+    def is_baseline(self) -> bool:
+        """Whether the method is a one-pass method."""
+        return self.one_pass is not None
+
+    @property
+    def is_auto(self) -> bool:
+        """Whether the method is :data:`AUTO`, which picks a run by the blanks (:mod:`.policy`)."""
+        return self.method == AUTO
+
+    def check_annealing(self, temperature: float) -> None:
+        """Refuse, in one line, an ``anneal_from`` that does not anneal down to ``temperature`` over at least 4
+        steps of an MCMC sampler."""
+        if self.anneal_from is None:
+            return
+        if self.anneal_from <= temperature:
+            raise InfillError(f"anneal_from ({self.anneal_from}) must be above the temperature ({temperature:g})")
+        if self.is_baseline or self.steps < 4:
+            raise InfillError("anneal_from needs an MCMC sampler and at least 4 steps")
+
+    def annealing_schedule(self) -> list[tuple[float, int]]:
+        """``(temperature, steps)`` stages of the run: without ``anneal_from`` one stage; with it, the first
+        half of the steps in up to 4 equal stages at temperatures spaced geometrically from ``anneal_from``
+        toward ``temperature`` (each stage a fresh run from the last one's final state, so no cached
+        energy is stale), then the rest at ``temperature``. Only the last stage's states are candidates."""
+        if self.anneal_from is None:
+            return [(self.token_temperature, self.steps)]
+        stages = min(4, self.steps // 2)
+        ratio = (self.token_temperature / self.anneal_from) ** (1 / stages)
+        length = self.steps // 2 // stages
+        return [(self.anneal_from * ratio**k, length) for k in range(stages)] + [
+            (self.token_temperature, self.steps - stages * length)
+        ]
+
+
 @dataclass(frozen=True)
-class RunConfig:
+class RunConfig(MethodSettings):
     """How to fill a template. ``method`` is a sampler name (``infill samplers``) or a one-pass method
     (:data:`infill.onepass.methods.ONE_PASS`); ``num_samples`` chains (or draws) of ``steps`` steps from
     ``init``; the target is ``exp(U / temperature)`` (by default 1, and :data:`SPAN_TEMPERATURE` for templates
@@ -290,14 +353,14 @@ class RunConfig:
 
     def __post_init__(self):
         self._check_method_settings()
-        chains = self.method != AUTO and self.one_pass is None  # auto's are set by the blanks
+        chains = not self.is_auto and self.one_pass is None  # auto's are set by the blanks
         for name, default in (("num_samples", SAMPLES), ("steps", STEPS), ("init", INIT)):
-            if getattr(self, name) is None and (chains or (name == "num_samples" and self.method != AUTO)):
+            if getattr(self, name) is None and (chains or (name == "num_samples" and not self.is_auto)):
                 object.__setattr__(self, name, default)
         for name in ("num_samples", "steps"):
             if getattr(self, name) is not None:
                 positive_integer(name, getattr(self, name))
-        if self.decode is None and self.method != AUTO:  # auto's is set by the blanks
+        if self.decode is None and not self.is_auto:  # auto's is set by the blanks
             object.__setattr__(self, "decode", "visited")
         self._check_decoding()
         self._check_budget_and_temperatures()
@@ -352,18 +415,8 @@ class RunConfig:
             )
         if self.anneal_from is not None:
             finite_number("anneal_from", self.anneal_from)
-            if self.method != AUTO:
+            if not self.is_auto:
                 self.check_annealing(self.token_temperature)
-
-    def check_annealing(self, temperature: float) -> None:
-        """Refuse, in one line, an ``anneal_from`` that does not anneal down to ``temperature`` over at least 4
-        steps of an MCMC sampler."""
-        if self.anneal_from is None:
-            return
-        if self.anneal_from <= temperature:
-            raise InfillError(f"anneal_from ({self.anneal_from}) must be above the temperature ({temperature:g})")
-        if self.is_baseline or self.steps < 4:
-            raise InfillError("anneal_from needs an MCMC sampler and at least 4 steps")
 
     def _check_vocabulary(self) -> None:
         for name in ("allow_subwords", "allow_punctuation"):
@@ -389,11 +442,17 @@ class RunConfig:
             )
 
     def _check_method(self) -> None:
+        """The method's name and hyperparameters; without torch, which the samplers need, only its options'
+        numbers: nothing can run, and a sampler's name and options are checked where it is built."""
         for key, value in self.options.items():  # checked before the sampler registry (torch) is imported
             if isinstance(value, float):
                 finite_number(f"{self.method} option {key}", value)
-        from ..samplers import SAMPLERS, sampler_options
-
+        try:
+            from ..samplers import SAMPLERS, sampler_options
+        except ModuleNotFoundError as exc:
+            if exc.name != "torch":
+                raise
+            return
         if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *ONE_PASS, AUTO):
             raise InfillError(
                 f"unknown sampler {self.method!r}; choose from {AUTO}, "
@@ -402,35 +461,11 @@ class RunConfig:
         if self.one_pass is not None:
             defaults = self.one_pass.options()
         else:
-            defaults = {} if self.method == AUTO else sampler_options(self.method)
+            defaults = {} if self.is_auto else sampler_options(self.method)
         object.__setattr__(self, "options", check_hyperparameters(self.method, self.options, defaults))
 
     def __hash__(self) -> int:
         return hash(tuple(_hashable(getattr(self, f.name)) for f in fields(self)))
-
-    @property
-    def token_temperature(self) -> float:
-        """The temperature of templates with token blanks only: ``temperature``, by default 1."""
-        return 1.0 if self.temperature is None else self.temperature
-
-    @property
-    def span_temperature(self) -> float:
-        """The temperature of templates with word blanks: ``temperature``, by default :data:`SPAN_TEMPERATURE`."""
-        return SPAN_TEMPERATURE if self.temperature is None else self.temperature
-
-    @property
-    def mask_repeats(self) -> bool:
-        """Whether the energy over token blanks is the repeat-masked PLL."""
-        return self.target == "repeat-masked"
-
-    @property
-    def one_pass(self) -> Optional[OnePass]:
-        """The one-pass method named (None: a sampler or ``auto``)."""
-        return ONE_PASS.get(self.method) if isinstance(self.method, str) else None
-
-    @property
-    def is_baseline(self) -> bool:
-        return self.one_pass is not None
 
     def signature(self) -> dict:
         """The settings that reproduce a run (everything but ``top``), for diagnostics and reports."""
@@ -454,20 +489,6 @@ class RunConfig:
                 else {}
             ),
         }
-
-    def annealing_schedule(self) -> list[tuple[float, int]]:
-        """``(temperature, steps)`` stages of the run: without ``anneal_from`` one stage; with it, the first
-        half of the steps in up to 4 equal stages at temperatures spaced geometrically from ``anneal_from``
-        toward ``temperature`` (each stage a fresh run from the last one's final state, so no cached
-        energy is stale), then the rest at ``temperature``. Only the last stage's states are candidates."""
-        if self.anneal_from is None:
-            return [(self.token_temperature, self.steps)]
-        stages = min(4, self.steps // 2)
-        ratio = (self.token_temperature / self.anneal_from) ** (1 / stages)
-        length = self.steps // 2 // stages
-        return [(self.anneal_from * ratio**k, length) for k in range(stages)] + [
-            (self.token_temperature, self.steps - stages * length)
-        ]
 
 
 def _hashable(value: Any) -> Any:

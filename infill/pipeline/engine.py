@@ -26,7 +26,7 @@ from ..lm import packed
 from ..lm.models import category_head
 from ..text.blanks import quote
 from ..text.template import Template
-from .policy import Plan, budget_spent
+from .policy import KINDS, Plan, budget_spent
 from .postprocess import Batch, postprocess
 from .prepare import Prepared
 from .results import InfillResult
@@ -105,8 +105,8 @@ def run_batch(
     ``excluded``: bool ``(d, K)``, the categories each blank's one-pass draws may not take
     (:meth:`~infill.energies.masked_lm.MaskedLMEnergy.exclude`; refused for any other kind of run)."""
     template, plan = prepared.templates[index], prepared.plans[index]
-    if excluded is not None and plan.kind != "one-pass":
-        raise InfillError(f"only a one-pass order's draws can exclude a blank's words, not {plan.config.method}")
+    if excluded is not None and not KINDS[plan.kind].excludes:
+        raise InfillError(f"only a one-pass order's draws can exclude a blank's words, not {plan.settings.method}")
     meter = Meter(plan.spend.limit)
     energy = functools.partial(
         _energy, loaded, template=template, prepared=prepared, meter=meter, plan=plan, excluded=excluded
@@ -160,11 +160,8 @@ def first_passes(loaded, prepared: Prepared, drawn_starts: bool) -> Iterator[lis
 
 def _first_model(loaded, template: Template, plan: Plan, drawn_starts: bool) -> Optional[nn.Module]:
     """The model whose all-masked pass ``plan`` reads first on ``template`` (None: it reads none first)."""
-    if not template.fixed or loaded.cache_mib == 0:
-        return None
-    if plan.kind != "chains":
-        return loaded.model
-    return loaded.chain_model if drawn_starts and plan.config.init != "uniform" else None
+    name = plan.first_model(drawn_starts)
+    return None if name is None or not template.fixed or loaded.cache_mib == 0 else getattr(loaded, name)
 
 
 def pass_rows(loaded) -> int:
@@ -194,7 +191,7 @@ def _energy(
         loaded.chunk_size,
         ConditionalCache(loaded.cache_mib << 20),
         meter,
-        plan.config.mask_repeats,
+        plan.settings.mask_repeats,
     )
     if first is not None:
         energy.take_pass(first)

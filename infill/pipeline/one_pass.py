@@ -18,39 +18,39 @@ from ..energies.masked_lm import MaskedLMEnergy
 from ..lm import mlm_draws
 from ..onepass import product_search
 from ..onepass.particles import SMC, smc
-from .config import MAX_DRAWS, RunConfig
-from .policy import budget_spent
+from .config import MAX_DRAWS
+from .policy import Plan, Settings, budget_spent
 
 Draw = Callable[[int], tuple[Tensor, Optional[Tensor]]]
 """``draw(n) -> (x (m, d), energies (m,) or None)``: ``n`` draws (or particles) of a one-pass method."""
 
 
-def draw(energy: MaskedLMEnergy, plan, generator: torch.Generator) -> tuple[Tensor, Optional[Tensor]]:
-    """The draws ``(N, d)`` of ``plan`` (a :class:`~.policy.Plan`) with their PLLs ``(N,)`` where the method scored
+def draw(energy: MaskedLMEnergy, plan: Plan, generator: torch.Generator) -> tuple[Tensor, Optional[Tensor]]:
+    """The draws ``(N, d)`` of ``plan`` with their PLLs ``(N,)`` where the method scored
     them (None where not): ``num_samples`` of them, or with a budget as many as it buys (:func:`_to_budget`); the
     product search's every filling scored (:func:`infill.onepass.product_search.search`)."""
-    config = plan.config
     if plan.kind == "search":
         return product_search.search(energy)
-    method = _particles(energy, plan, generator) if plan.kind == "particles" else _order(energy, config, generator)
-    return method(config.num_samples) if plan.spend.limit is None else _to_budget(energy, plan, method)
+    method = (_particles if plan.kind == "particles" else _order)(energy, plan, generator)
+    return method(plan.settings.num_samples) if plan.spend.limit is None else _to_budget(energy, plan, method)
 
 
-def _order(energy: MaskedLMEnergy, config: RunConfig, generator: torch.Generator) -> Draw:
-    """``config``'s method of draws (:meth:`~infill.onepass.methods.OnePass.draws`), unscored."""
-    return lambda n: (config.one_pass.draws(energy, n, generator, config.token_temperature), None)
+def _order(energy: MaskedLMEnergy, plan: Plan, generator: torch.Generator) -> Draw:
+    """``plan``'s method of draws (:meth:`~infill.onepass.methods.OnePass.draws`), unscored."""
+    settings: Settings = plan.settings
+    return lambda n: (settings.one_pass.draws(energy, n, generator, settings.token_temperature), None)
 
 
-def _particles(energy: MaskedLMEnergy, plan, generator: torch.Generator) -> Draw:
+def _particles(energy: MaskedLMEnergy, plan: Plan, generator: torch.Generator) -> Draw:
     """``n`` particles of ``smc`` (:func:`~infill.onepass.particles.smc`) in the runs ``SMC.split`` says, scored:
-    with ``top`` every particle and every state its moves visited are candidates; without, its samples (resampled
-    and moved)."""
-    settings = SMC(**plan.config.options)
+    for the ``top`` best (the plan's goal) every particle and every state its moves visited are candidates; for
+    samples, its samples (resampled and moved)."""
+    settings = SMC(**plan.settings.options)
     first = functools.cache(lambda: mlm_draws.all_masked_logits(energy, 1)[0])  # every round's: read once
 
     def particles(n: int) -> tuple[Tensor, Tensor]:
-        out = smc(energy, settings, *settings.split(n), generator, plan.config.token_temperature, first())
-        if plan.keep.top is None:
+        out = smc(energy, settings, *settings.split(n), generator, plan.settings.token_temperature, first())
+        if plan.goal == "samples":
             return out.samples, out.sample_energy
         if out.visited is None:  # no moves
             return out.x, out.energy
@@ -63,18 +63,18 @@ def _to_budget(energy: MaskedLMEnergy, plan, method: Draw) -> tuple[Tensor, Tens
     """Draws ``(N, d)`` of ``method`` until ``plan``'s budget is spent, with their PLLs ``(N,)``: each distinct
     draw is scored as it comes (where the method did not), so a sequence a pass or an earlier draw computed is
     not paid twice (the cache), and the next round takes as many draws as what is left surely buys
-    (:meth:`~infill.onepass.methods.OnePass.cost` each; the first round ``config.num_samples``). The draws stop when the
+    (:meth:`~.policy.Spend.next_round`; the first round ``num_samples``). The draws stop when the
     rest buys fewer than the plan's ``least_round``, a round brings fewer new fillings than that (at least one)
     or cannot be paid, or :data:`~.config.MAX_DRAWS` are drawn."""
-    d, config = energy.num_blanks, plan.config
-    cost = config.one_pass.cost(config.options, d)
-    draws, scores, n, drawn = [], {}, config.num_samples, 0
+    d, settings = energy.num_blanks, plan.settings
+    cost = settings.one_pass.cost(settings.options, d)
+    draws, scores, n, drawn = [], {}, settings.num_samples, 0
     while n >= 1 and drawn + n <= MAX_DRAWS:
         try:
             x, values = method(n)
         except BudgetSpent:  # the round cost more than it surely would (a cache that kept too little)
             if not draws:
-                raise budget_spent(plan, f"before a round of {n} {config.method} draws on {d} blank tokens") from None
+                raise budget_spent(plan, f"before a round of {n} {settings.method} draws on {d} blank tokens") from None
             break
         keys = list(map(tuple, x.tolist()))
         fresh = {
@@ -88,7 +88,7 @@ def _to_budget(energy: MaskedLMEnergy, plan, method: Draw) -> tuple[Tensor, Tens
         if unscored:
             fresh.update(zip(unscored, energy.of_indices(torch.tensor(unscored, device=x.device)).tolist()))
         scores.update(fresh)
-        n = (energy.meter.limit - energy.meter.spent - 1) // cost  # the first pass again, if the cache let it go
+        n = plan.spend.next_round(energy.meter.spent, cost)  # the first pass again, if the cache let it go
         if min(n, len(fresh)) < plan.spend.least_round:
             break
     x = torch.cat(draws)

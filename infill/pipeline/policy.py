@@ -1,26 +1,29 @@
 """What each template runs: the one place where ``auto`` and the budget are resolved.
 
-:func:`resolve` turns the request's :class:`~.config.RunConfig` and one template into a :class:`Plan`: the kind of
-run (:data:`KINDS`), the method's settings with ``auto`` resolved (:func:`for_blanks`, :func:`for_words`), its
-sampler built and checked against the blanks, the budget split (:class:`Spend`) and what choosing keeps
-(:class:`Keep`). Every budget refusal is raised here: before any model work (:func:`checked_budget`), or, where a
-run's cache kept less than planned, by the stage that ran out through :func:`budget_spent` (the configuration
-checks the budget's value alone). The stages after it read the plan and decide nothing of their own. Nothing
-here imports torch at module level, so the CLI resolves runs before it loads a model.
+:func:`resolve` turns the request's :class:`~.config.RunConfig` and one template into a :class:`Plan`, once and
+without checking the request again: the kind of run (:data:`KINDS`, each saying what it does), the settings the
+run reads (:class:`Settings`, ``auto`` resolved by :func:`for_blanks` or :func:`for_words`), its sampler built and
+checked against the blanks, the budget split (:class:`Spend`, the one place for what the chains leave for
+choosing) and what choosing keeps (:class:`Keep`, with the pools it ranks), and the goal ``top`` stands for
+(:attr:`Plan.goal`). Every budget refusal is raised here: before any model work (:func:`resolve`, from
+:func:`least_budget`), or where a run's cache kept less than planned, by the stage that ran out through
+:func:`budget_spent`, which names it (the configuration checks the budget's value alone). The stages after it read
+the plan and decide nothing of their own. Nothing here imports torch at module level, so the CLI resolves runs
+before it loads a model.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Optional
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Optional
 
 from ..errors import InfillError
 from ..onepass.methods import ONE_PASS
 from .config import (
-    AUTO,
     AUTO_BUDGET_PER_BLANK,
     AUTO_CHAIN_BLANKS,
     AUTO_CHAINS,
+    AUTO_EXACT,
     AUTO_ORDER,
     AUTO_PARTICLES,
     AUTO_SEARCH,
@@ -29,57 +32,205 @@ from .config import (
     INIT,
     SAMPLES,
     STEPS,
+    MethodSettings,
     RunConfig,
     auto_share,
 )
 
-KINDS = ("one-pass", "search", "particles", "chains", "spans")
-"""The kinds of run: the masked LM's draws in one pass (an order), the product search, particles (``smc``), MCMC
-chains over token blanks, the span sampler's chains over word blanks."""
+if TYPE_CHECKING:
+    from ..samplers import Sampler
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of run and what it does beside its ``execute`` (:mod:`.runs`; how its fillings are chosen and
+    reported: :func:`~.postprocess.postprocess`): whether it steps chains (``steps``, counted for progress), the
+    loaded model whose all-masked pass it reads first where templates share one (``first``: ``"model"``, the
+    float32 one, or ``"chain_model"``, from drawn starts only; None: none), and whether its draws may keep a
+    blank off words (``excludes``)."""
+
+    name: str
+    steps: bool = False
+    first: Optional[str] = "model"
+    excludes: bool = False
+
+
+KINDS = {
+    kind.name: kind
+    for kind in (
+        Kind("one-pass", excludes=True),
+        Kind("search"),
+        Kind("particles"),
+        Kind("chains", steps=True, first="chain_model"),
+        Kind("spans", steps=True, first=None),
+    )
+}
+"""The kinds of run by name: the masked LM's draws in one pass (an order), the product search, particles
+(``smc``), MCMC chains over token blanks, the span sampler's chains over word blanks."""
+
+GOALS = ("best", "samples")
+"""What a run is for (:attr:`Plan.goal`): the ``top`` best distinct fillings, or without ``top`` samples (every
+chain's final state, every draw)."""
+DIVERSE_POOL = 4
+"""``decode="diverse"`` keeps ``top=k`` fillings among the ``DIVERSE_POOL * k`` best candidates
+(:attr:`Keep.pool`)."""
+FINALISTS = 2
+"""With chains in a lower precision, ``top=k`` re-scores in float32 this many times the candidates it ranks and
+keeps the ``k`` best of those (:attr:`Keep.finalists`)."""
+RESCORE_PER_BLANK = 0.1
+"""With a budget, chains that compute no energies (plain ``gibbs``) keep back, for choosing the fillings, this
+share per blank token of the ``d`` masked copies of every distinct state they visited (at most all ``d``): the
+cached terms and ``top``'s bound spare the rest (measured on the tuning templates)."""
 
 
 @dataclass(frozen=True)
 class Keep:
     """What choosing keeps: the ``top`` best distinct fillings (None: every chain's final state, or every draw),
-    taken as ``decode`` says; where it is ``diverse``, chosen among the best :data:`~.choose.DIVERSE_POOL` x
-    ``top`` candidates (among ``every`` one the run scored, where it says so), spread at ``diversity`` nats or
-    at ``share`` of their PLL range (:func:`~.config.auto_share`)."""
+    taken as ``decode`` says; where it is ``diverse``, chosen among the best ``pool`` x ``top`` candidates (among
+    ``every`` one the run scored, where it says so), spread at ``diversity`` nats or at ``share`` of their PLL
+    range (:func:`~.config.auto_share`); with chains in a lower precision, ``finalists`` x those re-scored in
+    float32."""
 
     top: Optional[int] = None
     decode: Optional[str] = None
     diversity: Optional[float] = None
     share: Optional[float] = None
     every: bool = False
+    pool: int = DIVERSE_POOL
+    finalists: int = FINALISTS
+
+    @property
+    def ranked(self) -> int:
+        """How many of the best candidates ``top`` chooses among: ``top``, ``pool`` times that where diverse."""
+        return self.top * (self.pool if self.decode == "diverse" else 1)
 
 
 @dataclass(frozen=True)
 class Spend:
-    """The budget split: at most ``limit`` encoder sequences in all (None: no cap), of which chains leave
-    ``scoring`` for the PLLs of the fillings kept, and ``float32`` for their float32 PLLs where the chains run in
-    a lower precision; one-pass draws go on in rounds while the rest buys at least ``least_round`` draws and the
-    last round brought at least that many new fillings."""
+    """The budget split: at most ``limit`` encoder sequences in all (None: no cap). Chains of ``blanks`` blank
+    tokens leave ``scoring`` for the PLLs of the fillings kept and ``float32`` for their float32 PLLs where they
+    run in a lower precision (:meth:`for_chains`; :attr:`held`), and stop as :meth:`chains_done` says (``settled``:
+    what choosing takes where the run scored every state); one-pass draws go on in rounds of what the rest buys
+    (:meth:`next_round`) while that is at least ``least_round`` draws and the last round brought at least that many
+    new fillings."""
 
     limit: Optional[int] = None
     scoring: int = 0
     float32: int = 0
     least_round: int = 1
+    blanks: int = 0
+    settled: int = 0
+
+    @classmethod
+    def for_chains(cls, resolved: Resolved, keep: Keep, d: int, constrained: bool, lower_precision: bool) -> Spend:
+        """The split of chains of ``d`` blank tokens: scoring the fillings kept (:meth:`scored`), and where they
+        run in a lower precision (``lower_precision``) the float32 PLLs beyond that: with terms (``constrained``)
+        the reported fillings', else with ``top`` the finalists' of the candidates ``keep`` ranks; none without
+        either (the fillings' PLLs are computed in float32 at once)."""
+        scoring = cls.scored(d, keep.top, resolved.num_samples)
+        float32 = 0
+        if lower_precision:
+            float32 = scoring if constrained else (0 if keep.top is None else d * keep.finalists * keep.ranked)
+        return cls(resolved.budget, scoring, float32, blanks=d, settled=d * (keep.top or 1))
+
+    @staticmethod
+    def scored(d: int, top: Optional[int], chains: int) -> int:
+        """Encoder sequences the PLLs of the fillings kept take: ``d`` masked copies each of the ``top`` kept, or
+        of every chain's final state."""
+        return d * (top or chains)
+
+    @property
+    def held(self) -> int:
+        """What the chains may not spend: what choosing the fillings takes."""
+        return self.scoring + self.float32
+
+    def chains_done(self, spent: int, unscored: Optional[int]) -> bool:
+        """Whether chains that spent ``spent`` encoder sequences stop: the budget, less what choosing will take,
+        is spent (``unscored``: the distinct states visited where they are still to score, of whose masked
+        copies :data:`RESCORE_PER_BLANK` a blank token; None: the run scored every state)."""
+        d = self.blanks
+        keep = self.settled if unscored is None else unscored * d * min(1.0, RESCORE_PER_BLANK * d)
+        return spent + keep + self.float32 >= self.limit
+
+    def next_round(self, spent: int, cost: int) -> int:
+        """The draws a one-pass method's next round takes: what the rest of the budget surely buys after
+        ``spent``, ``cost`` each (:func:`_buys`)."""
+        return _buys(self.limit - spent, cost)
+
+
+def _buys(budget: int, cost: int) -> int:
+    """The draws ``budget`` encoder sequences surely buy at ``cost`` each, the shared first pass one sequence."""
+    return (budget - 1) // cost
+
+
+@dataclass(frozen=True)
+class Settings(MethodSettings):
+    """What a run reads of its method, ``auto`` resolved: ``method`` with its ``options``, ``num_samples`` chains
+    (or a first round of draws) of ``steps`` steps from ``init``, at ``temperature`` (annealed from
+    ``anneal_from``) on the ``target``; word blanks by ``span_method``. Built once by :func:`resolve` from the
+    checked request, unchecked itself."""
+
+    method: str
+    options: dict
+    num_samples: Optional[int]
+    steps: Optional[int]
+    init: Optional[str]
+    temperature: Optional[float]
+    anneal_from: Optional[float]
+    target: Optional[str]
+    span_method: str
+
+
+@dataclass(frozen=True)
+class Resolved(Settings):
+    """:class:`Settings` while they are resolved, with what they are resolved by: ``top``, the ``budget``,
+    ``decode`` and ``diversity`` (which :func:`resolve` splits into :class:`Keep` and :class:`Spend`)."""
+
+    top: Optional[int] = None
+    budget: Optional[int] = None
+    decode: Optional[str] = None
+    diversity: Optional[float] = None
+
+    @classmethod
+    def of(cls, config: RunConfig) -> Resolved:
+        """The request's settings, as they are."""
+        return cls(**{f.name: getattr(config, f.name) for f in fields(cls)})
+
+    @property
+    def settings(self) -> Settings:
+        """What the run reads."""
+        return Settings(**{f.name: getattr(self, f.name) for f in fields(Settings)})
 
 
 @dataclass(frozen=True)
 class Plan:
-    """One template's run: its ``kind`` (:data:`KINDS`), the method's settings ``config`` (``auto`` resolved; its
-    ``top`` and ``budget`` are None: they live in ``keep`` and ``spend``), its ``sampler`` (chains only)."""
+    """One template's run: its ``kind`` (a name of :data:`KINDS`), the ``settings`` it reads, what choosing keeps
+    (``keep``) and the budget split (``spend``), where ``top`` and the budget live, and its ``sampler`` (chains
+    only)."""
 
     kind: str
-    config: RunConfig
+    settings: Settings
     keep: Keep
     spend: Spend
-    sampler: Any = None
+    sampler: Optional[Sampler] = None
+
+    @property
+    def goal(self) -> str:
+        """What the run is for (:data:`GOALS`): ``"best"``, the ``top`` best distinct fillings, or ``"samples"``."""
+        return GOALS[self.keep.top is None]
 
     @property
     def steps(self) -> int:
         """The most steps the run takes (0 for one-pass draws), for progress."""
-        return self.config.steps if self.kind in ("chains", "spans") else 0
+        return self.settings.steps if KINDS[self.kind].steps else 0
+
+    def first_model(self, drawn_starts: bool) -> Optional[str]:
+        """The loaded model (``"model"``, ``"chain_model"``) whose all-masked pass the run reads first, where
+        templates share one (None: none; chains only from drawn starts, where ``drawn_starts``: not rewrite's)."""
+        first = KINDS[self.kind].first
+        if first == "chain_model" and not (drawn_starts and self.settings.init != "uniform"):
+            return None
+        return first
 
 
 def resolve(config: RunConfig, template, constrained: bool = False, lower_precision: bool = False) -> Plan:
@@ -88,160 +239,145 @@ def resolve(config: RunConfig, template, constrained: bool = False, lower_precis
     precision than float32 (choosing re-scores in float32). Raises :class:`InfillError` with one line."""
     if not template.fixed:
         words = for_words(config)
-        return _plan("spans", words, spend=Spend(words.budget))
+        return Plan("spans", words.settings, _keep(words), Spend(words.budget))
     d = template.num_blanks
     resolved = for_blanks(config, d, constrained)
+    if resolved.is_baseline:
+        return _one_pass_plan(config, resolved, d)
+    keep = _keep(resolved)
+    spend = Spend.for_chains(resolved, keep, d, constrained, lower_precision)
+    _check_budget(resolved, d, spend.float32)
     sampler = make_sampler(resolved)
-    if sampler is None:
-        kind = resolved.one_pass.kind
-        spread = config.method == AUTO and kind != "one-pass" and resolved.diversity is None
-        share = auto_share(d) if spread else None
-        # particles kept as the top few, one run a round: a round of fewer than top, or one after a round that
-        # brought fewer new fillings, adds a few candidates at a whole round's host work; where rounds split into
-        # independent runs (run_size), every run counts
-        one_run = kind == "particles" and not resolved.options.get("run_size")
-        least_round = resolved.top if one_run and resolved.top else 1
-        spend = Spend(resolved.budget, least_round=least_round)
-        return _plan(kind, resolved, spend=spend, share=share, every=spread and kind == "particles")
     sampler.check_variables(d)
-    float32 = _float32_cost(resolved, d, constrained) if lower_precision else 0
-    least = least_budget(resolved, d) + float32
-    if resolved.budget is not None and resolved.budget < least:
-        raise InfillError(
-            f"a budget of {resolved.budget} encoder sequences is too small for {resolved.num_samples} "
-            f"{resolved.method} chains on {d} blank tokens in a lower precision, re-scored in float32: at least "
-            f"{least}"
-        )
-    return _plan(
-        "chains", resolved, sampler, Spend(resolved.budget, d * (resolved.top or resolved.num_samples), float32)
+    return Plan("chains", resolved.settings, keep, spend, sampler)
+
+
+def _one_pass_plan(config: RunConfig, resolved: Resolved, d: int) -> Plan:
+    """The plan of a one-pass method: ``auto``'s search and particles keep their fillings spread at
+    :func:`~.config.auto_share` of their range (unless ``diversity`` is named), the particles' among every one."""
+    _check_budget(resolved, d)
+    kind = resolved.one_pass.kind
+    spread = config.is_auto and kind != "one-pass" and resolved.diversity is None
+    # particles kept as the top few, one run a round: a round of fewer than top, or one after a round that
+    # brought fewer new fillings, adds a few candidates at a whole round's host work; where rounds split into
+    # independent runs (run_size), every run counts
+    one_run = kind == "particles" and not resolved.options.get("run_size")
+    least_round = resolved.top if one_run and resolved.top else 1
+    keep = _keep(resolved, auto_share(d) if spread else None, spread and kind == "particles")
+    return Plan(kind, resolved.settings, keep, Spend(resolved.budget, least_round=least_round))
+
+
+def _keep(resolved: Resolved, share: Optional[float] = None, every: bool = False) -> Keep:
+    """What choosing keeps of ``resolved``: among ``every`` candidate where it says so, spread at ``share`` of
+    their range where given (diverse decoding only)."""
+    diverse = resolved.decode == "diverse"
+    return Keep(
+        resolved.top,
+        resolved.decode,
+        resolved.diversity,
+        share if diverse else None,
+        every and diverse,
+        DIVERSE_POOL,
+        FINALISTS,
     )
 
 
-def _float32_cost(config: RunConfig, d: int, constrained: bool) -> int:
-    """The most encoder sequences the float32 PLLs take, beyond the ``d * (top or num_samples)`` that scoring the
-    fillings takes, where chains of ``d`` blank tokens run in a lower precision: with ``top`` on the PLL alone the
-    finalists' (:data:`~.choose.FINALISTS`); with terms the reported fillings'; none without either (the
-    fillings' PLLs are computed in float32 at once)."""
-    from .choose import DIVERSE_POOL, FINALISTS
-
-    if constrained:
-        return d * (config.top or config.num_samples)
-    return 0 if config.top is None else d * FINALISTS * config.top * (DIVERSE_POOL if config.decode == "diverse" else 1)
-
-
-def _plan(
-    kind: str,
-    resolved: RunConfig,
-    sampler: Any = None,
-    spend: Spend = Spend(),
-    share: Optional[float] = None,
-    every: bool = False,
-) -> Plan:
-    """``resolved`` split into the method's settings, what choosing keeps (among ``every`` candidate where it
-    says so, spread at ``share`` of their range where given) and the budget ``spend``."""
-    diverse = resolved.decode == "diverse"
-    keep = Keep(resolved.top, resolved.decode, resolved.diversity, share if diverse else None, every and diverse)
-    return Plan(kind, replace(resolved, top=None, budget=None), keep, spend, sampler)
-
-
-def make_sampler(config: RunConfig):
-    """``config``'s sampler (None for a one-pass method, and for ``auto`` before :func:`for_blanks`)."""
-    if config.is_baseline or config.method == AUTO:
+def make_sampler(settings: Settings) -> Optional[Sampler]:
+    """``settings``' sampler (None for a one-pass method, and for ``auto`` before :func:`for_blanks`)."""
+    if settings.is_baseline or settings.is_auto:
         return None
     from ..samplers import make_sampler as build
 
-    return build(config.method, **config.options)
+    return build(settings.method, **settings.options)
 
 
-def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> RunConfig:
+def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> Resolved:
     """``config`` for a template of ``d`` blank tokens: ``auto`` resolved, and a one-pass method's first round
-    of draws set by the budget (what it surely buys, :meth:`~infill.onepass.methods.OnePass.cost` each, the shared first
-    pass one sequence; the pipeline draws more while the budget lasts).
+    of draws set by the budget (:func:`first_round`; the pipeline draws more while the budget lasts).
 
     ``auto``: with one blank token (and no terms) the PLL is the masked LM's one conditional, so one pass is
-    exact: ``argmax``'s ``top`` most likely tokens, or without ``top`` independent draws; with terms, chains
-    whatever ``d`` (one-pass draws never see a term); else :func:`_auto`. A budget too small for the request is
-    refused (:func:`least_budget`)."""
-    if config.method == AUTO:
+    exact (:data:`~.config.AUTO_EXACT`); with terms, chains whatever ``d`` (one-pass draws never see a term); else
+    :func:`_auto`. :func:`resolve` checks the budget against the run (:func:`least_budget`)."""
+    resolved = Resolved.of(config)
+    if config.is_auto:
         if config.anneal_from is not None:
             raise InfillError(
-                f"{AUTO} picks its own run on token blanks, which is not annealed: drop --anneal-from or name a sampler"
+                f"{config.method} picks its own run on token blanks, which is not annealed: drop --anneal-from or "
+                "name a sampler"
             )
         if d == 1 and not constrained:
-            exact = (
-                one_pass(
-                    config,
-                    "independent",
-                    decode="visited",
-                    num_samples=config.num_samples or AUTO_CHAINS["num_samples"],
-                )
-                if config.top is None
-                else one_pass(config, "argmax", num_samples=config.top, decode="visited")
-            )
-            return checked_budget(exact, d)
-        config = _auto(config, d, constrained)
-    method = config.one_pass
+            return _exact(resolved)
+        resolved = _auto(resolved, d, constrained)
+    method = resolved.one_pass
     if method is not None and method.needs_top:
-        if config.top is None:
+        if resolved.top is None:
             raise InfillError(f"{method.name} looks for the best fillings, it does not sample: give --top K")
-        config = replace(config, budget=config.budget or AUTO_BUDGET_PER_BLANK * d)
+        resolved = replace(resolved, budget=resolved.budget or AUTO_BUDGET_PER_BLANK * d)
     if (
         method is not None
-        and config.budget is not None
+        and resolved.budget is not None
         and method.kind != "search"
-        and not (method.name == "argmax" and d == 1)
+        and not (method.name == AUTO_EXACT["best"] and d == 1)
     ):
-        config = replace(config, num_samples=first_round(config.method, config.options, config.budget, d))
-    return checked_budget(config, d)
+        resolved = _first_round(resolved, d, config.is_auto and method.kind == "particles")
+    return resolved
+
+
+def _exact(resolved: Resolved) -> Resolved:
+    """``auto`` on one blank token without terms: :data:`~.config.AUTO_EXACT`'s ``top`` most likely tokens, or
+    without ``top`` its independent draws."""
+    if resolved.top is None:
+        chains = resolved.num_samples or AUTO_CHAINS["num_samples"]
+        return one_pass(resolved, AUTO_EXACT["samples"], decode="visited", num_samples=chains)
+    return one_pass(resolved, AUTO_EXACT["best"], num_samples=resolved.top, decode="visited")
+
+
+def _first_round(resolved: Resolved, d: int, auto_particles: bool) -> Resolved:
+    """``resolved`` with its first round of draws (:func:`first_round`); ``auto``'s particles, where the keep rule
+    spreads the fillings no further (:func:`~.config.auto_share` is 1), run as independent runs of that round's
+    particles over ``top``, so each filling kept can come from a lineage of its own (no run size of its own)."""
+    n = first_round(resolved.method, resolved.options, resolved.budget, d)
+    options = resolved.options
+    if auto_particles and auto_share(d) == 1.0 and "run_size" not in options:
+        options = {**options, "run_size": max(1, n // resolved.top)}
+    return replace(resolved, num_samples=n, options=options)
 
 
 def first_round(method: str, options: dict, budget: int, d: int) -> int:
     """The draws (or particles) of a one-pass method's first round on ``d`` blank tokens: what ``budget`` surely
     buys, :meth:`~infill.onepass.methods.OnePass.cost` each and the shared first pass one sequence (at least one)."""
-    from ..onepass.methods import ONE_PASS
-
-    return max(1, (budget - 1) // ONE_PASS[method].cost(options, d))
+    return max(1, _buys(budget, ONE_PASS[method].cost(options, d)))
 
 
-def _auto(config: RunConfig, d: int, constrained: bool) -> RunConfig:
+def _auto(request: Resolved, d: int, constrained: bool) -> Resolved:
     """``auto`` on ``d > 1`` blank tokens, on the :data:`AUTO_TARGET` (unless ``target`` is named): with terms
     chains; with ``top`` the product search while its first product fits (:func:`searchable`), particles above,
-    their fillings kept for quality and diversity at :func:`~.config.auto_share` of their range (:func:`resolve`) unless
-    ``diversity`` is named, and where that share is the whole range run as independent runs of the first round's
-    particles over ``top``; without ``top`` chains up to :data:`AUTO_CHAIN_BLANKS` blank tokens, one-pass draws
-    above (every draw a sample, as many as asked)."""
-    auto, config = (
-        config,
-        replace(
-            config,
-            init=config.init or AUTO_CHAINS["init"],
-            steps=config.steps or AUTO_CHAINS["steps"],
-            num_samples=config.num_samples or AUTO_CHAINS["num_samples"],
-            budget=config.budget or AUTO_BUDGET_PER_BLANK * d,
-            target=config.target or AUTO_TARGET,
-        ),
+    their fillings kept for quality and diversity at :func:`~.config.auto_share` of their range (:func:`resolve`)
+    unless ``diversity`` is named; without ``top`` chains up to :data:`AUTO_CHAIN_BLANKS` blank tokens, one-pass
+    draws above (every draw a sample, as many as asked)."""
+    resolved = replace(
+        request,
+        init=request.init or AUTO_CHAINS["init"],
+        steps=request.steps or AUTO_CHAINS["steps"],
+        num_samples=request.num_samples or AUTO_CHAINS["num_samples"],
+        budget=request.budget or AUTO_BUDGET_PER_BLANK * d,
+        target=request.target or AUTO_TARGET,
     )
-    if constrained or (auto.top is None and d <= AUTO_CHAIN_BLANKS):
-        return replace(config, method=AUTO_CHAINS["method"], decode=auto.decode or "diverse")
-    if auto.top is None:
-        return one_pass(
-            config,
-            AUTO_ORDER,
-            budget=auto.budget,
-            decode=auto.decode or ("diverse" if auto.diversity is not None else "visited"),
-        )
-    search = searchable(d, config.budget)
+    if constrained or (request.top is None and d <= AUTO_CHAIN_BLANKS):
+        return replace(resolved, method=AUTO_CHAINS["method"], decode=request.decode or "diverse")
+    if request.top is None:
+        decode = request.decode or ("diverse" if request.diversity is not None else "visited")
+        return one_pass(resolved, AUTO_ORDER, budget=request.budget, decode=decode)
+    search = searchable(d, resolved.budget)
     method = AUTO_SEARCH if search else AUTO_PARTICLES["method"]
     options = {} if search else AUTO_PARTICLES["options"]
-    if not search and auto_share(d) == 1.0:  # the keep rule spreads no further: runs whose candidates differ more
-        options = {**options, "run_size": max(1, first_round(method, options, config.budget, d) // auto.top)}
-    return one_pass(config, method, options=options, decode=auto.decode or "diverse")
+    return one_pass(resolved, method, options=options, decode=request.decode or "diverse")
 
 
-def one_pass(config: RunConfig, method: str, **changes) -> RunConfig:
-    """``config`` resolved to the one-pass ``method``, without the settings it does not take (``auto``'s chain
+def one_pass(resolved: Resolved, method: str, **changes) -> Resolved:
+    """``resolved`` resolved to the one-pass ``method``, without the settings it does not take (``auto``'s chain
     settings and the like: :attr:`~infill.onepass.methods.OnePass.untaken`)."""
-    return replace(config, method=method, **dict.fromkeys(ONE_PASS[method].untaken), **changes)
+    return replace(resolved, method=method, **dict.fromkeys(ONE_PASS[method].untaken), **changes)
 
 
 def searchable(d: int, budget: int, values: float = AUTO_SEARCH_VALUES) -> bool:
@@ -254,7 +390,7 @@ def searchable(d: int, budget: int, values: float = AUTO_SEARCH_VALUES) -> bool:
     return d * values ** (d - 1) <= EXPLORE * (budget - 1)
 
 
-def for_words(config: RunConfig) -> RunConfig:
+def for_words(config: RunConfig) -> Resolved:
     """``config`` for a template with word blanks: the span sampler (``auto``; a named sampler or diverse
     decoding is refused in one line) with the named methods' chains and steps; annealing goes down to the span
     temperature."""
@@ -263,43 +399,68 @@ def for_words(config: RunConfig) -> RunConfig:
             "--target sets the energy over token blanks; word blanks are scored by the span sampler's "
             "own: drop --target, or use token blanks"
         )
-    if config.method != AUTO or config.decode == "diverse":
-        named = f"--sampler {config.method}" if config.method != AUTO else "--decode diverse"
+    if not config.is_auto or config.decode == "diverse":
+        named = f"--sampler {config.method}" if not config.is_auto else "--decode diverse"
         raise InfillError(
             f"this template has word blanks, which the span sampler fills (--span-method): drop "
             f"{named}, or use token blanks"
         )
-    config = replace(
-        config,
+    words = replace(
+        Resolved.of(config),
         num_samples=config.num_samples or SAMPLES,
         steps=config.steps or STEPS,
         init=config.init or INIT,
         decode=config.decode or "visited",
     )
-    config.check_annealing(config.span_temperature)
-    return config
+    words.check_annealing(words.span_temperature)
+    return words
 
 
-def least_budget(config: RunConfig, d: int) -> int:
-    """The fewest encoder sequences that surely buy ``config``'s run of ``d`` blank tokens, whatever the cache
+def least_budget(resolved: Resolved, d: int) -> int:
+    """The fewest encoder sequences that surely buy ``resolved``'s run of ``d`` blank tokens, whatever the cache
     spares: for a one-pass method its first pass and ``top`` draws, each with its later passes and its PLL's
     ``d`` masked copies; for chains their starts and the PLL of the ``top`` fillings kept (every chain's
-    without ``top``). A budget that buys drawn starts but no step returns the starts re-ranked; uniform starts
-    have nothing to return, so there one step is counted as a gradient sampler's (a value and gradient at the
-    start and at the proposal)."""
+    without ``top``: :meth:`Spend.scored`). A budget that buys drawn starts but no step returns the starts
+    re-ranked; uniform starts have nothing to return, so there one step is counted as a gradient sampler's (a
+    value and gradient at the start and at the proposal)."""
     from ..lm.mlm_draws import encoder_sequences
 
-    if config.is_baseline:
-        return 1 + (config.top or 1) * config.one_pass.cost(config.options, d)
-    n = config.num_samples
-    starts = encoder_sequences(config.init, d, n) if config.init != "uniform" else 4 * n * d
-    return starts + d * (config.top or n)
+    if resolved.is_baseline:
+        return 1 + (resolved.top or 1) * resolved.one_pass.cost(resolved.options, d)
+    n = resolved.num_samples
+    starts = encoder_sequences(resolved.init, d, n) if resolved.init != "uniform" else 4 * n * d
+    return starts + Spend.scored(d, resolved.top, n)
+
+
+def _check_budget(resolved: Resolved, d: int, float32: int = 0) -> None:
+    """Refuse, in one line, a budget below :func:`least_budget`, or for chains in a lower precision below that and
+    the ``float32`` re-scoring (one above :data:`~.config.MAX_BUDGET` is refused whatever ``d``, by the
+    configuration's own check)."""
+    if resolved.budget is None:
+        return
+    least = least_budget(resolved, d)
+    if resolved.budget < least:
+        what = (
+            f"{resolved.num_samples} {resolved.method} chains from {resolved.init} draws"
+            if not resolved.is_baseline
+            else f"{resolved.top or 1} {resolved.method} draws"
+        )
+        raise InfillError(
+            f"a budget of {resolved.budget} encoder sequences is too small for {what} on {d} blank "
+            f"tokens: at least {least}"
+        )
+    if resolved.budget < least + float32:
+        raise InfillError(
+            f"a budget of {resolved.budget} encoder sequences is too small for {resolved.num_samples} "
+            f"{resolved.method} chains on {d} blank tokens in a lower precision, re-scored in float32: at least "
+            f"{least + float32}"
+        )
 
 
 def for_rewrite(config: RunConfig) -> None:
     """Refuse, in one line, a ``rewrite`` of ``config`` with no MCMC sampler (it runs chains from the sentence) or
     with a budget (the chains that calibrate its closeness are not counted)."""
-    if config.is_baseline or config.method == AUTO:
+    if config.is_baseline or config.is_auto:
         raise InfillError(f"rewrite needs an MCMC sampler, not {config.method!r}")
     if config.budget is not None:
         raise InfillError(
@@ -311,22 +472,3 @@ def budget_spent(plan: Plan, stage: str) -> InfillError:
     """The one-line refusal a run stage raises where ``plan``'s budget ran out ``stage`` (``"before a step of
     ..."``, ``"while choosing ..."``)."""
     return InfillError(f"a budget of {plan.spend.limit} encoder sequences ran out {stage}: raise --budget")
-
-
-def checked_budget(config: RunConfig, d: int) -> RunConfig:
-    """``config`` for ``d`` blank tokens, refused in one line where its budget is below :func:`least_budget`
-    (one above :data:`~.config.MAX_BUDGET` is refused whatever ``d``, by the configuration's own check)."""
-    if config.budget is None:
-        return config
-    least = least_budget(config, d)
-    if config.budget < least:
-        what = (
-            f"{config.num_samples} {config.method} chains from {config.init} draws"
-            if not config.is_baseline
-            else f"{config.top or 1} {config.method} draws"
-        )
-        raise InfillError(
-            f"a budget of {config.budget} encoder sequences is too small for {what} on {d} blank "
-            f"tokens: at least {least}"
-        )
-    return config

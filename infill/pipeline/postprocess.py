@@ -1,7 +1,7 @@
 """Stage 3 of a run, for every kind of blank: from the sample stage's :class:`Batch` to each template's
 :class:`~infill.pipeline.results.InfillResult`. One builder turns a template's chosen fillings (token ids per
-blank) into samples with their text, diagnostics and marginals; how the fillings are chosen follows the kernel
-that ran.
+blank) into samples with their text, diagnostics and marginals; how the fillings are chosen and the run
+described follows the plan's kind (:data:`CHOICES`).
 
 Token blanks (the batched kernel): :func:`~.choose.choose` keeps them (candidates -> distinct -> score ->
 pick); the report adds the marginals of the states visited and the trace with the visited states' values as
@@ -86,7 +86,8 @@ def postprocess(batch: Batch, tokenizer, model_name: str, seed: int, bar=None) -
     """The result of the template of ``batch``, of either kind of blanks; ``bar`` (tqdm-like: ``total``,
     ``update``) counts re-scoring passes."""
     template = batch.template
-    choice = (_span_choices if batch.plan.kind == "spans" else _token_choices)(batch, tokenizer, bar)
+    choices, _ = CHOICES[batch.plan.kind]
+    choice = choices(batch, tokenizer, bar)
     samples = []
     for pieces, ids, content, energy, chain, terms in choice.fillings:
         text, fills = fill_pieces(template, tokenizer, pieces)
@@ -217,9 +218,9 @@ def marginals(template: Template, tokenizer, energy: MaskedLMEnergy, states: Ten
 
 
 def _diagnostics(batch: Batch, choice: Choice, model_name: str, seed: int) -> Diagnostics:
-    run = _span_run(batch) if batch.plan.kind == "spans" else _token_run(batch, choice.trace)
+    _, described = CHOICES[batch.plan.kind]
     return Diagnostics(
-        **run,
+        **described(batch, choice.trace),
         model=model_name,
         num_samples=batch.chains,
         seed=seed,
@@ -232,9 +233,9 @@ def _diagnostics(batch: Batch, choice: Choice, model_name: str, seed: int) -> Di
     )
 
 
-def _span_run(batch: Batch) -> dict:
+def _span_run(batch: Batch, _trace: Optional[Trace]) -> dict:
     """The diagnostics of a run of the span sampler (word blanks)."""
-    config, trace = batch.plan.config, batch.trace
+    config, trace = batch.plan.settings, batch.trace
     return dict(
         sampler=config.span_method,
         hyperparameters={},
@@ -251,9 +252,10 @@ def _span_run(batch: Batch) -> dict:
     )
 
 
-def _token_run(batch: Batch, trace) -> dict:
-    """The diagnostics of a run over token blanks: chains (``trace``) or one pass (``trace`` None)."""
-    config, d = batch.plan.config, batch.template.num_blanks
+def _token_run(batch: Batch, trace: Optional[Trace]) -> dict:
+    """The diagnostics of a run over token blanks: chains (``trace``; None where the budget bought only their
+    starts) or one pass."""
+    config, d = batch.plan.settings, batch.template.num_blanks
     return dict(
         sampler=batch.method,
         hyperparameters={} if batch.sampler is None else batch.sampler.hyperparameters(),
@@ -265,7 +267,15 @@ def _token_run(batch: Batch, trace) -> dict:
         tuned=None if trace is None or trace.tuning is None else trace.tuning.to_dict(),
         burn_in=0 if trace is None else batch.steps - trace.samples.shape[0] + trace.burn_in,
         evaluations=0 if trace is None else trace.evaluations,
-        forwards=config.one_pass.forwards(config.options, d)
-        if batch.plan.kind != "chains"
-        else mlm_draws.FORWARDS[config.init](d),
+        forwards=mlm_draws.FORWARDS[config.init](d)
+        if config.one_pass is None
+        else config.one_pass.forwards(config.options, d),
     )
+
+
+CHOICES = {
+    "spans": (_span_choices, _span_run),
+    **dict.fromkeys(("one-pass", "search", "particles", "chains"), (_token_choices, _token_run)),
+}
+"""Each kind's (:data:`~.policy.KINDS`) ``choices(batch, tokenizer, bar)``, how its fillings are chosen, and
+``described(batch, trace)``, its run's diagnostics."""

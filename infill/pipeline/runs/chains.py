@@ -10,37 +10,34 @@ from torch import Tensor
 
 from ...constraints import calibrate_closeness, constrained_energy
 from ...energies.budget import BudgetSpent, Meter
+from ...energies.masked_lm import MaskedLMEnergy
 from ...lm import mlm_draws
 from ...samplers import run_annealed
 from ..policy import Plan, budget_spent
 from ..postprocess import Batch
-
-RESCORE_PER_BLANK = 0.1
-"""With a budget, chains that compute no energies (plain ``gibbs``) keep back, for choosing the fillings, this
-share per blank token of the ``d`` masked copies of every distinct state they visited (at most all ``d``): the
-cached terms and ``top``'s bound spare the rest (measured on the tuning templates)."""
+from .context import Context
 
 
-def execute(plan: Plan, context) -> Batch:
-    """The chains of ``plan``. With a budget they spend it less what choosing the fillings takes
-    (:class:`~infill.pipeline.policy.Spend`), and stop early as :data:`RESCORE_PER_BLANK` says; where the starts
-    took it all, the starts are the candidates."""
-    config, d = plan.config, context.template.num_blanks
+def execute(plan: Plan, context: Context) -> Batch:
+    """The chains of ``plan``. With a budget they spend it less what choosing the fillings takes, and stop as
+    :meth:`~infill.pipeline.policy.Spend.chains_done` says; where the starts took it all, the starts are the
+    candidates."""
+    config, d = plan.settings, context.template.num_blanks
     pll = context.energy(context.chain_model)
     float32 = None if context.chain_model is context.model else context.energy(context.model)
     include = context.prepared.include
     target = pll if include is None and not context.terms else constrained_energy(pll, context.terms, include)
     target, x = _starts(plan, pll, target, context)
-    stop = None if plan.spend.limit is None else _budget_stop(plan, d, x, context.meter)
+    stop = None if plan.spend.limit is None else _budget_stop(plan, x, context.meter)
     batch = dict(template=context.template, plan=plan, start=context.start, energy=pll, target=target, starts=x)
     batch.update(float32=float32, chains=config.num_samples)
     try:
-        with context.meter.holding(plan.spend.scoring + plan.spend.float32):
+        with context.meter.holding(plan.spend.held):
             trace = run_annealed(
                 plan.sampler, target, x, config.annealing_schedule(), context.generator, context.callback, stop
             )
     except BudgetSpent:  # the starts took what the chains could spend: they are the candidates
-        if config.init not in mlm_draws.ORDERS + ("independent",):
+        if config.init == "uniform":  # uniform starts have nothing to return
             stage = f"before a step of {config.method} from {config.init} starts on {d} blank tokens"
             raise budget_spent(plan, stage) from None
         return Batch(method=config.init, steps=0, x=x, **batch)
@@ -48,11 +45,11 @@ def execute(plan: Plan, context) -> Batch:
     return Batch(method=config.method, steps=steps, x=trace.final_state.x, trace=trace, sampler=plan.sampler, **batch)
 
 
-def _starts(plan: Plan, pll, target, context) -> tuple:
+def _starts(plan: Plan, pll: MaskedLMEnergy, target, context: Context) -> tuple:
     """The target and the chains' starts: draws from the masked LM (at ``anneal_from`` where the run is
     annealed), or for rewrite the state the closeness's calibration left the chains in, with the calibrated
     target."""
-    config = plan.config
+    config = plan.settings
     if context.rewrite is None:
         temperature = config.anneal_from or config.token_temperature
         return target, mlm_draws.draw(pll, config.init, config.num_samples, context.generator, temperature)
@@ -69,17 +66,15 @@ def _starts(plan: Plan, pll, target, context) -> tuple:
     )
 
 
-def _budget_stop(plan: Plan, d: int, x: Tensor, meter: Meter) -> Callable:
-    """``stop(state)`` for chains with a budget: true once the budget, less what choosing the fillings will take,
-    is spent (the distinct states visited, where they are still to score: :data:`RESCORE_PER_BLANK`)."""
+def _budget_stop(plan: Plan, x: Tensor, meter: Meter) -> Callable:
+    """``stop(state)`` for chains with a budget (:meth:`~infill.pipeline.policy.Spend.chains_done`), counting the
+    distinct states visited from the starts ``x`` where the kernel leaves them to score."""
     seen = set(map(tuple, x.tolist()))
 
     def stop(state) -> bool:
         if state.energy.isnan().any():  # the states visited are still to score
             seen.update(map(tuple, state.x.tolist()))
-            keep = len(seen) * d * min(1.0, RESCORE_PER_BLANK * d)
-        else:
-            keep = d * (plan.keep.top or 1)
-        return meter.spent + keep + plan.spend.float32 >= plan.spend.limit
+            return plan.spend.chains_done(meter.spent, len(seen))
+        return plan.spend.chains_done(meter.spent, None)
 
     return stop

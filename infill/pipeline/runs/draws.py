@@ -6,16 +6,17 @@ from __future__ import annotations
 from .. import one_pass
 from ..policy import Plan
 from ..postprocess import Batch
+from .context import Context
 
 
-def execute(plan: Plan, context) -> Batch:
+def execute(plan: Plan, context: Context) -> Batch:
     """``plan``'s draws with their PLLs where the method scored them."""
     pll = context.energy(context.model, context.first)
     x, values = one_pass.draw(pll, plan, context.generator)
     return Batch(
         template=context.template,
         plan=plan,
-        method=plan.config.method,
+        method=plan.settings.method,
         chains=len(x),
         steps=0,
         start=context.start,

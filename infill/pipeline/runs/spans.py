@@ -13,11 +13,12 @@ from ...spans import span_run
 from ...text.blanks import quote
 from ..policy import Plan, budget_spent
 from ..postprocess import Batch
+from .context import Context
 
 
-def execute(plan: Plan, context) -> Batch:
+def execute(plan: Plan, context: Context) -> Batch:
     """The span sampler's chains of ``plan`` on the context's template."""
-    config, template = plan.config, context.template
+    config, template = plan.settings, context.template
     schedule = dataclasses.replace(config, temperature=config.span_temperature).annealing_schedule()
     try:
         run = span_run(

@@ -1,0 +1,40 @@
+"""What a run reads beside its plan (:class:`Context`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from ...energies.budget import Meter
+from ...energies.masked_lm import MaskedLMEnergy
+from ...text.template import Template
+from ..prepare import Prepared
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a run reads beside its plan: the ``template``, the request's ``prepared`` templates, the float32
+    ``model`` and the ``chain_model`` (the same where the chains run in float32), its ``tokenizer``,
+    ``energy(model, first)`` building a PLL energy of the template charged to ``meter`` (``first``: its all-masked
+    logits from a shared pass), the run's ``generator``, ``callback(t, state, info)`` after every step, the user's
+    ``terms``, ``rewrite``'s ``(source, change)``, and ``start``, when the run began."""
+
+    template: Template
+    prepared: Prepared
+    model: nn.Module
+    chain_model: nn.Module
+    tokenizer: PreTrainedTokenizerBase
+    energy: Callable[..., MaskedLMEnergy]
+    meter: Meter
+    generator: torch.Generator
+    callback: Optional[Callable] = None
+    terms: Sequence[tuple] = ()
+    rewrite: Optional[tuple[Tensor, float]] = None
+    start: float = 0.0
+    first: Optional[Tensor] = None
