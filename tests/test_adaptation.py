@@ -69,7 +69,7 @@ class Halving:
         return dataclasses.replace(tuning, steps=tuning.steps + 1)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RecordingDMALA(DMALA):
     """DMALA that records the step size of each step (its copies share the record)."""
 

@@ -56,3 +56,15 @@ def test_options_and_defaults_are_the_codes(capsys):
     for name, row in by_name.items():  # every listed option is one the method takes
         for key, value in row["options"].items():
             RunConfig.create(method=name, top=1, **{key: value})
+
+
+def test_the_registry_has_every_method_once_with_its_kind_options_and_sampler():
+    from infill.onepass.methods import KINDS, methods
+
+    registry = methods()
+    assert sorted(registry) == sorted({*SAMPLERS, *ONE_PASS}) and list(registry)[: len(SAMPLERS)] == sorted(SAMPLERS)
+    assert [m.kind for m in registry.values()] == sorted((m.kind for m in registry.values()), key=KINDS.index)
+    dmala = registry["dmala"]
+    assert dmala.kind == "chains" and dmala.untaken == () and dmala.options() == sampler_options("dmala")
+    assert dmala.make_sampler(step_size=0.3).sampler.step_size == 0.3
+    assert registry["smc"].options() == options_of(SMC()) and registry["argmax"].options() == {}

@@ -7,7 +7,7 @@ autocorrelated, so the attainable TV is somewhat above it: a sampler passes with
 13 times and more).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 import torch
@@ -83,27 +83,29 @@ def test_unadjusted_samplers_have_a_small_bias_at_defaults(target, name):
     assert trace.accepted.all() and trace.hops[trace.burn_in :].float().mean() > 0.2
 
 
-@dataclass
+@dataclass(frozen=True)
 class NoReverseDMALA(DMALA):
     """Mutant: the MH ratio without the reverse-proposal term ``log q(x | y)``."""
 
+    calls: list = field(default_factory=list, compare=False)  # shared by its tuned copies
+
     def log_proposal(self, x, scores, value):
         log_q = super().log_proposal(x, scores, value)
-        self._calls = getattr(self, "_calls", 0) + 1  # calls alternate: forward, reverse
-        return log_q if self._calls % 2 else torch.zeros_like(log_q)
+        self.calls.append(None)  # calls alternate: forward, reverse
+        return log_q if len(self.calls) % 2 else torch.zeros_like(log_q)
 
 
-@dataclass
+@dataclass(frozen=True)
 class StaleReverseDMALA(DMALA):
     """Mutant: the reverse proposal built from the gradient at the current state, not at the proposal."""
 
+    stale: list = field(default_factory=list, compare=False)  # shared by its tuned copies
+
     def log_proposal(self, x, scores, value):
-        stale = getattr(self, "_stale", None)
-        if stale is None:
-            self._stale = scores
+        if not self.stale:
+            self.stale.append(scores)
             return super().log_proposal(x, scores, value)
-        self._stale = None
-        return super().log_proposal(x, stale, value)
+        return super().log_proposal(x, self.stale.pop(), value)
 
 
 @pytest.mark.parametrize("mutant", [NoReverseDMALA, StaleReverseDMALA])

@@ -1,8 +1,8 @@
 """``infill samplers``: every method ``--sampler`` takes, grouped, with its options and defaults.
 
 The names, options and summaries are read from the code: ``auto``'s constants (:mod:`infill.pipeline.config`),
-the sampler registry and each sampler's docstring, the one-pass methods' registry
-(:data:`~infill.onepass.methods.ONE_PASS`; the orders described in :mod:`infill.lm.mlm_draws`).
+the methods' registry (:func:`~infill.onepass.methods.methods`), each sampler's docstring, the orders described
+in :mod:`infill.lm.mlm_draws`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ GROUPS = {
 }
 """The groups of methods, in the order listed, each with what its methods share."""
 
+GROUP_OF = {"chains": "MCMC samplers", "one-pass": "one-pass orders", "particles": "particles and search"}
+GROUP_OF["search"] = GROUP_OF["particles"]
+"""Each kind of method's group."""
+
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
@@ -41,23 +45,21 @@ def methods() -> list[dict]:
     ``options`` its hyperparameters with their defaults."""
     from ..lm import mlm_draws
     from ..onepass import particles, product_search
-    from ..onepass.methods import ONE_PASS
+    from ..onepass.methods import methods as registered
     from ..pipeline.config import AUTO, AUTO_BUDGET_PER_BLANK
-    from ..samplers import SAMPLERS, sampler_options
 
-    rows = [_row(AUTO, "auto", {}, _auto())]
-    rows += [_row(n, "MCMC samplers", sampler_options(n), _first(SAMPLERS[n].__doc__)) for n in sorted(SAMPLERS)]
     summaries = {
         **_bullets(mlm_draws.__doc__),  # the orders, where "random-order: the same ..." follows left-to-right
         "particles": _first(particles.__doc__),
         "search": f"{_first(product_search.__doc__)} Needs --top; its budget defaults to {AUTO_BUDGET_PER_BLANK} "
         "encoder sequences per blank token.",
     }
-    for kind in ("one-pass", "particles", "search"):  # in GROUPS order
-        group, key = ("one-pass orders", None) if kind == "one-pass" else ("particles and search", kind)
-        for m in (m for m in ONE_PASS.values() if m.kind == kind):  # a registered method: its draw's docstring
-            summary = summaries.get(key or m.name) or _first(m.draw.__doc__ if m.draw else "")
-            rows.append(_row(m.name, group, m.options(), summary))
+    rows = [_row(AUTO, "auto", {}, _auto())]
+    for m in registered().values():  # in GROUPS order
+        group = GROUP_OF[m.kind]
+        summary = summaries.get(m.name if m.kind == "one-pass" else m.kind)
+        docstring = m.sampler if m.kind == "chains" else m.draw  # a sampler's, or a registered draw's
+        rows.append(_row(m.name, group, m.options(), summary or _first(docstring.__doc__ if docstring else "")))
     return rows
 
 

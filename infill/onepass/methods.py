@@ -1,5 +1,7 @@
-"""Every one-pass method a user can name, in one place: its name, its kind of run, its options, the run settings
-it reads, and what one draw of it costs.
+"""Every method a user can name (:func:`methods`): the MCMC samplers (``chains``, registered by
+:func:`infill.samplers.register`) and the one-pass methods (:data:`ONE_PASS`, registered by :func:`register`),
+each an entry (:class:`Method`) with its name, its kind of run, its options with their defaults, the run settings
+it refuses, what one draw of it costs and what it draws (a chain's sampler: :meth:`Method.make_sampler`).
 
 A one-pass method draws (or searches for) fillings without chains, so it takes no ``steps``, chain ``init`` or
 ``anneal_from``; the product search looks for the most likely fillings, so it takes no ``temperature`` either.
@@ -17,10 +19,15 @@ CHAIN_SETTINGS = ("steps", "init", "anneal_from")
 """The run settings of chains, which no one-pass method takes."""
 
 
+KINDS = ("chains", "one-pass", "particles", "search")
+"""The kinds of method, in the order ``infill samplers`` lists them."""
+
+
 @dataclass(frozen=True)
-class OnePass:
-    """A one-pass method: ``kind`` is ``one-pass`` (draws from the masked LM), ``particles`` (:mod:`.particles`)
-    or ``search`` (:mod:`.product_search`); ``untaken`` the run settings it refuses; ``needs_top`` where it looks
+class Method:
+    """A method: ``kind`` is ``chains`` (an MCMC ``sampler`` class, :mod:`infill.samplers`), ``one-pass`` (draws
+    from the masked LM), ``particles`` (:mod:`.particles`) or ``search`` (:mod:`.product_search`); ``untaken`` the
+    run settings it refuses; ``needs_top`` where it looks
     for the best fillings rather than sampling. A method of draws has ``draw(energy, n, generator, temperature)
     -> (n, d)`` category indices and ``passes(d)``, the forward passes one draw takes on ``d`` blank tokens (the
     first, with every blank masked, shared by the draws); without them it is the order of its name in
@@ -32,6 +39,13 @@ class OnePass:
     needs_top: bool = False
     draw: Optional[Callable] = None
     passes: Optional[Callable[[int], int]] = None
+    sampler: Optional[type] = None
+
+    def make_sampler(self, **hyperparameters):
+        """A chain method's sampler with the given hyperparameters (others at their defaults)."""
+        from ..samplers import make_sampler
+
+        return make_sampler(self.name, **hyperparameters)
 
     def settings(self, options: dict):
         """The method's hyperparameters checked (the particles' :class:`~.particles.SMC`; None: it has none)."""
@@ -42,9 +56,12 @@ class OnePass:
         return SMC(**options)
 
     def options(self) -> dict:
-        """The method's options with their defaults (none but the particles')."""
-        from ..samplers import options_of
+        """The method's options with their defaults (a sampler's hyperparameters; no one-pass method's but the
+        particles')."""
+        from ..samplers import options_of, sampler_options
 
+        if self.kind == "chains":
+            return sampler_options(self.name)
         settings = self.settings({})
         return {} if settings is None else options_of(settings)
 
@@ -81,19 +98,29 @@ class OnePass:
 ONE_PASS = {
     method.name: method
     for method in (
-        OnePass("independent"),
-        OnePass("argmax"),
-        OnePass("left-to-right"),
-        OnePass("random-order"),
-        OnePass("confident-first"),
-        OnePass("smc", kind="particles"),
-        OnePass("product-search", kind="search", untaken=(*CHAIN_SETTINGS, "temperature"), needs_top=True),
+        Method("independent"),
+        Method("argmax"),
+        Method("left-to-right"),
+        Method("random-order"),
+        Method("confident-first"),
+        Method("smc", kind="particles"),
+        Method("product-search", kind="search", untaken=(*CHAIN_SETTINGS, "temperature"), needs_top=True),
     )
 }
 """The one-pass methods by name, in the order ``infill samplers`` lists them."""
 
+OnePass = Method  # the name the pipeline's callers use for a one-pass method's entry
 
-def register(method: OnePass) -> OnePass:
+
+def methods() -> dict[str, Method]:
+    """Every method by name, in :data:`KINDS` order (the samplers by name; importing them imports torch)."""
+    from ..samplers import SAMPLERS
+
+    chains = {name: Method(name, "chains", untaken=(), sampler=SAMPLERS[name]) for name in sorted(SAMPLERS)}
+    return {**chains, **{m.name: m for kind in KINDS[1:] for m in ONE_PASS.values() if m.kind == kind}}
+
+
+def register(method: Method) -> Method:
     """Add a one-pass method of draws (``method.draw`` and ``method.passes`` given) under a name no method has;
     it then works wherever a method's name does (``Infiller.sample(sampler=...)``, ``infill sample --sampler``
     once the module is imported, ``infill samplers``)."""

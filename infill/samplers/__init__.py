@@ -11,7 +11,7 @@ import dataclasses
 
 from ..errors import InfillError
 from .adaptive import Adapted, StepSize
-from .base import Adaptation, Sampler, State, StepInfo, Trace, Tuning, options_of, sample_categorical
+from .base import Adaptation, Sampler, State, StepInfo, Trace, Tuning, option_fields, options_of, sample_categorical
 from .driver import FIELDS, sample
 from .registry import SAMPLERS, register
 from .runner import run_annealed
@@ -23,7 +23,7 @@ from . import auxiliary_gaussian, mlm_block, presets  # noqa: E402, F401
 def sampler_options(name: str) -> dict:
     """Hyperparameter names of sampler ``name`` with their defaults."""
     cls = SAMPLERS[name]
-    options = {f.name: f.default for f in dataclasses.fields(cls)}
+    options = {f.name: f.default for f in option_fields(cls)}
     return options if cls.adaptation is None else {**options, **options_of(cls.adaptation)}
 
 
@@ -37,7 +37,7 @@ def make_sampler(name: str, **hyperparameters) -> Sampler:
     if unknown:
         options = ", ".join(sorted(known)) or "none"
         raise InfillError(f"sampler {name!r} has no option {unknown[0]!r} (its options: {options})")
-    own = {f.name for f in dataclasses.fields(cls)}
+    own = {f.name for f in option_fields(cls)}
     try:
         sampler = cls(**{k: v for k, v in hyperparameters.items() if k in own})
         if cls.adaptation is not None:

@@ -1,6 +1,6 @@
 """Adaptation during a warmup apart from sampling: a wrapper around a sampler that does not know it is tuned.
 
-A sampler steps with its own hyperparameters; :meth:`~.base.Sampler.fixed` gives a copy with the tuned ones
+A sampler steps with its own hyperparameters; :meth:`~.base.Sampler.fixed` gives the sampler with the tuned ones
 (a step size, PAS's path length, PAVG's preconditioner) set to new values. An adaptation is an init/update/final
 triple over a record of the tuning (:class:`~.base.Tuning`):
 
@@ -138,7 +138,7 @@ class DecayingStepSize(StepSize):
         return tuning
 
 
-@dataclass
+@dataclass(frozen=True)
 class Adapted(Sampler):
     """``sampler`` tuned by ``adaptation`` during a warmup (module docstring; None: the sampler's default), for a
     run of ``steps`` steps (None: unknown, an adaptation sized by the run never adapts; the driver sets it)."""
@@ -149,7 +149,7 @@ class Adapted(Sampler):
 
     def __post_init__(self):
         if self.adaptation is None:
-            self.adaptation = self.sampler.adaptation
+            object.__setattr__(self, "adaptation", self.sampler.adaptation)  # frozen: set once, on creation
         self.adaptation.init(self.start_value(), None)  # refuses a start the adaptation cannot use
 
     @property

@@ -36,7 +36,7 @@ the warmup (:mod:`.adaptive`). The kernel steps with its step size and precondit
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
 import torch
@@ -45,7 +45,7 @@ from torch import Tensor
 from ..energies.base import Energy, one_hot
 from ..errors import InfillError
 from .adaptive import StepSize
-from .base import Adaptation, Sampler, State, StepInfo, Tuning, mh_transition, sample_categorical
+from .base import NOT_AN_OPTION, Adaptation, Sampler, State, StepInfo, Tuning, mh_transition, sample_categorical
 from .factorised import gather_sum
 from .registry import register
 from .scores import GRADIENT
@@ -115,7 +115,7 @@ def estimate_curvature(cov: Tensor, d: int, k: int, kind: str) -> tuple[Tensor, 
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class AVG(Sampler):
     """Auxiliary variable gradient sampler: ``z ~ N(x, alpha I)``, ``alpha`` = ``step_size``; with a
     ``curvature`` (PAVG's, learned), its preconditioned proposal."""
@@ -124,8 +124,8 @@ class AVG(Sampler):
     tuned = "step_size"
     adaptation: ClassVar[Adaptation] = StepSize()
     score_source = GRADIENT
-    curvature: ClassVar[Optional[Preconditioner]] = None  # set on a copy by fixed(), not an option
     step_size: float = 1.0
+    curvature: Optional[Preconditioner] = field(default=None, compare=False, metadata=NOT_AN_OPTION)
 
     def __post_init__(self):
         if not self.step_size > 0:
@@ -135,9 +135,7 @@ class AVG(Sampler):
         return auxiliary_move(energy, state, self.step_size, self.curvature, generator)
 
     def fixed(self, value: float, curvature: Optional[Preconditioner] = None) -> "AVG":
-        kernel = super().fixed(value)
-        kernel.curvature = curvature
-        return kernel
+        return dataclasses.replace(self, step_size=value, curvature=curvature)
 
 
 @dataclass(frozen=True)
@@ -226,7 +224,7 @@ class Preconditioning(StepSize):
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class PAVG(AVG):
     """Preconditioned AVG: ``W`` (``preconditioner``: ``precision`` or ``covariance``) and ``gamma`` learned
     during the first ``burn_in`` steps, then frozen. ``trace.tuning.gamma`` is the chosen scale."""

@@ -11,7 +11,6 @@ and ``K`` categories per variable.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar, Optional, Protocol
@@ -204,11 +203,11 @@ def as_indices(energy: Energy, x0: Tensor) -> tuple[Tensor, int]:
 
 
 class Sampler:
-    """Base class of every sampler: hyperparameters are dataclass fields of the subclass, which gives
+    """Base class of every sampler: hyperparameters are fields of the subclass, a frozen dataclass, which gives
     :meth:`step` and, where its states cache more than the energy, a ``score_source`` (:mod:`.scores`) or its
     own :meth:`start`. A sampler that is tuned names its default adaptation (:mod:`.adaptive`) in
     ``adaptation`` and the hyperparameter it tunes in ``tuned``; it does not know it is tuned: it steps with its
-    own fields. Run by :func:`.driver.sample`."""
+    own fields (:meth:`fixed` gives the sampler with tuned ones). Run by :func:`.driver.sample`."""
 
     name: ClassVar[str] = ""
     tuned: ClassVar[str] = ""
@@ -242,15 +241,22 @@ class Sampler:
         return self
 
     def fixed(self, value: float) -> "Sampler":
-        """A copy stepping with the tuned hyperparameter at ``value`` (the adaptation's ``final``)."""
-        kernel = copy.copy(self)
-        setattr(kernel, self.tuned, value)
-        return kernel
+        """The sampler stepping with the tuned hyperparameter at ``value`` (the adaptation's ``final``)."""
+        return dataclasses.replace(self, **{self.tuned: value})
 
     def hyperparameters(self) -> dict:
         return options_of(self)
 
 
+NOT_AN_OPTION = {"option": False}
+"""The metadata of a sampler's field that its adaptation sets but a user does not (AVG's ``curvature``)."""
+
+
+def option_fields(options) -> list:
+    """The fields of a dataclass (or its class) of options: those a user may set."""
+    return [f for f in dataclasses.fields(options) if f.metadata.get("option", True)]
+
+
 def options_of(options) -> dict:
-    """The fields of a dataclass of options, by name."""
-    return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
+    """The options of a dataclass of options, by name."""
+    return {f.name: getattr(options, f.name) for f in option_fields(options)}

@@ -28,7 +28,7 @@ def gather_sum(log_q: Tensor, x: Tensor) -> Tensor:
     return log_q.gather(2, x.unsqueeze(-1)).sum((1, 2))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Factorised(Sampler):
     """Factorised proposal from scores with step ``step_size``, MH-tested where ``adjusted``."""
 

@@ -36,7 +36,7 @@ def enumerate_conditional(energy: Energy, x_idx: Tensor, i: Tensor, k: int) -> T
     return evaluate(energy, one_hot(candidates.reshape(b * k, d), k)).reshape(b, k)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Gibbs(Sampler):
     """Random-scan Gibbs with the conditional named by ``proposal`` (``model`` or ``exact``), MH-tested where
     ``corrected``."""

@@ -94,7 +94,7 @@ def replay_batched(logits, x: Tensor, y: Tensor, blocks: Tensor, first: Optional
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class BlockMH(Sampler):
     """MH with block proposals from the masked LM: ``block_size`` random blanks re-drawn in ``order``
     (``left-to-right`` or ``random``) given the rest, accepted by the PLL ratio with the reverse proposal."""
@@ -128,7 +128,7 @@ class BlockMH(Sampler):
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class MLMIndependence(Sampler):
     """An independence proposal, a whole filling drawn by a one-pass ``order`` of the masked LM (its
     probability replayed along the order for the reverse), with probability ``independence`` per step;

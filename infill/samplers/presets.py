@@ -27,7 +27,7 @@ from .scores import DIFFERENCES
 from .single_change import SingleChange
 
 
-@dataclass
+@dataclass(frozen=True)
 class Langevin(Factorised):
     """The discrete Langevin proposal (:func:`.langevin.langevin_log_proposal`) on the gradient.
 
@@ -68,7 +68,7 @@ class Langevin(Factorised):
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class DULA(Langevin):
     """Discrete unadjusted Langevin (Zhang, Liu & Liu, 2022): every proposal accepted; biased, the bias
     shrinking with ``step_size``. It adapts toward a high would-be acceptance (``target_accept`` 0.9), which
@@ -80,7 +80,7 @@ class DULA(Langevin):
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class DMALA(Langevin):
     """Discrete Metropolis-adjusted Langevin (Zhang, Liu & Liu, 2022): the discrete Langevin proposal plus an
     MH test with the reverse proposal."""
@@ -89,7 +89,7 @@ class DMALA(Langevin):
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class NCG(Langevin):
     """Norm-constrained gradient sampler (Rhodes & Gutmann, 2022) with step ``eps`` (``step_size``): DMALA
     with ``alpha = 2 eps`` for binary variables and ``alpha = eps`` for categorical ones."""
@@ -100,7 +100,7 @@ class NCG(Langevin):
         return ncg_log_proposal(x, scores, value)
 
 
-@dataclass
+@dataclass(frozen=True)
 class NewtonSeries(Factorised):
     """The discrete Langevin proposal on exact differences (Xiang et al., 2023): no gradient, one batch of
     ``1 + d (K - 1)`` evaluations per step. ``decay < 1`` also shrinks the step by ``decay`` every step, down
@@ -114,7 +114,7 @@ class NewtonSeries(Factorised):
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class UNA(NewtonSeries):
     """Unadjusted Newton approximation: the Newton proposal, always accepted (biased for ``alpha > 0``; it
     adapts toward a high would-be acceptance, ``target_accept`` 0.9)."""
@@ -126,7 +126,7 @@ class UNA(NewtonSeries):
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class MANA(NewtonSeries):
     """Metropolis-adjusted Newton approximation: the Newton proposal with the MH correction (exact)."""
 
@@ -134,7 +134,7 @@ class MANA(NewtonSeries):
     step_size: float = 1.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class DiscreteLangevinMC(Factorised):
     """Discrete Langevin Monte Carlo (Sun et al., 2023, :mod:`.dlmc`): simulation time ``h`` (``step_size``)
     of the locally balanced rate matrix with ``balancing`` ``sqrt`` or ``ratio``, MH-corrected."""
@@ -147,7 +147,7 @@ class DiscreteLangevinMC(Factorised):
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class DLMC(DiscreteLangevinMC):
     """DLMC: the interpolated transition of eq. 39 (exact for binary variables), MH-corrected."""
 
@@ -158,7 +158,7 @@ class DLMC(DiscreteLangevinMC):
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class DLMCf(DiscreteLangevinMC):
     """DLMCf: the forward-Euler transition ``I + hQ``, MH-corrected (a shorter start ``h``: Euler overshoots)."""
 
@@ -170,7 +170,7 @@ class DLMCf(DiscreteLangevinMC):
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class GWG(SingleChange):
     """Gibbs-with-Gradients (Grathwohl et al., 2021): one (variable, category) change per step proposed from
     the gradient's estimate of the energy change, MH-corrected. One value-and-gradient evaluation per step."""
@@ -180,7 +180,7 @@ class GWG(SingleChange):
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class PAS(SingleChange):
     """Path auxiliary sampler (Sun et al., 2022): on average ``path_length`` gradient-informed single-variable
     moves per MH step, the mean adapted during burn-in."""
@@ -190,7 +190,7 @@ class PAS(SingleChange):
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class LocallyBalanced(SingleChange):
     """Zanella's locally balanced sampler (2020) over single-variable changes, from exact neighbour
     differences (no gradient): ``d (K - 1)`` evaluations per step."""
@@ -201,7 +201,7 @@ class LocallyBalanced(SingleChange):
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class GibbsSampler(Gibbs):
     """Random-scan Gibbs: one variable per chain redrawn from its conditional; ``proposal="model"`` (default) is
     Wang & Cho's sampler on a masked LM, which does not target the PLL energy (``gibbs-mh`` does)."""
@@ -210,7 +210,7 @@ class GibbsSampler(Gibbs):
 
 
 @register
-@dataclass
+@dataclass(frozen=True)
 class GibbsMH(Gibbs):
     """Gibbs proposal with a Metropolis-Hastings test, so the chain targets the energy exactly (with the
     exact conditional every move is accepted)."""

@@ -38,7 +38,7 @@ from .base import Sampler, State, StepInfo, mh_transition, sample_categorical
 from .scores import GRADIENT, ScoreSource
 
 
-@dataclass
+@dataclass(frozen=True)
 class SingleChange(Sampler):
     """On average ``path_length`` score-informed single-variable moves per MH step, balanced by ``balancing``."""
 

@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InfillError
-from ..samplers.base import Sampler, State, StepInfo, mh_accept, sample_categorical
+from ..samplers.base import Sampler, State, StepInfo, mh_transition, sample_categorical
 from .fills import MASK, Fills, SpanSpace
 
 MOVES = ("insert", "delete", "replace")
@@ -49,7 +49,7 @@ class SpanEnergy(Protocol):
         blank ``blank[b]``; they must depend on the fills around the mask only."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class SpanSampler(Sampler):
     """Reversible-jump MH over the fills of ``space``, a sampler of the one contract (:class:`Sampler`): its
     state ``x (B, J * C + J)`` is the fills packed (:meth:`Fills.pack`), run by the one driver
@@ -165,8 +165,8 @@ class SpanSampler(Sampler):
         new = valid & ~same
         if bool(new.any()):
             energy_y[new] = energy(y.select(new)).double()
-        log_ratio = torch.where(valid, energy_y - state.energy[a] + reverse - forward, float("-inf"))
-        return self.transition(state, a, y.pack(), energy_y, log_ratio, generator)
+        reverse = torch.where(valid, reverse, float("-inf"))  # an invalid fill is refused
+        return self.transition(state, a, y.pack(), energy_y, forward, reverse, generator)
 
     def transition(
         self,
@@ -174,16 +174,18 @@ class SpanSampler(Sampler):
         a: Tensor,
         y: Tensor,
         energy_y: Tensor,
-        log_ratio: Tensor,
+        forward: Tensor,
+        reverse: Tensor,
         generator: Optional[torch.Generator],
     ) -> tuple[State, StepInfo]:
-        """The MH test of the proposals ``y`` (packed) of the chains ``a``; the other chains stay."""
-        accept = mh_accept(log_ratio, generator)
+        """The MH test (:func:`~infill.samplers.base.mh_transition`) of the proposals ``y`` (packed) of the chains
+        ``a``, drawn with log-probability ``forward``, ``reverse`` that of the reverse move; the other chains stay."""
+        moved, info = mh_transition(state.select(a), y, energy_y, None, forward, reverse, 1, generator)
+        x, values = state.x.clone(), state.energy.clone()
+        x[a], values[a] = moved.x, moved.energy
         accepted = torch.zeros(len(state.x), dtype=torch.bool, device=state.x.device)
-        accepted[a] = accept
         accept_prob = torch.zeros(len(state.x), dtype=torch.float64, device=state.x.device)
-        accept_prob[a] = log_ratio.clamp_max(0).exp().nan_to_num(nan=0.0)
-        x, values, proposed = state.x.clone(), state.energy.clone(), state.x.clone()
-        x[a[accept]], values[a[accept]], proposed[a] = y[accept], energy_y[accept], y
-        info = StepInfo(accepted, (x != state.x).sum(-1), 1, (proposed != state.x).sum(-1), accept_prob)
+        proposed_hops = torch.zeros(len(state.x), dtype=info.proposed_hops.dtype, device=state.x.device)
+        accepted[a], accept_prob[a], proposed_hops[a] = info.accepted, info.accept_prob, info.proposed_hops
+        info = StepInfo(accepted, (x != state.x).sum(-1), 1, proposed_hops, accept_prob)
         return dataclasses.replace(state, x=x, energy=values), info
