@@ -22,7 +22,7 @@ from infill import Infiller  # noqa: E402
 from infill.cli import main  # noqa: E402
 from infill.constraints.rewrite import source_bleu  # noqa: E402
 from infill.pipeline.config import STEPS  # noqa: E402
-from infill.serve import create_app  # noqa: E402
+from infill.serve import create_app, tasks  # noqa: E402
 from infill.serve.app import shown_name  # noqa: E402
 from infill.serve.queue import QueueFull, RunQueue, Stopped  # noqa: E402
 
@@ -126,6 +126,52 @@ def test_score_and_rank_return_what_the_api_gives(url, infiller):
     assert got["ranked"][0]["text"] == want[0].text and got["ranked"][0]["mode"] == "pll"
 
 
+def test_augment_returns_what_the_api_gives_a_few_sentences_at_a_time(url, infiller, monkeypatch):
+    texts = ["the old man walked to the market .", "a dog ran in the park .", "Meet Anna in New York ."]
+    options = {"n": 3, "change": 0.3, "seed": 4, "protect": ["new york"]}
+    monkeypatch.setattr(tasks, "AUGMENT_CHUNK", 2)  # two runs: a sentence gets the same variants in any batch
+    status, got = request(url + "/api/augment", {"texts": texts, **options})
+    assert status == 200, got
+    want = [variants.to_dict() for variants in infiller.augment(texts, **options)]
+    assert got == {"augmented": json.loads(json.dumps(want))}
+    assert [record["source"] for record in got["augmented"]] == texts
+    assert all(record["variants"] and record["variants"][0]["edits"] for record in got["augmented"])
+    assert all("New York" in v["text"] for v in got["augmented"][2]["variants"])
+    status, one = request(url + "/api/augment", {"text": texts[0], "n": 3, "min-words": 2, "seed": 4})
+    assert status == 200 and one["augmented"] == [infiller.augment(texts[0], n=3, min_words=2, seed=4).to_dict()]
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({"texts": []}, "give at least one of the texts"),
+        ({"texts": ["a cat sat .", " "]}, "sentence 2 is empty"),
+        ({"text": ""}, "sentence 1 is empty"),
+        ({"texts": "a cat sat ."}, "texts must be a list of strings"),
+        ({"text": "a cat .", "texts": ["a dog ."]}, 'give "text" (one sentence) or "texts" (a list), not both'),
+        ({"texts": ["a cat sat ."], "n": 0}, "n must be a positive integer, got 0"),
+        ({"texts": ["a cat sat ."], "n": 65}, "at most 64 variants per sentence, got 65"),
+        ({"texts": ["a cat sat ."], "change": 1.5}, "change must be a share strictly between 0 and 1, got 1.5"),
+        ({"texts": ["a cat sat ."], "change": 0}, "change must be a share strictly between 0 and 1"),
+        ({"texts": ["a cat sat ."], "sampler": "gibbs"}, "augment fills with one-pass draws"),
+        ({"texts": ["a cat sat ."], "protect": "cat"}, "protect must be a list"),
+        ({"texts": ["a cat sat ."], "protect": ["(cat"]}, "is not a regular expression"),
+        ({"texts": ["a cat sat ."], "top": 3}, "unknown key 'top'"),
+        ({"texts": ["a cat sat .", "42 1999 2000"]}, "sentence 2: nothing to change in '42 1999 2000'"),  # worker
+        ({"texts": ["a [MASK] sat ."]}, "has a [MASK] blank"),  # in the worker
+    ],
+)
+def test_bad_augment_input_is_400_with_one_line(url, body, message):
+    status, got = request(url + "/api/augment", body)
+    assert status == 400 and message in got["error"] and "\n" not in got["error"], got
+
+
+def test_augment_numbers_a_refused_sentence_in_the_whole_request(url, monkeypatch):
+    monkeypatch.setattr(tasks, "AUGMENT_CHUNK", 2)
+    status, got = request(url + "/api/augment", {"texts": ["a cat sat .", "a dog ran .", "42 1999 2000"]})
+    assert status == 400 and got["error"].startswith("sentence 3: nothing to change in '42 1999 2000'"), got
+
+
 @pytest.mark.parametrize(
     "options",
     [
@@ -173,6 +219,8 @@ def test_jobs_of_every_task_and_the_lengths_of_span_fills(url):
     assert len(wait_for(url, created["id"])["result"]["ranked"]) == 2
     _, created = request(url + "/api/jobs", {"task": "score", "texts": ["a cat ."]})
     assert len(wait_for(url, created["id"])["result"]["scores"]) == 1
+    _, created = request(url + "/api/jobs", {"task": "augment", "texts": ["a cat sat .", "a dog ran ."], "n": 2})
+    assert [len(r["variants"]) for r in wait_for(url, created["id"])["result"]["augmented"]] == [2, 2]
 
 
 @pytest.mark.parametrize(
@@ -201,7 +249,11 @@ def test_jobs_of_every_task_and_the_lengths_of_span_fills(url):
         ("sample", {"template": "a [MASK] .", "blank_unit": "line"}, "blank unit must be 'token' or 'word'"),
         ("sample", {"template": "a [MASK*?] .", "sampler": "left-to-right"}, "has word blanks"),  # in the worker
         ("sample", {"template": "a [MASK] .", "forbid": [","]}, "cannot forbid ','"),  # in the worker
-        ("jobs", {"task": "summarize", "template": "a [MASK] ."}, "task must be one of sample, rewrite, score, rank"),
+        (
+            "jobs",
+            {"task": "summarize", "template": "a [MASK] ."},
+            "task must be one of sample, rewrite, score, rank, augment",
+        ),
         ("jobs", {"task": "rewrite", "text": "a cat .", "change": 2}, "change must be a fraction"),
     ],
 )
@@ -326,7 +378,8 @@ def test_page_and_info(url):
     assert "auto" in info["methods"] and "left-to-right" in info["methods"]
     assert info["fast"]["steps"] < STEPS and info["defaults"]["steps"] is None  # auto: until its budget is spent
     assert info["rewrite"]["sampler"] == "gibbs-mh"
-    assert set(info["examples"]) == {"fill", "rewrite", "score", "rank"}
+    assert set(info["examples"]) == {"fill", "rewrite", "score", "rank", "augment"}
+    assert info["augment"] == {**tasks.AUGMENT_DEFAULTS, "sampler": "confident-first"}
 
 
 def test_queue_runs_one_at_a_time_in_order():

@@ -1,7 +1,8 @@
 """The page of ``infill serve`` in headless Chromium (Debian's ``chromium``), driven by Playwright, on the dev MLM:
 every mode as a user would use it. Fill: fillings, marginals, traces and the baseline beside them; span
 blanks with an include word and the lengths chosen; progress, cancel and errors. Rewrite: variants with
-the changed words marked. Score & rank: a bar per sentence and per option."""
+the changed words marked. Score & rank: a bar per sentence and per option. Augment: variants of each sentence
+with their changed words marked, the protected ones kept, and bad input in one line."""
 
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ ARGS = [
 ]
 SCREENSHOTS = "INFILL_SCREENSHOTS"  # set to a folder (docs) to save the page of each mode; tests write no tracked file
 pytestmark = pytest.mark.slow
+REVERTED = "n => [...n.childNodes].map(c => c.nodeName === 'MARK' ? c.title.slice(5) : c.textContent).join('')"
+"""A variant's text with each marked word put back to the source's word (its title: ``was: WORD``)."""
 
 
 @pytest.fixture(scope="module")
@@ -193,3 +196,51 @@ def test_score_and_rank_draw_a_bar_each(page, tmp_path):
     page.click("#rk-run")
     page.wait_for_selector("#score .status.error")
     assert re.search(r"exactly one \[MASK\] blank, got 2", page.inner_text("#score .status"))
+
+
+def test_augment_marks_the_changed_words_of_each_variant(page, tmp_path):
+    page.click("nav button[data-mode=augment]")
+    assert page.is_hidden("#score") and page.is_visible("#augment")
+    page.select_option("#au-examples", index=1)  # two sentences
+    page.fill("#au-n", "3")
+    page.fill("#au-seed", "0")
+    page.click("#au-run")
+    page.wait_for_selector("#au-results ol.fillings li", timeout=90_000)
+    sentences = page.locator("#au-results .augmented")
+    assert sentences.count() == 2 and page.locator("#au-results .shortfall").count() == 0
+    for i in range(sentences.count()):
+        source = sentences.nth(i).locator(".source b").inner_text()
+        variants = sentences.nth(i).locator("ol.fillings li")
+        assert variants.count() == 3
+        for j in range(variants.count()):
+            filling, marks = variants.nth(j).locator(".filling"), variants.nth(j).locator("mark.changed")
+            assert marks.count() >= 1 and filling.text_content() != source
+            assert all(m.startswith("was: ") for m in marks.evaluate_all("ms => ms.map(m => m.title)"))
+            # each marked word put back to the source's word gives the source: only the marked words changed
+            assert filling.evaluate(REVERTED) == source
+            assert f"{marks.count()} changed" in variants.nth(j).inner_text() and "PLL" in variants.nth(j).inner_text()
+    shoot(page, "serve-augment.png", tmp_path)
+    page.select_option("#au-examples", index=2)  # protected words
+    page.click("#au-run")
+    page.wait_for_function("document.querySelector('#au-results .source b')?.textContent.includes('Anna')")
+    page.wait_for_selector("#au-results ol.fillings li", timeout=90_000)
+    kept = page.locator("#au-results ol.fillings .filling").all_text_contents()
+    assert kept and all("Anna" in v and "New York" in v and "12 May at 10am" in v for v in kept)
+
+
+def test_augment_bad_input_shows_one_line(page):
+    page.click("nav button[data-mode=augment]")
+    page.fill("#au-texts", "The old man walked slowly to the market.")
+    page.fill("#au-n", "0")
+    page.click("#au-run")
+    page.wait_for_function("document.querySelector('#augment .status').textContent.includes('n must be')")
+    assert page.locator("#augment .status.error").count() == 1
+    page.fill("#au-n", "3")
+    page.fill("#au-texts", "42 1999 2000")
+    page.click("#au-run")
+    page.wait_for_function(
+        "document.querySelector('#augment .status').textContent.includes('nothing to change')", timeout=30_000
+    )
+    status = page.inner_text("#augment .status")
+    assert status.startswith("sentence 1: nothing to change in '42 1999 2000'") and "\n" not in status
+    page.wait_for_selector("#au-run:not([disabled])")

@@ -5,10 +5,13 @@
 - ``POST /api/rewrite`` (``text``, ``change``, run options) -> the variants, as ``infill rewrite --json``;
 - ``POST /api/score`` (``texts``, ``mode``) -> ``{"scores"}``, ``POST /api/rank`` (``template``, ``options``,
   ``mode``) -> ``{"ranked"}``, each entry as a line of ``infill score --json`` / ``infill rank --json``;
+- ``POST /api/augment`` (``texts`` or ``text``, ``n``, ``change``, ``seed``, ``protect``, ``min_words``,
+  ``max_words``, ``sampler``) -> ``{"augmented"}``, one record of ``infill augment --json`` per sentence;
 - ``POST /api/jobs`` (any of those bodies, ``"task"`` naming which; sample by default) -> ``{"id"}`` at once;
   ``GET /api/jobs/ID`` -> its state, progress and, when done, the result with what the page draws (the
   ``trace`` of each chain, the ``lengths`` of span fills); ``DELETE /api/jobs/ID`` cancels it;
-- ``GET /api/info``: the model, the run defaults, the fast preset, the methods and the examples.
+- ``GET /api/info``: the model, the run defaults (and those of rewrite and augment), the fast preset, the
+  methods and the examples.
 
 Bad input is HTTP 400 with ``{"error": one line}`` (checked by :mod:`infill.serve.tasks`); a full queue
 503; a body over the cap 413; a run past the time limit 503. Every run goes through
@@ -34,7 +37,7 @@ from ..errors import InfillError
 from ..onepass.methods import ONE_PASS
 from ..pipeline.config import AUTO, RunConfig
 from .queue import QueueFull, RunQueue, Stopped
-from .tasks import REWRITE_DEFAULTS, TASKS
+from .tasks import AUGMENT_DEFAULTS, REWRITE_DEFAULTS, TASKS
 
 STATIC = Path(__file__).parent / "static"
 FAST = {"num_samples": 8, "steps": 4, "top": 5}
@@ -51,6 +54,10 @@ EXAMPLES = {
     "rewrite": ["The old man walked slowly to the market.", "She opened the door and saw a small dog in the garden."],
     "score": ["the cat sat on the mat .", "the mat sat on the cat .", "cat the on sat mat the ."],
     "rank": {"template": "the [MASK] played a song .", "options": ["pianist", "violinist", "xylophonist", "ice cream"]},
+    "augment": [  # request bodies: sentences and the options they show off
+        {"texts": ["The old man walked slowly to the market.", "She opened the door and saw a small dog."]},
+        {"texts": ["Meet Anna in New York on 12 May at 10am."], "protect": ["Anna", "New York"], "change": 0.3},
+    ],
 }
 
 
@@ -138,6 +145,7 @@ class Service:
                 "defaults": defaults,
                 "fast": FAST,
                 "rewrite": REWRITE_DEFAULTS,
+                "augment": AUGMENT_DEFAULTS,
                 "methods": [AUTO, *sorted(SAMPLERS), *ONE_PASS],
                 "untaken": {name: list(method.untaken) for name, method in ONE_PASS.items()},
                 "examples": EXAMPLES,

@@ -5,7 +5,10 @@
 - ``rewrite``: ``text``, ``change`` plus run options (``infill rewrite``: gibbs-mh, top 5 by default; each
   variant with its ``source_bleu``, as ``infill rewrite --json`` gives it);
 - ``score``: ``texts`` and ``mode`` (``infill score``);
-- ``rank``: ``template`` with one blank, ``options`` and ``mode`` (``infill rank``).
+- ``rank``: ``template`` with one blank, ``options`` and ``mode`` (``infill rank``);
+- ``augment``: ``texts`` (or one ``text``), ``n``, ``change``, ``seed``, ``protect``, ``min_words``,
+  ``max_words``, ``sampler`` (``infill augment --json``: one record a sentence, run
+  :data:`AUGMENT_CHUNK` sentences at a time, so progress, cancel and the time limit act between them).
 
 Everything that needs no tokenizer is checked here, before the run queues (the template's syntax, every
 run option); the rest is checked by the :class:`~infill.Infiller` method in the worker. Either way a bad
@@ -21,16 +24,30 @@ from typing import Any, Callable
 
 import torch
 
+from ..augmentation.words import patterns
 from ..constraints.rewrite import check_change, source_bleu
 from ..errors import InfillError
 from ..lm.scoring import check_mode, splice
+from ..pipeline.augment import METHOD, SentenceError, check_request
 from ..pipeline.config import REWRITE_SAMPLER, RunConfig
 from ..text.blanks import scan
 
 MAX_SAMPLES = 256  # chains of one request: more could exhaust the server's memory before the time limit bites
-MAX_TEXTS = 256  # sentences or options of one score or rank request
+MAX_TEXTS = 256  # sentences or options of one score, rank or augment request
 REWRITE_DEFAULTS = {"sampler": REWRITE_SAMPLER, "change": 0.5, "top": 5}
 """What ``infill rewrite`` uses where a request says nothing."""
+MAX_VARIANTS = 64  # variants of one sentence: a short sentence draws up to 24 per variant asked for
+AUGMENT_DEFAULTS = {
+    "n": 5,
+    "change": 0.15,
+    "seed": 0,
+    "protect": [],
+    "min_words": 1,
+    "max_words": None,
+    "sampler": METHOD,
+}
+"""What ``infill augment`` uses where a request says nothing."""
+AUGMENT_CHUNK = 8  # sentences per batched run (a sentence gets the same variants in any batch)
 TRACE_POINTS = 200  # steps kept per chain in a trace sent to the page
 Run = Callable[[Any, Callable[[int, int], None], bool], dict]
 
@@ -205,4 +222,49 @@ def rank(data: Any) -> Run:
     return run
 
 
-TASKS: dict[str, Callable[[Any], Run]] = {"sample": sample, "rewrite": rewrite, "score": score, "rank": rank}
+def _augment_texts(fields: dict, example: str) -> list[str]:
+    """The body's ``texts``, or its ``text`` as a list of one; every one with words."""
+    if "text" in fields:
+        if "texts" in fields:
+            raise InfillError('give "text" (one sentence) or "texts" (a list), not both')
+        fields["texts"] = [_string(fields, "text", example)]
+    texts = _texts(fields.pop("texts", None), "texts", example)
+    for n, text in enumerate(texts, 1):
+        if not text.strip():
+            raise InfillError(f"sentence {n} is empty")
+    return texts
+
+
+def augment(data: Any) -> Run:
+    example = '{"texts": ["The old man walked slowly to the market."], "n": 5}'
+    fields = _body(data, "texts", example)
+    texts = _augment_texts(fields, example)
+    options = {name: fields.pop(name, default) for name, default in AUGMENT_DEFAULTS.items()}
+    if fields:
+        known = ", ".join(options)
+        raise InfillError(f"unknown key {next(iter(fields))!r} (this request takes texts or text, {known})")
+    check_request(*(options[k] for k in ("n", "change", "seed", "min_words", "max_words", "sampler")))
+    if options["n"] > MAX_VARIANTS:
+        raise InfillError(f"this server takes at most {MAX_VARIANTS} variants per sentence, got {options['n']}")
+    patterns(options["protect"])
+
+    def run(infiller, step, extras):
+        found = []
+        for start in range(0, len(texts), AUGMENT_CHUNK):
+            step(start, len(texts))
+            try:
+                found += infiller.augment(texts[start : start + AUGMENT_CHUNK], **options)
+            except SentenceError as exc:  # numbered within its chunk
+                raise InfillError(f"sentence {start + exc.index + 1}: {exc.reason}") from None
+        return {"augmented": [finite(variants.to_dict()) for variants in found]}
+
+    return run
+
+
+TASKS: dict[str, Callable[[Any], Run]] = {
+    "sample": sample,
+    "rewrite": rewrite,
+    "score": score,
+    "rank": rank,
+    "augment": augment,
+}

@@ -1,11 +1,11 @@
 "use strict";
-// The page of `infill serve`: three modes over the JSON API. Fill and Rewrite run as jobs (progress,
-// cancel, traces); Score & rank ask /api/score and /api/rank directly. Plots are drawn here as SVG.
+// The page of `infill serve`: four modes over the JSON API. Fill, Rewrite and Augment run as jobs (progress,
+// cancel; traces for the first two); Score & rank ask /api/score and /api/rank directly. Plots are drawn here as SVG.
 const $ = (id) => document.getElementById(id);
 const BLANK = /\[MASK[^\]]*\]/;
 const SPAN = /\[MASK\s*\*\s*(\?|\d+\s*-)/;
 let info = null;
-const jobs = {fill: [], rewrite: []};
+const jobs = {fill: [], rewrite: [], augment: []};
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -62,6 +62,9 @@ async function init() {
   $("sc-texts").value = info.examples.score.join("\n");
   $("rk-template").value = info.examples.rank.template;
   $("rk-options").value = info.examples.rank.options.join(", ");
+  info.examples.augment.forEach((e, i) => $("au-examples").append(el("option", {value: i}, e.texts.join(" | "))));
+  for (const f of ["n", "seed"]) $("au-" + f).value = info.augment[f];
+  showAugmentExample(info.examples.augment[0]);
 }
 function showExample(example) {
   $("template").value = example.template;
@@ -100,7 +103,8 @@ async function follow(mode, id, panel, render, started) {
     if (performance.now() - started > 2000) {
       const [done, total] = job.progress;
       setStatus(mode, job.state === "queued" ? `waiting in the queue (position ${job.position})` : "");
-      if (job.state === "running") statusOf(mode).replaceChildren(`step ${done} of ${total} `, el("progress", {max: total || 1, value: done}));
+      const text = mode === "augment" ? `${done} of ${total} sentences done ` : `step ${done} of ${total} `;
+      if (job.state === "running") statusOf(mode).replaceChildren(text, el("progress", {max: total || 1, value: done}));
     }
     await new Promise((r) => setTimeout(r, 150));
   }
@@ -295,14 +299,59 @@ function submitRank() {
     (r) => el("span", {}, el("b", {}, r.option), ` · ${r.text}`), "ranked");
 }
 
+// --- Augment ---
+function showAugmentExample(example) {
+  $("au-texts").value = example.texts.join("\n");
+  $("au-protect").value = (example.protect ?? []).join(", ");
+  $("au-change").value = example.change ?? info.augment.change;
+}
+
+function submitAugment(event) {
+  event.preventDefault();
+  const texts = $("au-texts").value.split("\n").filter((t) => t.trim());  // each as typed: only what changes changes
+  const body = {task: "augment", texts, protect: words($("au-protect").value)};
+  for (const f of ["n", "change", "seed"]) if ($("au-" + f).value !== "") body[f] = Number($("au-" + f).value);
+  $("au-results").replaceChildren();
+  const panel = panelFor($("au-results"), info.augment.sampler);
+  runJobs("augment", [[body, renderAugment]], [panel], $("au-run"));
+}
+
+function changedWords(variant) {
+  // the variant's text with each edit's new word marked (hover for the source's word)
+  const node = el("span", {class: "filling"});
+  let at = 0;
+  for (const e of variant.edits) {
+    const [start, end] = e.variant_span;
+    node.append(variant.text.slice(at, start), el("mark", {class: "changed", title: `was: ${e.old}`}, variant.text.slice(start, end)));
+    at = end;
+  }
+  node.append(variant.text.slice(at));
+  return node;
+}
+
+function renderAugment(panel, result) {
+  const sentences = result.augmented.map((record) => {
+    const list = el("ol", {class: "fillings"}, ...record.variants.map((v) => el("li", {title: v.text}, changedWords(v),
+      el("span", {class: "energy"}, `${v.edits.length} changed (${percent(v.changed)} of the words) · PLL ${v.score.toFixed(2)}`))));
+    const block = el("div", {class: "augmented"}, el("p", {class: "source"}, "source: ", el("b", {}, record.source)), list);
+    if (record.shortfall) block.append(el("p", {class: "note shortfall"},
+      `${record.shortfall} fewer than asked for: the draws found no more distinct variants`));
+    return block;
+  });
+  panel.replaceChildren(el("h2", {}, `${info.augment.sampler}: variants of ${result.augmented.length} sentences`), ...sentences,
+    el("p", {class: "note"}, "best PLL (of the changed words, nats) first; the changed words marked, hover for the source's"));
+}
+
 $("fill-form").addEventListener("submit", submitFill);
 $("rewrite-form").addEventListener("submit", submitRewrite);
+$("augment-form").addEventListener("submit", submitAugment);
 $("score-form").addEventListener("submit", submitScore);
 $("rk-run").addEventListener("click", submitRank);
-for (const mode of ["fill", "rewrite"]) $(mode).querySelector("button.cancel").addEventListener("click", () => cancel(mode));
+for (const mode of ["fill", "rewrite", "augment"]) $(mode).querySelector("button.cancel").addEventListener("click", () => cancel(mode));
 for (const tab of document.querySelectorAll("nav button")) tab.addEventListener("click", () => showMode(tab.dataset.mode));
 $("fast").addEventListener("click", () => preset("", {...info.defaults, ...info.fast}));
 $("defaults").addEventListener("click", () => preset("", info.defaults));
 $("examples").addEventListener("change", (e) => { if (e.target.value) showExample(info.examples.fill[Number(e.target.value)]); });
 $("rw-examples").addEventListener("change", (e) => { if (e.target.value) $("rw-text").value = e.target.value; });
+$("au-examples").addEventListener("change", (e) => { if (e.target.value) showAugmentExample(info.examples.augment[Number(e.target.value)]); });
 init().catch((e) => setStatus("fill", `cannot reach the server: ${e}`, true));
