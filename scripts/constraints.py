@@ -315,8 +315,8 @@ def run_rewrite(infiller: Infiller, spec: dict, change: float, chains: int) -> d
     d = len(source)
     energy = MaskedLMEnergy(
         infiller.model,
-        parsed.input_ids[None],
-        parsed.blank_positions[None],
+        parsed.input_ids,
+        parsed.blank_positions,
         categories,
         infiller.tokenizer.mask_token_id,
         512,

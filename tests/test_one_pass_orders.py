@@ -97,28 +97,14 @@ def asked(energy):
 
 
 @pytest.mark.parametrize("method", [*mlm_draws.FORWARDS])
-@pytest.mark.parametrize("templates", [1, 2])
-def test_the_first_pass_runs_once_per_template_and_the_count_says_so(method, templates):
+def test_the_first_pass_runs_once_and_the_count_says_so(method):
     model = tiny_bert(vocab_size=32, seed=2, init=0.15)
-    energy = MaskedLMEnergy(model, IDS.expand(templates, -1), BLANKS.expand(templates, -1), torch.arange(20, 24), 4)
+    energy = MaskedLMEnergy(model, IDS, BLANKS, torch.arange(20, 24), 4)
     mlm_draws.draw(energy, method, 40, torch.Generator().manual_seed(0))
-    assert asked(energy) == mlm_draws.encoder_sequences(method, D, 40, templates)
-    assert mlm_draws.encoder_sequences(method, D, 40, templates) == {
-        "uniform": 0,
-        "independent": templates,
-        "argmax": templates,
-    }.get(method, templates + 40 * (D - 1))
-
-
-def test_stacked_templates_get_their_own_first_pass():
-    model = tiny_bert(vocab_size=32, seed=2, init=0.15)
-    other = IDS.clone()
-    other[1] = 13
-    stacked = MaskedLMEnergy(model, torch.stack([IDS, other]), BLANKS.expand(2, -1), torch.arange(20, 24), 4)
-    draws = mlm_draws.draw(stacked, "argmax", 4, None)
-    for g, ids in enumerate([IDS, other]):
-        alone = MaskedLMEnergy(model, ids, BLANKS, torch.arange(20, 24), 4)
-        assert torch.equal(draws[2 * g : 2 * g + 2], mlm_draws.draw(alone, "argmax", 2, None))
+    assert asked(energy) == mlm_draws.encoder_sequences(method, D, 40)
+    assert mlm_draws.encoder_sequences(method, D, 40) == {"uniform": 0, "independent": 1, "argmax": 1}.get(
+        method, 1 + 40 * (D - 1)
+    )
 
 
 def test_random_order_draws_a_permutation_per_draw(energy, monkeypatch):

@@ -31,7 +31,7 @@ class HasConditionals(Protocol):
 
 @runtime_checkable
 class HasBlankLogits(Protocol):
-    """A masked LM: its logits at some blanks with others masked, on ``input_ids`` (one row per template) with
+    """A masked LM: its logits at some blanks with others masked, on the template ``input_ids (L,)`` with
     ``num_blanks`` blanks whose categories are the tokens ``category_ids``."""
 
     input_ids: Tensor

@@ -9,7 +9,7 @@
 - ``uniform``: uniformly random categories (no forward pass).
 
 The sequential orders take ``d`` forward passes. The first pass of every method, all blanks masked, is the
-same for every draw: it runs once per template, one sequence, its logits shared by the draws
+same for every draw: it runs once, one sequence, its logits shared by the draws
 (:func:`encoder_sequences`). Logits are divided by ``temperature`` before the softmax. Every draw comes from
 ``generator``. The energy must offer ``blank_logits(x_idx, masked, read) -> (B, S, K)``
 (:class:`~infill.energies.masked_lm.MaskedLMEnergy`).
@@ -30,8 +30,8 @@ FORWARDS = {
     "confident-first": lambda d: d,
     "random-order": lambda d: d,
 }
-"""Forward passes that each method costs for ``d`` blank tokens: the first over one sequence per template, the
-others over the chains."""
+"""Forward passes that each method costs for ``d`` blank tokens: the first over one sequence, the others over the
+chains."""
 ORDERS = ("left-to-right", "random-order", "confident-first")
 """The methods that fill the blanks one at a time."""
 CHUNK = 256
@@ -47,21 +47,16 @@ def sample_categorical(logits: Tensor, generator: Optional[torch.Generator]) -> 
     return torch.argmax(torch.sub(logits, log_exponential, out=log_exponential), dim=-1)  # the Gumbel noise added
 
 
-def encoder_sequences(method: str, d: int, num_chains: int, templates: int = 1) -> int:
-    """Encoder sequences that ``draw`` spends on ``num_chains`` draws over ``templates`` stacked templates."""
+def encoder_sequences(method: str, d: int, num_chains: int) -> int:
+    """Encoder sequences that ``draw`` spends on ``num_chains`` draws."""
     passes = FORWARDS[method](d)
-    return 0 if passes == 0 else templates + (passes - 1) * num_chains
+    return 0 if passes == 0 else 1 + (passes - 1) * num_chains
 
 
 def all_masked_logits(energy, num_chains: int) -> Tensor:
-    """The logits ``(num_chains, d, K)`` with every blank masked: one sequence per stacked template, each
-    template's logits repeated (a view where there is one template) over its block of chains."""
-    templates, d = energy.input_ids.shape[0], energy.num_blanks
-    x = torch.zeros(templates, d, dtype=torch.long, device=energy.category_ids.device)
-    logits = energy.blank_logits(x, torch.ones_like(x, dtype=torch.bool))
-    if templates == 1:
-        return logits.expand(num_chains, -1, -1)
-    return logits.repeat_interleave(num_chains // templates, dim=0)
+    """The logits ``(num_chains, d, K)`` with every blank masked: one sequence, its logits repeated (a view)."""
+    x = torch.zeros(1, energy.num_blanks, dtype=torch.long, device=energy.category_ids.device)
+    return energy.blank_logits(x, torch.ones_like(x, dtype=torch.bool)).expand(num_chains, -1, -1)
 
 
 def most_peaked(log_p: Tensor) -> Tensor:
@@ -149,10 +144,10 @@ def step(
 def draw(
     energy, method: str, num_chains: int, generator: Optional[torch.Generator], temperature: float = 1.0
 ) -> Tensor:
-    """Category indices ``(num_chains, d)`` drawn by ``method`` (a key of :data:`FORWARDS`); on one template in
-    chunks of at most :data:`CHUNK` draws (memory stays bounded however many; the chunks draw in turn from
-    ``generator``). ``argmax`` on one blank of one template gives the ``num_chains`` most likely tokens, best
-    first (one pass: the exact top of the PLL, whose one term is that conditional)."""
+    """Category indices ``(num_chains, d)`` drawn by ``method`` (a key of :data:`FORWARDS`), in chunks of at most
+    :data:`CHUNK` draws (memory stays bounded however many; the chunks draw in turn from ``generator``).
+    ``argmax`` on one blank gives the ``num_chains`` most likely tokens, best first (one pass: the exact top of
+    the PLL, whose one term is that conditional)."""
     d, k = energy.num_blanks, energy.num_categories
     device = energy.category_ids.device
     if method == "uniform":
@@ -161,11 +156,9 @@ def draw(
         raise ValueError(f"unknown draw method {method!r}")
     first = all_masked_logits(energy, num_chains)
     if method == "argmax":
-        if d == 1 and energy.input_ids.shape[0] == 1:
+        if d == 1:
             return first[0, 0].topk(min(num_chains, k)).indices[:, None]
-        return first.argmax(-1) if energy.input_ids.shape[0] > 1 else first[:1].argmax(-1).expand(num_chains, d)
-    if energy.input_ids.shape[0] > 1:  # stacked templates: one piece, each block of chains its template's
-        return _draw(energy, method, first, generator, temperature)
+        return first[:1].argmax(-1).expand(num_chains, d)
     return torch.cat([_draw(energy, method, part, generator, temperature) for part in first.split(CHUNK)])
 
 
