@@ -8,8 +8,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..lm.models import category_head
-from ..lm.packed import encode_rows
+from ..lm.models import category_head, logits_at
+from ..lm.packed import MIN_ROWS
 from .budget import Meter
 from .conditionals import CACHE_MIB, MASKED, ConditionalCache, as_bytes
 
@@ -125,22 +125,18 @@ class MaskedLMEnergy:
         ``inputs_embeds``, a pass charged with ``ahead`` (:meth:`_charge`); the head runs only at those slots
         where the family's is known."""
         n = slots.shape[0]
-        rows = torch.arange(n, device=slots.device)[:, None]
         self._charge(n, ahead)
-        if self._head is None:
-            return self.model(inputs_embeds=inputs_embeds).logits[rows, slots][..., self.category_ids]
-        return self._head(self.model.base_model(inputs_embeds=inputs_embeds)[0][rows, slots])
+        at = torch.arange(n, device=slots.device)[:, None], slots
+        return logits_at(self.model, self._head, at, self.category_ids, inputs_embeds=inputs_embeds)
 
     def _encode(self, ids: np.ndarray, slots: np.ndarray) -> Tensor:
         """Logits ``(N * S, K)`` over the categories at ``slots (N, S)`` of the token ids ``ids (N, L)`` (host
         arrays, each moved to the device in one copy); the head runs only at those slots where the family's is
         known. The caller charges the pass."""
-        n, length = ids.shape
-        ids_on = torch.as_tensor(ids, device=self._device)
-        at = torch.as_tensor((slots + length * np.arange(n)[:, None]).ravel(), device=self._device)
-        if self._head is None:
-            return self.model(input_ids=ids_on).logits.flatten(0, 1)[at][:, self.category_ids]
-        return self._head(encode_rows(self.model, ids_on).flatten(0, 1)[at])  # as the shared first passes encode
+        rows = np.arange(len(ids)).repeat(slots.shape[1])
+        at = tuple(torch.as_tensor(a, device=self._device) for a in (rows, slots.ravel()))
+        ids_on = torch.as_tensor(ids, device=self._device)  # at least MIN_ROWS, as the shared first passes encode
+        return logits_at(self.model, self._head, at, self.category_ids, MIN_ROWS, input_ids=ids_on)
 
     def __call__(self, x: Tensor) -> Tensor:
         if torch.is_grad_enabled():  # one graph; value_and_grad chunks the gradient
