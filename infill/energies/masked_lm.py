@@ -52,6 +52,11 @@ class MaskedLMEnergy:
     report their compute: ``encoder_sequences``); ``cache_hits`` the masked copies asked for that did not
     go through it. Each pass is first charged to ``meter`` (:class:`~.budget.Meter`, shared by the energies of
     a run; by default one of no limit), which refuses a pass past its limit before it runs.
+
+    :meth:`first_pass` holds the logits with every blank masked, which every one-pass draw, chain start, particle
+    and product search reads first: read once, charged once. ``first`` gives them from a pass shared with other
+    templates (:func:`infill.lm.packed.all_masked_logits`): the energy's first pass, where it is that sequence
+    alone, takes them instead of running the encoder, charged and counted as it would have been.
     """
 
     def __init__(
@@ -65,6 +70,7 @@ class MaskedLMEnergy:
         cache: Optional[ConditionalCache] = None,
         meter: Optional[Meter] = None,
         mask_repeats: bool = False,
+        first: Optional[Tensor] = None,
     ):
         self.mask_repeats = mask_repeats
         if model.training or next(model.parameters()).requires_grad:  # else frozen already: spare the walk
@@ -86,7 +92,10 @@ class MaskedLMEnergy:
         self._head = category_head(model, self.category_ids)
         self.sequences = 0
         self.cache_hits = 0
-        self._given: Optional[tuple[np.ndarray, Tensor]] = None  # take_pass's sequence (host) and logits
+        all_masked = self._host_ids.copy()
+        all_masked[self._host_positions] = mask_token_id
+        self._given = None if first is None else (all_masked, first)  # the sequence (host) and logits ``first`` gave
+        self._first: Optional[Tensor] = None  # first_pass's logits, once read
         self.excluded: Optional[Tensor] = None  # exclude's (d, K) mask: categories a blank's draws may not take
 
     def exclude(self, excluded: Tensor) -> None:
@@ -94,14 +103,14 @@ class MaskedLMEnergy:
         draw from) gives them ``-inf``; the energy itself (:meth:`of_indices`, the PLL) is unchanged. Augment's
         blanks exclude their source word, so a variant never puts a word back."""
         self.excluded = excluded.to(self._device)
+        self._first = None  # read again, with the exclusions
 
-    def take_pass(self, logits: Tensor) -> None:
-        """The all-masked sequence's logits ``(d, K)``, computed for this template of one in a pass shared with
-        others (:func:`infill.lm.packed.all_masked_logits`): the next pass, where it is that sequence alone, takes
-        them instead of running the encoder, and is charged and counted as it would have been."""
-        ids = self._host_ids.copy()
-        ids[self._host_positions] = self.mask_token_id
-        self._given = ids, logits
+    def first_pass(self) -> Tensor:
+        """The logits ``(d, K)`` with every blank masked (:meth:`blank_logits`), read once and held."""
+        if self._first is None:
+            x = torch.zeros(1, self.num_blanks, dtype=torch.long, device=self._device)
+            self._first = self.blank_logits(x, torch.ones_like(x, dtype=torch.bool))[0]
+        return self._first
 
     @property
     def num_blanks(self) -> int:
@@ -114,7 +123,7 @@ class MaskedLMEnergy:
 
     def _charge(self, n: int, ahead: int = 0) -> Optional[tuple[np.ndarray, Tensor]]:
         """Charge and count a pass of ``n`` sequences (``ahead``: the sequences of a backward pass that must
-        follow, charged with it); returns what :meth:`take_pass` gave, which only this pass may take."""
+        follow, charged with it); returns what ``first`` gave, which only this pass may take."""
         self.meter.spend(n, ahead)
         self.sequences += n
         given, self._given = self._given, None
@@ -294,7 +303,7 @@ class MaskedLMEnergy:
     def _forward(self, rows: np.ndarray, read: np.ndarray) -> Tensor:
         """One pass over the sequences ``rows (N, d)``: float32 logits ``(N * S, K)`` at the blanks ``read (N, S)``
         of each, in order (host arrays; the token ids are built on the host and moved to the device in one copy).
-        The first pass after :meth:`take_pass` takes its logits where it is that sequence alone."""
+        The energy's first pass takes the logits ``first`` gave where it is that sequence alone."""
         ids = np.tile(self._host_ids, (len(rows), 1))
         ids[:, self._host_positions] = np.where(rows == MASKED, self.mask_token_id, self._host_categories[rows])
         given = self._charge(len(ids))

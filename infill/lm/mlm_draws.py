@@ -11,8 +11,8 @@
 The sequential orders take ``d`` forward passes. The first pass of every method, all blanks masked, is the
 same for every draw: it runs once, one sequence, its logits shared by the draws
 (:func:`encoder_sequences`). Logits are divided by ``temperature`` before the softmax. Every draw comes from
-``generator``. The energy must offer ``blank_logits(x_idx, masked, read) -> (B, S, K)``
-(:class:`~infill.energies.masked_lm.MaskedLMEnergy`).
+``generator``. The energy must offer ``blank_logits(x_idx, masked, read) -> (B, S, K)`` and that first pass,
+``first_pass() -> (d, K)`` (:class:`~infill.energies.masked_lm.MaskedLMEnergy`).
 """
 
 from __future__ import annotations
@@ -51,12 +51,6 @@ def encoder_sequences(method: str, d: int, num_chains: int) -> int:
     """Encoder sequences that ``draw`` spends on ``num_chains`` draws."""
     passes = FORWARDS[method](d)
     return 0 if passes == 0 else 1 + (passes - 1) * num_chains
-
-
-def all_masked_logits(energy, num_chains: int) -> Tensor:
-    """The logits ``(num_chains, d, K)`` with every blank masked: one sequence, its logits repeated (a view)."""
-    x = torch.zeros(1, energy.num_blanks, dtype=torch.long, device=energy.category_ids.device)
-    return energy.blank_logits(x, torch.ones_like(x, dtype=torch.bool)).expand(num_chains, -1, -1)
 
 
 def most_peaked(log_p: Tensor) -> Tensor:
@@ -154,7 +148,7 @@ def draw(
         return torch.randint(k, (num_chains, d), generator=generator, device=device)
     if method not in FORWARDS:
         raise ValueError(f"unknown draw method {method!r}")
-    first = all_masked_logits(energy, num_chains)
+    first = energy.first_pass().expand(num_chains, -1, -1)
     if method == "argmax":
         if d == 1:
             return first[0, 0].topk(min(num_chains, k)).indices[:, None]

@@ -19,7 +19,7 @@ pipeline runs a round of particles as one run, or with ``run_size`` as independe
 (:meth:`SMC.split`): a run's resampling pulls its particles toward a few ancestors, so more runs keep more
 distinct fillings.
 
-The energy must offer ``blank_logits(x_idx, masked, read)`` (a masked LM:
+The energy must offer ``blank_logits(x_idx, masked, read)`` and ``first_pass()`` (a masked LM:
 :class:`~infill.energies.masked_lm.MaskedLMEnergy`).
 """
 
@@ -121,12 +121,9 @@ def smc(
     particles: int,
     generator: Optional[torch.Generator],
     temperature: float = 1.0,
-    first: Optional[Tensor] = None,
 ) -> Particles:
-    """``runs`` independent runs of ``particles`` particles through the blanks of ``energy`` (module docstring);
-    ``first``: the logits ``(d, K)`` with every blank masked, where the caller has them (every particle's first
-    pass, the same for every run on the template)."""
-    first = mlm_draws.all_masked_logits(energy, 1)[0] if first is None else first
+    """``runs`` independent runs of ``particles`` particles through the blanks of ``energy`` (module docstring)."""
+    first = energy.first_pass()  # every particle's first pass, the same for every run on the template
     d, k = first.shape
     device = first.device
     n = runs * particles

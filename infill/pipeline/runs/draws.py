@@ -10,7 +10,7 @@ from ..postprocess import Batch
 
 def execute(plan: Plan, context) -> Batch:
     """``plan``'s draws with their PLLs where the method scored them."""
-    pll = context.energy(context.model, context.first)
+    pll = context.energy(context.model)
     x, values = one_pass.draw(pll, plan, context.generator)
     return Batch(
         template=context.template,
