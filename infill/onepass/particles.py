@@ -39,7 +39,8 @@ from ..errors import at_least, number_in, one_of, positive_integer
 from ..lm import mlm_draws
 from ..samplers import make_sampler, sample
 
-ORDERS = ("confident-first", "random-order")
+SMC_ORDERS = ("confident-first", "random-order")
+"""The orders of :data:`infill.lm.mlm_draws.ORDERS` that particles take."""
 WEIGHTS = ("path", "partial")
 
 
@@ -93,7 +94,7 @@ class SMC:
 
     def __post_init__(self):
         positive_integer("smc run_size", self.run_size, minimum=0)
-        one_of("smc order", self.order, ORDERS)
+        one_of("smc order", self.order, SMC_ORDERS)
         one_of("smc weight", self.weight, WEIGHTS)
         at_least("smc tilt", self.tilt, 0)
         number_in("smc ess", self.ess, 0, 1)
@@ -130,9 +131,10 @@ def smc(
     rows = torch.arange(n, device=device)
     z = torch.zeros(n, d, dtype=torch.long, device=device)
     masked = torch.ones(n, d, dtype=torch.bool, device=device)
-    confident = settings.order == "confident-first"
+    order = mlm_draws.ORDERS[settings.order]
+    confident = order.confident
     # random-order: an order per particle, resampled with it; confident-first reads every blank still masked
-    blanks = None if confident else torch.rand(n, d, generator=generator, device=device).argsort(-1)
+    blanks = None if confident else order.blanks(n, d, generator, device)
     log_gamma = np.zeros(n, np.float32)  # the intermediate target of each particle's partial filling
     log_weight = np.zeros((runs, particles), np.float32)  # weights live on the host: (R, N) numbers a step
     for t in range(d):

@@ -267,5 +267,5 @@ def _token_run(batch: Batch, trace) -> dict:
         evaluations=0 if trace is None else trace.evaluations,
         forwards=config.one_pass.forwards(config.options, d)
         if batch.plan.kind != "chains"
-        else mlm_draws.FORWARDS[config.init](d),
+        else mlm_draws.ORDERS[config.init].forwards(d),
     )
