@@ -69,8 +69,8 @@ class Include:
 class Closeness:
     """``U(x) = -(number of blanks whose category differs from the source's)``: minus a Hamming distance.
 
-    ``source`` is ``(d,)`` category indices, or ``(G, d)`` for chains split over ``G`` stacked templates (as
-    the masked-LM energy splits them). Linear in ``x``, so its gradient is exact for single changes.
+    ``source`` is ``(d,)`` category indices, or ``(G, d)`` for chains split into ``G`` equal contiguous blocks
+    (:func:`per_chain`). Linear in ``x``, so its gradient is exact for single changes.
     """
 
     name = "closeness"
