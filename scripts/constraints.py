@@ -48,7 +48,7 @@ from infill.evaluation.corpora import normalize
 from infill.evaluation.report import EVAL_PACKAGES
 from infill.evaluation.tables import fmt, mean_defined, signature_block, table
 from infill.evaluation.tasks import Task
-from infill.lm.mlm_draws import FORWARDS, draw
+from infill.lm.mlm_draws import ORDERS, draw
 from infill.metrics import self_bleu
 from infill.pipeline.config import RunConfig
 from infill.pipeline.rewrite import rewrite_template
@@ -205,7 +205,7 @@ def rejection(infiller: Infiller, text: str, method: str, budget: int, seed: int
         infiller.tokenizer.mask_token_id,
         512,
     )
-    d, cost = template.num_blanks, FORWARDS[method](template.num_blanks)
+    d, cost = template.num_blanks, ORDERS[method].forwards(template.num_blanks)
     generator = torch.Generator(infiller.device).manual_seed(seed)
     chunk = max(1, min(budget // cost, 100 if cost == 1 else 25))
     kept: dict[tuple, None] = {}
@@ -315,8 +315,8 @@ def run_rewrite(infiller: Infiller, spec: dict, change: float, chains: int) -> d
     d = len(source)
     energy = MaskedLMEnergy(
         infiller.model,
-        parsed.input_ids[None],
-        parsed.blank_positions[None],
+        parsed.input_ids,
+        parsed.blank_positions,
         categories,
         infiller.tokenizer.mask_token_id,
         512,

@@ -25,11 +25,11 @@ GRADIENT = sorted(n for n, cls in SAMPLERS.items() if getattr(cls, "adjusted", T
 """The other MH samplers: every evaluation takes a gradient, so goes through the encoder."""
 
 
-def stale_key(template, slot, rows):
+def stale_key(slot, rows):
     """A wrong key: the cached logits of blank ``slot`` ignore blank 0 (unless they are blank 0's own)."""
     rows = rows.copy()
     rows[slot != 0, 0] = 0
-    return key(template, slot, rows)
+    return key(slot, rows)
 
 
 @pytest.fixture(scope="module")

@@ -91,27 +91,6 @@ def test_forbid_and_subwords(infiller):
     assert not {"the", "a"} & {f for s in result.samples for f in s.fills}
 
 
-def test_stacked_energy_matches_per_template(infiller):
-    a, b = infiller.parse("the [MASK] sat on the [MASK] ."), infiller.parse("a [MASK] ran to my [MASK] !")
-    assert (a.length, a.num_blanks) == (b.length, b.num_blanks)
-    categories, mask = infiller.category_ids(), infiller.tokenizer.mask_token_id
-    stacked = MaskedLMEnergy(
-        infiller.model,
-        torch.stack([a.input_ids, b.input_ids]),
-        torch.stack([a.blank_positions, b.blank_positions]),
-        categories,
-        mask,
-    )
-    singles = [MaskedLMEnergy(infiller.model, t.input_ids, t.blank_positions, categories, mask) for t in (a, b)]
-    x = torch.randint(len(categories), (6, 2), generator=torch.Generator().manual_seed(0))
-    one_hot = torch.nn.functional.one_hot(x, len(categories)).float()
-    assert torch.allclose(stacked(one_hot), torch.cat([singles[0](one_hot[:3]), singles[1](one_hot[3:])]), atol=1e-5)
-    i = torch.tensor([0, 1, 1, 0, 1, 0])
-    expected = torch.cat([singles[0].conditional_logits(x[:3], i[:3]), singles[1].conditional_logits(x[3:], i[3:])])
-    assert torch.allclose(stacked.conditional_logits(x, i), expected, atol=1e-5)
-    assert torch.equal(stacked.token_ids(x), torch.cat([singles[0].token_ids(x[:3]), singles[1].token_ids(x[3:])]))
-
-
 def test_a_batch_gives_each_template_what_a_single_call_gives(infiller):
     templates = ["the [MASK] sat on the [MASK] .", "I [MASK] it.", "a [MASK] ran to my [MASK] !", "I [MASK] it."]
     for settings in (

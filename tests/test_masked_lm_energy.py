@@ -120,14 +120,7 @@ def test_chunked_value_and_grad_equals_one_pass(energy):
     x = one_hot(
         torch.randint(len(CATEGORIES), (5, len(BLANKS)), generator=torch.Generator().manual_seed(1)), len(CATEGORIES)
     )
-    chunked = MaskedLMEnergy(
-        energy.model,
-        torch.stack([INPUT_IDS] * 5),
-        torch.stack([BLANKS] * 5),
-        CATEGORIES,
-        MASK,
-        chunk_size=2 * len(BLANKS),
-    )
+    chunked = MaskedLMEnergy(energy.model, INPUT_IDS, BLANKS, CATEGORIES, MASK, chunk_size=2 * len(BLANKS))
     for ours, theirs in zip(value_and_grad(chunked, x), value_and_grad(energy, x)):
         torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(evaluate(chunked, x), evaluate(energy, x), rtol=1e-5, atol=1e-6)

@@ -70,14 +70,14 @@ def test_the_energy_takes_the_given_pass_for_its_sequence_only(setting):
     x = torch.zeros(1, d, dtype=torch.long)
     every = torch.ones_like(x, dtype=torch.bool)
     given = torch.full((d, len(categories)), 7.0)
-    energy = MaskedLMEnergy(model, ids, positions, categories, mask)
-    energy.take_pass(given)
-    assert torch.equal(energy.blank_logits(x, every)[0], given)  # taken, in blank order
-    assert energy.sequences == 1 and energy.cache_hits == 0  # counted as the pass it replaced
+    energy = MaskedLMEnergy(model, ids, positions, categories, mask, first=given)
+    assert torch.equal(energy.first_pass(), given)  # taken, in blank order
+    assert energy.first_pass() is energy.first_pass()  # held: read once
+    assert torch.equal(energy.blank_logits(x, every)[0], given)
+    assert energy.sequences == 1 and energy.cache_hits == 1  # counted as the pass it replaced, then cached
     read = torch.tensor([[3, 0]])
     assert torch.equal(energy.blank_logits(x, every, read)[0], given[[3, 0]])  # the cache now holds it
-    other = MaskedLMEnergy(model, ids, positions, categories, mask)
-    other.take_pass(given)
+    other = MaskedLMEnergy(model, ids, positions, categories, mask, first=given)
     one_masked = torch.zeros_like(every)
     one_masked[0, 2] = True
     fresh = MaskedLMEnergy(model, ids, positions, categories, mask)

@@ -90,7 +90,7 @@ def test_a_key_that_forgets_the_repeats_mask_is_stale(model):
     token (a stale entry: the plain PLL's term of another state) breaks the target."""
     states = all_states(2, 6)
     expected = naive(model, states, True)
-    for key_of, exact in ((key, True), (lambda t, s, rows: key(t, s, forget_repeats(s, rows)), False)):
+    for key_of, exact in ((key, True), (lambda s, rows: key(s, forget_repeats(s, rows)), False)):
         cache = ConditionalCache(key_of=key_of)
         energy_of(model, mask_repeats=False, cache=cache).of_indices(states)
         values = energy_of(model, cache=cache).of_indices(states)

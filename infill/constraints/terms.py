@@ -20,7 +20,7 @@ from ..errors import InfillError
 
 def per_chain(rows: Tensor, chains: int) -> Tensor:
     """Rows ``(G, ...)`` given to ``chains`` chains split into ``G`` equal contiguous blocks (block ``g`` gets
-    row ``g``), as :class:`~infill.energies.masked_lm.MaskedLMEnergy` splits chains over stacked templates."""
+    row ``g``)."""
     g = len(rows)
     if chains % g:
         raise InfillError(f"{chains} chains do not split evenly over {g} templates")
@@ -69,8 +69,8 @@ class Include:
 class Closeness:
     """``U(x) = -(number of blanks whose category differs from the source's)``: minus a Hamming distance.
 
-    ``source`` is ``(d,)`` category indices, or ``(G, d)`` for chains split over ``G`` stacked templates (as
-    the masked-LM energy splits them). Linear in ``x``, so its gradient is exact for single changes.
+    ``source`` is ``(d,)`` category indices, or ``(G, d)`` for chains split into ``G`` equal contiguous blocks
+    (:func:`per_chain`). Linear in ``x``, so its gradient is exact for single changes.
     """
 
     name = "closeness"
@@ -124,7 +124,7 @@ class SequenceClassifier:
 
 
 class ClassifierTerm:
-    """:class:`SequenceClassifier` on the template(s) of ``energy``: the filled sequence enters the classifier
+    """:class:`SequenceClassifier` on the template of ``energy``: the filled sequence enters the classifier
     through ``inputs_embeds``, blank ``i`` embedded as ``x_i @ E[category_ids]`` with the classifier's own
     embedding matrix ``E``, so gradients reach ``x``."""
 
@@ -145,7 +145,7 @@ class ClassifierTerm:
     def __call__(self, x: Tensor) -> Tensor:
         embeddings = self.classifier.get_input_embeddings().weight
         b = x.shape[0]
-        ids, positions = per_chain(self.input_ids, b), per_chain(self.blank_positions, b)
+        ids, positions = self.input_ids.expand(b, -1), self.blank_positions.expand(b, -1)
         filled = embeddings[ids]  # (B, L, H)
         rows = torch.arange(b, device=ids.device)[:, None]
         filled[rows, positions] = x.to(embeddings) @ embeddings[self.category_ids]

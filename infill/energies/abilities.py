@@ -31,7 +31,7 @@ class HasConditionals(Protocol):
 
 @runtime_checkable
 class HasBlankLogits(Protocol):
-    """A masked LM: its logits at some blanks with others masked, on ``input_ids`` (one row per template) with
+    """A masked LM: its logits at some blanks with others masked, on the template ``input_ids (L,)`` with
     ``num_blanks`` blanks whose categories are the tokens ``category_ids``."""
 
     input_ids: Tensor
@@ -40,6 +40,9 @@ class HasBlankLogits(Protocol):
 
     def blank_logits(self, x_idx: Tensor, masked: Tensor, read: Optional[Tensor] = None) -> Tensor:
         """Logits ``(B, S, K)`` at the blanks ``read (B, S)`` (every blank by default), ``masked (B, d)`` masked."""
+
+    def first_pass(self) -> Tensor:
+        """Logits ``(d, K)`` at every blank with every blank masked (read once and held)."""
 
 
 @runtime_checkable
@@ -66,7 +69,7 @@ class HasDifferences(Protocol):
         """``(B, d, K)``: the value with variable ``i`` set to category ``c``, less the value at ``x_idx``."""
 
 
-SCALED = ("conditional_logits", "blank_logits", "proposal_logits", "of_indices", "differences")
+SCALED = ("conditional_logits", "blank_logits", "first_pass", "proposal_logits", "of_indices", "differences")
 """Abilities whose outputs a temperature divides (``value_and_grad`` is divided too, value and gradient)."""
 KEPT = ("num_categories", "num_blanks", "input_ids", "category_ids")
 """Facts of the state space a wrapper passes on unchanged."""

@@ -1,10 +1,10 @@
 """A bounded cache of the masked LM's logits at a masked slot, keyed by exactly what the sequence held.
 
 A forward pass of the masked LM over a template whose blanks hold tokens or the mask token gives, at a
-read blank ``j``, logits that depend on the template, on ``j`` and on the tokens (or masks) at every blank:
-that triple is the key. The pseudo-log-likelihood term of blank ``j`` of a state is such an entry (blank
-``j`` masked, the others filled), and so is a Gibbs step's conditional at ``j`` and a one-pass draw's
-conditional (some blanks masked), so every pass of a run feeds every other. Entries are float32 ``(K,)``
+read blank ``j``, logits that depend on the template, on ``j`` and on the tokens (or masks) at every blank: a
+cache serves one template, and the pair is the key. The pseudo-log-likelihood term of blank ``j`` of a state is
+such an entry (blank ``j`` masked, the others filled), and so is a Gibbs step's conditional at ``j`` and a
+one-pass draw's conditional (some blanks masked), so every pass of a run feeds every other. Entries are float32 ``(K,)``
 logits over the categories, rows of one tensor; the least recently used go first once ``max_bytes`` would be
 exceeded.
 
@@ -29,11 +29,11 @@ _SPARE: list[Tensor] = []
 """The logits tensor of the last cache that is gone, for the next one of its shape: its pages already backed."""
 
 
-def key(template: np.ndarray, slot: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """What the logits at blank ``slot[m]`` depend on, for each of ``M`` entries: the template, the slot, and
-    every blank's category (:data:`MASKED` where masked) in ``rows (M, d)``, as int64 rows ``(M, 2 + d)`` (host
+def key(slot: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """What the logits at blank ``slot[m]`` of the template depend on, for each of ``M`` entries: the slot, and
+    every blank's category (:data:`MASKED` where masked) in ``rows (M, d)``, as int64 rows ``(M, 1 + d)`` (host
     arrays: the keys never go to the device)."""
-    return np.concatenate([template[:, None], slot[:, None], rows], 1)
+    return np.concatenate([slot[:, None], rows], 1)
 
 
 def as_bytes(rows: np.ndarray) -> list[bytes]:
@@ -48,9 +48,7 @@ class ConditionalCache:
     written), twice as many whenever more are needed, up to the cap; a cache that is gone leaves it to the next.
     ``key_of`` builds the keys; tests replace it to show that a key which omits a blank breaks exactness."""
 
-    def __init__(
-        self, max_bytes: int = CACHE_MIB << 20, key_of: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] = key
-    ):
+    def __init__(self, max_bytes: int = CACHE_MIB << 20, key_of: Callable[[np.ndarray, np.ndarray], np.ndarray] = key):
         self.max_bytes = max_bytes
         self.key_of = key_of
         self._entries: OrderedDict[bytes, int] = OrderedDict()  # key -> its row of _logits
@@ -68,9 +66,9 @@ class ConditionalCache:
     def nbytes(self) -> int:
         return 0 if self._logits is None else len(self._entries) * self._logits.shape[1] * 4
 
-    def keys(self, template: np.ndarray, slot: np.ndarray, rows: np.ndarray) -> list[bytes]:
+    def keys(self, slot: np.ndarray, rows: np.ndarray) -> list[bytes]:
         """The keys of ``M`` entries (the arguments of :func:`key`), as bytes."""
-        return as_bytes(self.key_of(template, slot, rows))
+        return as_bytes(self.key_of(slot, rows))
 
     def find(self, keys: list[bytes]) -> list[int]:
         """The row of each key held (-1 for the others); those held become the most recently used, in order."""

@@ -8,8 +8,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..lm.models import category_head
-from ..lm.packed import encode_rows
+from ..lm.models import category_head, logits_at
+from ..lm.packed import MIN_ROWS
 from .budget import Meter
 from .conditionals import CACHE_MIB, MASKED, ConditionalCache, as_bytes
 
@@ -21,9 +21,7 @@ larger CPU passes page-fault fresh activation blocks each time (``scripts/bench.
 class MaskedLMEnergy:
     """``U(x) = sum_i log p(x_i | [MASK] at blank i, the other blanks filled with x)``.
 
-    ``input_ids (L,)`` is the tokenized template and ``blank_positions (d,)`` its blank slots; several
-    templates of equal length and blank count may be stacked, ``(G, L)`` and ``(G, d)``: the ``B`` chains
-    are then split into ``G`` equal contiguous blocks, block ``g`` filling template ``g``.
+    ``input_ids (L,)`` is the tokenized template and ``blank_positions (d,)`` its blank slots.
     ``category_ids (K,)`` are the token ids a blank may take (category ``k`` is token ``category_ids[k]``);
     each conditional is normalised over those ``K`` tokens, the sample space.
 
@@ -44,7 +42,7 @@ class MaskedLMEnergy:
 
     Every pass without gradient (values of one-hot states, :meth:`blank_logits`, :meth:`conditional_logits`)
     reads the logits at a masked slot through ``cache`` (:class:`~.conditionals.ConditionalCache`, keyed by
-    the template, the slot and every blank's token or mask): only the sequences it lacks go through the
+    the slot and every blank's token or mask): only the sequences it lacks go through the
     encoder, each once however many chains hold it, in passes of at most :data:`PASS_SEQUENCES` (and
     ``chunk_size``); passes with gradient add what they computed. ``cache=None`` gives a private cache of
     :data:`~.conditionals.CACHE_MIB` MiB; a cache of ``max_bytes=0`` keeps nothing.
@@ -54,6 +52,11 @@ class MaskedLMEnergy:
     report their compute: ``encoder_sequences``); ``cache_hits`` the masked copies asked for that did not
     go through it. Each pass is first charged to ``meter`` (:class:`~.budget.Meter`, shared by the energies of
     a run; by default one of no limit), which refuses a pass past its limit before it runs.
+
+    :meth:`first_pass` holds the logits with every blank masked, which every one-pass draw, chain start, particle
+    and product search reads first: read once, charged once. ``first`` gives them from a pass shared with other
+    templates (:func:`infill.lm.packed.all_masked_logits`): the energy's first pass, where it is that sequence
+    alone, takes them instead of running the encoder, charged and counted as it would have been.
     """
 
     def __init__(
@@ -67,14 +70,15 @@ class MaskedLMEnergy:
         cache: Optional[ConditionalCache] = None,
         meter: Optional[Meter] = None,
         mask_repeats: bool = False,
+        first: Optional[Tensor] = None,
     ):
         self.mask_repeats = mask_repeats
         if model.training or next(model.parameters()).requires_grad:  # else frozen already: spare the walk
             model.eval().requires_grad_(False)
         self.model = model
         device = model.get_input_embeddings().weight.device
-        self.input_ids = torch.atleast_2d(input_ids).to(device)
-        self.blank_positions = torch.atleast_2d(blank_positions).to(device)
+        self.input_ids = input_ids.to(device)
+        self.blank_positions = blank_positions.to(device)
         self.category_ids = category_ids.to(device)
         self._host_ids, self._host_positions = self.input_ids.numpy(force=True), self.blank_positions.numpy(force=True)
         self._host_categories = self.category_ids.numpy(force=True)
@@ -85,11 +89,13 @@ class MaskedLMEnergy:
         self.cache = ConditionalCache(CACHE_MIB << 20) if cache is None else cache
         self.meter = Meter() if meter is None else meter
         self.pass_sequences = min(PASS_SEQUENCES.get(device.type, PASS_SEQUENCES["cuda"]), chunk_size or 1 << 62)
-        self._template_index: dict[int, Tensor] = {}  # _template_of's answers, by chains
         self._head = category_head(model, self.category_ids)
         self.sequences = 0
         self.cache_hits = 0
-        self._given: Optional[tuple[np.ndarray, Tensor]] = None  # take_pass's sequence (host) and logits
+        all_masked = self._host_ids.copy()
+        all_masked[self._host_positions] = mask_token_id
+        self._given = None if first is None else (all_masked, first)  # the sequence (host) and logits ``first`` gave
+        self._first: Optional[Tensor] = None  # first_pass's logits, once read
         self.excluded: Optional[Tensor] = None  # exclude's (d, K) mask: categories a blank's draws may not take
 
     def exclude(self, excluded: Tensor) -> None:
@@ -97,46 +103,27 @@ class MaskedLMEnergy:
         draw from) gives them ``-inf``; the energy itself (:meth:`of_indices`, the PLL) is unchanged. Augment's
         blanks exclude their source word, so a variant never puts a word back."""
         self.excluded = excluded.to(self._device)
+        self._first = None  # read again, with the exclusions
 
-    def take_pass(self, logits: Tensor) -> None:
-        """The all-masked sequence's logits ``(d, K)``, computed for this template of one in a pass shared with
-        others (:func:`infill.lm.packed.all_masked_logits`): the next pass, where it is that sequence alone, takes
-        them instead of running the encoder, and is charged and counted as it would have been."""
-        ids = self._host_ids[0].copy()
-        ids[self._host_positions[0]] = self.mask_token_id
-        self._given = ids, logits
+    def first_pass(self) -> Tensor:
+        """The logits ``(d, K)`` with every blank masked (:meth:`blank_logits`), read once and held."""
+        if self._first is None:
+            x = torch.zeros(1, self.num_blanks, dtype=torch.long, device=self._device)
+            self._first = self.blank_logits(x, torch.ones_like(x, dtype=torch.bool))[0]
+        return self._first
 
     @property
     def num_blanks(self) -> int:
-        return self.blank_positions.shape[1]
-
-    def _host_templates(self, b: int) -> np.ndarray:
-        """The template index ``(B,)`` of each of ``b`` chains, a host array."""
-        g = self.input_ids.shape[0]
-        if b % g:
-            raise ValueError(f"{b} chains do not split evenly over {g} templates")
-        return np.arange(b) // (b // g)
-
-    def _template_of(self, b: int) -> Tensor:
-        """:meth:`_host_templates` on the device (built once per ``b``: not to be written to)."""
-        index = self._template_index.get(b)
-        if index is None:
-            index = self._template_index[b] = torch.as_tensor(self._host_templates(b), device=self._device)
-        return index
-
-    def _templates(self, b: int) -> tuple[Tensor, Tensor]:
-        """Token ids ``(B, L)`` and blank positions ``(B, d)`` of each chain's template."""
-        t = self._template_of(b)
-        return self.input_ids[t], self.blank_positions[t]
+        return len(self.blank_positions)
 
     def token_ids(self, x_idx: Tensor) -> Tensor:
         """Full token sequences ``(B, L)`` for category indices ``x_idx (B, d)``."""
-        ids, positions = self._templates(x_idx.shape[0])
-        return ids.scatter(1, positions, self.category_ids[x_idx])
+        b = x_idx.shape[0]
+        return self.input_ids.expand(b, -1).scatter(1, self.blank_positions.expand(b, -1), self.category_ids[x_idx])
 
     def _charge(self, n: int, ahead: int = 0) -> Optional[tuple[np.ndarray, Tensor]]:
         """Charge and count a pass of ``n`` sequences (``ahead``: the sequences of a backward pass that must
-        follow, charged with it); returns what :meth:`take_pass` gave, which only this pass may take."""
+        follow, charged with it); returns what ``first`` gave, which only this pass may take."""
         self.meter.spend(n, ahead)
         self.sequences += n
         given, self._given = self._given, None
@@ -147,30 +134,25 @@ class MaskedLMEnergy:
         ``inputs_embeds``, a pass charged with ``ahead`` (:meth:`_charge`); the head runs only at those slots
         where the family's is known."""
         n = slots.shape[0]
-        rows = torch.arange(n, device=slots.device)[:, None]
         self._charge(n, ahead)
-        if self._head is None:
-            return self.model(inputs_embeds=inputs_embeds).logits[rows, slots][..., self.category_ids]
-        return self._head(self.model.base_model(inputs_embeds=inputs_embeds)[0][rows, slots])
+        at = torch.arange(n, device=slots.device)[:, None], slots
+        return logits_at(self.model, self._head, at, self.category_ids, inputs_embeds=inputs_embeds)
 
     def _encode(self, ids: np.ndarray, slots: np.ndarray) -> Tensor:
         """Logits ``(N * S, K)`` over the categories at ``slots (N, S)`` of the token ids ``ids (N, L)`` (host
         arrays, each moved to the device in one copy); the head runs only at those slots where the family's is
         known. The caller charges the pass."""
-        n, length = ids.shape
-        ids_on = torch.as_tensor(ids, device=self._device)
-        at = torch.as_tensor((slots + length * np.arange(n)[:, None]).ravel(), device=self._device)
-        if self._head is None:
-            return self.model(input_ids=ids_on).logits.flatten(0, 1)[at][:, self.category_ids]
-        return self._head(encode_rows(self.model, ids_on).flatten(0, 1)[at])  # as the shared first passes encode
+        rows = np.arange(len(ids)).repeat(slots.shape[1])
+        at = tuple(torch.as_tensor(a, device=self._device) for a in (rows, slots.ravel()))
+        ids_on = torch.as_tensor(ids, device=self._device)  # at least MIN_ROWS, as the shared first passes encode
+        return logits_at(self.model, self._head, at, self.category_ids, MIN_ROWS, input_ids=ids_on)
 
     def __call__(self, x: Tensor) -> Tensor:
-        t = self._template_of(x.shape[0])
         if torch.is_grad_enabled():  # one graph; value_and_grad chunks the gradient
-            return self._pll(x, t)
+            return self._pll(x)
         if _is_one_hot(x):
             return self.of_indices(x.argmax(-1))
-        return torch.cat([self._pll(x[c], t[c]) for c in self._chunks(x)])
+        return torch.cat([self._pll(x[c]) for c in self._chunks(x)])
 
     def of_indices(self, x_idx: Tensor) -> Tensor:
         """The energy ``(B,)`` of category indices ``x_idx (B, d)``, its terms read through the cache (no
@@ -178,7 +160,7 @@ class MaskedLMEnergy:
         b, d = x_idx.shape
         x = x_idx.numpy(force=True)
         rows = np.where(self._host_copies(x), MASKED, x[:, None, :]).reshape(b * d, d)
-        logits = self._read(rows, np.tile(np.arange(d), b)[:, None], self._host_templates(b).repeat(d))
+        logits = self._read(rows, np.tile(np.arange(d), b)[:, None])
         return torch.log_softmax(logits.view(b, d, -1), dim=-1).gather(-1, x_idx[..., None]).squeeze(-1).sum(1)
 
     def copies(self, x_idx: Tensor) -> Tensor:
@@ -197,12 +179,11 @@ class MaskedLMEnergy:
         chains = b if self.chunk_size is None else max(1, self.chunk_size // d)
         return torch.arange(b, device=x.device).split(chains)
 
-    def _pll(self, x: Tensor, t: Tensor, backward: bool = False) -> Tensor:
-        """The energy of chains ``x (B, d, K)`` filling templates ``t (B,)`` (``backward``: a backward pass over
-        its copies follows)."""
-        ids, positions = self.input_ids[t], self.blank_positions[t]
-        embeddings = self.model.get_input_embeddings().weight
+    def _pll(self, x: Tensor, backward: bool = False) -> Tensor:
+        """The energy of chains ``x (B, d, K)`` (``backward``: a backward pass over its copies follows)."""
         b, d, _ = x.shape
+        ids, positions = self.input_ids.expand(b, -1), self.blank_positions.expand(b, -1)
+        embeddings = self.model.get_input_embeddings().weight
         rows = torch.arange(b, device=x.device)[:, None]
         filled = embeddings[ids]  # (B, L, H)
         filled[rows, positions] = x.to(embeddings.dtype) @ embeddings[self.category_ids]
@@ -216,28 +197,26 @@ class MaskedLMEnergy:
             positions.reshape(-1, 1), b * d if backward else 0, inputs_embeds=copies.flatten(0, 1)
         ).reshape(b, d, -1)
         if _is_one_hot(x):
-            self._keep(x.detach().argmax(-1), t, logits.detach())
+            self._keep(x.detach().argmax(-1), logits.detach())
         return (torch.log_softmax(logits.float(), dim=-1) * x).sum((1, 2))
 
-    def _keep(self, x_idx: Tensor, t: Tensor, logits: Tensor) -> None:
-        """Put the PLL terms' logits ``(B, d, K)`` of states ``x_idx`` (templates ``t``) in the cache."""
-        self.cache.put(self._term_keys(x_idx, t.numpy(force=True)), logits.transpose(0, 1).flatten(0, 1))
+    def _keep(self, x_idx: Tensor, logits: Tensor) -> None:
+        """Put the PLL terms' logits ``(B, d, K)`` of states ``x_idx`` in the cache."""
+        self.cache.put(self._term_keys(x_idx), logits.transpose(0, 1).flatten(0, 1))
 
-    def _term_keys(self, x_idx: Tensor, t: np.ndarray) -> list[bytes]:
-        """The cache keys of the PLL terms of states ``x_idx (B, d)`` of templates ``t (B,)`` (a host array), blank
-        by blank: entry ``j * B + b`` is blank ``j`` masked in state ``b``."""
+    def _term_keys(self, x_idx: Tensor) -> list[bytes]:
+        """The cache keys of the PLL terms of states ``x_idx (B, d)``, blank by blank: entry ``j * B + b`` is blank
+        ``j`` masked in state ``b``."""
         b, d = x_idx.shape
         x = x_idx.numpy(force=True)
         rows = np.where(self._host_copies(x).transpose(1, 0, 2), MASKED, x).reshape(d * b, d)
-        return self.cache.keys(np.tile(t, d), np.arange(d).repeat(b), rows)
+        return self.cache.keys(np.arange(d).repeat(b), rows)
 
     def bound(self, x_idx: Tensor) -> Tensor:
         """An upper bound ``(B,)`` of the energy of states ``x_idx (B, d)``: the sum of the PLL terms the cache
         holds (a term it lacks is a log-probability, at most 0); the energy itself where it holds them all."""
         b, d = x_idx.shape
-        rows = torch.tensor(self.cache.find(self._term_keys(x_idx, self._host_templates(b))), device=x_idx.device).view(
-            d, b
-        )
+        rows = torch.tensor(self.cache.find(self._term_keys(x_idx)), device=x_idx.device).view(d, b)
         held = rows >= 0
         terms = torch.zeros(d, b, dtype=torch.float64)
         if held.any():
@@ -250,12 +229,11 @@ class MaskedLMEnergy:
 
     def value_and_grad(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Energies ``(B,)`` and gradients ``(B, d, K)``, chunked by ``chunk_size`` copies if set."""
-        t = self._template_of(x.shape[0])
         values, grads = [], []
         for chunk in self._chunks(x):
             with torch.enable_grad():
                 x_chunk = x[chunk].detach().requires_grad_(True)
-                value = self._pll(x_chunk, t[chunk], backward=True)
+                value = self._pll(x_chunk, backward=True)
                 (grad,) = torch.autograd.grad(value.sum(), x_chunk)
             backward = x_chunk.shape[0] * x_chunk.shape[1]  # the backward pass over the copies
             self.meter.spend(backward)
@@ -274,23 +252,23 @@ class MaskedLMEnergy:
         host = torch.cat(parts, 1).numpy(force=True)  # one copy to the host, as int64 (bools as 0 and 1)
         read = np.broadcast_to(np.arange(d), (b, d)) if read is None else host[:, : -2 * d]
         rows = np.where(host[:, -d:] != 0, MASKED, host[:, -2 * d : -d])
-        logits = self._read(rows, read, self._host_templates(b))
+        logits = self._read(rows, read)
         if self.excluded is None:
             return logits
         at = torch.as_tensor(np.array(read, dtype=np.int64), device=self._device)
         return logits.masked_fill(self.excluded[at], -torch.inf)
 
     @torch.inference_mode()
-    def _read(self, rows: np.ndarray, read: np.ndarray, template: np.ndarray) -> Tensor:
+    def _read(self, rows: np.ndarray, read: np.ndarray) -> Tensor:
         """:meth:`blank_logits` of the sequences ``rows (N, d)`` (each blank's category, or :data:`MASKED`) at the
-        blanks ``read (N, S)``, of templates ``template (N,)``, all host arrays: cached entries are looked up, the
+        blanks ``read (N, S)``, host arrays: cached entries are looked up, the
         sequences holding the others go through the encoder once each. The output is a pass's logits where one
         pass read every output in order; else gathered from the cache at the end where it holds every entry
         read; else written pass by pass."""
         n, s = read.shape
-        keys = self.cache.keys(template.repeat(s), read.ravel(), rows.repeat(s, 0))
+        keys = self.cache.keys(read.ravel(), rows.repeat(s, 0))
         found = self.cache.find(keys)
-        wanted, first = _missing(found, np.concatenate([template[:, None], rows], 1), read, s)
+        wanted, first = _missing(found, rows, read, s)
         self.cache_hits += n - len(wanted)
         held = len(set(found)) - (min(found) < 0) + sum(map(len, wanted.values()))
         pooled = held <= self.cache.capacity(self.num_categories)
@@ -304,7 +282,7 @@ class MaskedLMEnergy:
         for start in range(0, len(sequences), self.pass_sequences):
             part = sequences[start : start + self.pass_sequences]
             chains, slots = [first[q] for q in part], [wanted[q] for q in part]
-            logits = self._forward(rows[chains], _read_slots(slots), template[chains])
+            logits = self._forward(rows[chains], _read_slots(slots))
             entries, source, target = _placement(slots, keys, logits.shape[0])
             placed = self.cache.put(entries, logits)
             if source == target == list(range(n * s)):  # one pass read every output, in order
@@ -322,18 +300,17 @@ class MaskedLMEnergy:
             out = self.cache.logits(torch.tensor(found, device=self._device))
         return out.view(n, s, -1)
 
-    def _forward(self, rows: np.ndarray, read: np.ndarray, template: np.ndarray) -> Tensor:
-        """One pass over the sequences ``rows (N, d)`` of templates ``template (N,)``: float32 logits ``(N * S,
-        K)`` at the blanks ``read (N, S)`` of each, in order (host arrays; the token ids are built on the host and
-        moved to the device in one copy). The first pass after :meth:`take_pass` takes its logits where it is that
-        sequence alone."""
-        ids, positions = self._host_ids[template], self._host_positions[template]
-        np.put_along_axis(ids, positions, np.where(rows == MASKED, self.mask_token_id, self._host_categories[rows]), 1)
+    def _forward(self, rows: np.ndarray, read: np.ndarray) -> Tensor:
+        """One pass over the sequences ``rows (N, d)``: float32 logits ``(N * S, K)`` at the blanks ``read (N, S)``
+        of each, in order (host arrays; the token ids are built on the host and moved to the device in one copy).
+        The energy's first pass takes the logits ``first`` gave where it is that sequence alone."""
+        ids = np.tile(self._host_ids, (len(rows), 1))
+        ids[:, self._host_positions] = np.where(rows == MASKED, self.mask_token_id, self._host_categories[rows])
         given = self._charge(len(ids))
         if given is not None and len(ids) == 1 and np.array_equal(ids[0], given[0]):
             logits = given[1][read[0].tolist()]
         else:
-            logits = self._encode(ids, np.take_along_axis(positions, read, 1))
+            logits = self._encode(ids, self._host_positions[read])
         return logits if logits.dtype == torch.float32 else logits.float()
 
     def conditional_logits(self, x_idx: Tensor, i: Tensor) -> Tensor:
@@ -349,7 +326,7 @@ def _is_one_hot(x: Tensor) -> bool:
 
 def _missing(found: list[int], sequences: np.ndarray, read_at: np.ndarray, s: int) -> tuple[dict, dict]:
     """The outputs the cache lacks (``found`` below 0; ``s`` outputs a row), grouped: a sequence (the row's
-    template key and tokens, ``sequences``) -> slot -> its outputs, and a sequence -> the first row holding it."""
+    tokens, ``sequences``) -> slot -> its outputs, and a sequence -> the first row holding it."""
     wanted: dict[bytes, dict[int, list[int]]] = {}
     first: dict[bytes, int] = {}
     if min(found) < 0:

@@ -9,31 +9,56 @@
 - ``uniform``: uniformly random categories (no forward pass).
 
 The sequential orders take ``d`` forward passes. The first pass of every method, all blanks masked, is the
-same for every draw: it runs once per template, one sequence, its logits shared by the draws
+same for every draw: it runs once, one sequence, its logits shared by the draws
 (:func:`encoder_sequences`). Logits are divided by ``temperature`` before the softmax. Every draw comes from
-``generator``. The energy must offer ``blank_logits(x_idx, masked, read) -> (B, S, K)``
-(:class:`~infill.energies.masked_lm.MaskedLMEnergy`).
+``generator``. The energy must offer ``blank_logits(x_idx, masked, read) -> (B, S, K)`` and that first pass,
+``first_pass() -> (d, K)`` (:class:`~infill.energies.masked_lm.MaskedLMEnergy`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import torch
 from torch import Tensor
 
-FORWARDS = {
-    "uniform": lambda d: 0,
-    "independent": lambda d: 1,
-    "argmax": lambda d: 1,
-    "left-to-right": lambda d: d,
-    "confident-first": lambda d: d,
-    "random-order": lambda d: d,
+Blanks = Callable[[int, int, Optional[torch.Generator], torch.device], Tensor]
+
+
+def in_order(n: int, d: int, generator: Optional[torch.Generator], device: torch.device) -> Tensor:
+    """The blanks ``(n, d)`` left to right, for each of ``n`` draws (``generator`` unused)."""
+    return torch.arange(d, device=device).expand(n, d)
+
+
+def shuffled(n: int, d: int, generator: Optional[torch.Generator], device: torch.device) -> Tensor:
+    """A uniformly random permutation ``(n, d)`` of the blanks for each of ``n`` draws, from ``generator``."""
+    return torch.rand(n, d, generator=generator, device=device).argsort(-1)
+
+
+@dataclass(frozen=True)
+class Order:
+    """A method of draws: ``forwards(d)`` the forward passes it costs on ``d`` blank tokens (the first over one
+    sequence, the others over the chains; none: uniform categories); ``blanks`` the column order in which it fills
+    the blanks one at a time (None: every blank from the first pass); ``confident``: each step fills instead the
+    still-masked blank whose conditional is most peaked; ``sampled``: each token drawn from its conditional, else
+    its most likely one."""
+
+    forwards: Callable[[int], int]
+    blanks: Optional[Blanks] = None
+    confident: bool = False
+    sampled: bool = True
+
+
+ORDERS = {
+    "uniform": Order(lambda d: 0),
+    "independent": Order(lambda d: 1),
+    "argmax": Order(lambda d: 1, sampled=False),
+    "left-to-right": Order(lambda d: d, in_order),
+    "confident-first": Order(lambda d: d, in_order, confident=True),
+    "random-order": Order(lambda d: d, shuffled),
 }
-"""Forward passes that each method costs for ``d`` blank tokens: the first over one sequence per template, the
-others over the chains."""
-ORDERS = ("left-to-right", "random-order", "confident-first")
-"""The methods that fill the blanks one at a time."""
+"""Each method of :func:`draw` by name (the module docstring)."""
 CHUNK = 256
 """Draws made at once: a pass's logits at every blank, ``(CHUNK, d, K)``, stay within memory."""
 
@@ -47,21 +72,10 @@ def sample_categorical(logits: Tensor, generator: Optional[torch.Generator]) -> 
     return torch.argmax(torch.sub(logits, log_exponential, out=log_exponential), dim=-1)  # the Gumbel noise added
 
 
-def encoder_sequences(method: str, d: int, num_chains: int, templates: int = 1) -> int:
-    """Encoder sequences that ``draw`` spends on ``num_chains`` draws over ``templates`` stacked templates."""
-    passes = FORWARDS[method](d)
-    return 0 if passes == 0 else templates + (passes - 1) * num_chains
-
-
-def all_masked_logits(energy, num_chains: int) -> Tensor:
-    """The logits ``(num_chains, d, K)`` with every blank masked: one sequence per stacked template, each
-    template's logits repeated (a view where there is one template) over its block of chains."""
-    templates, d = energy.input_ids.shape[0], energy.num_blanks
-    x = torch.zeros(templates, d, dtype=torch.long, device=energy.category_ids.device)
-    logits = energy.blank_logits(x, torch.ones_like(x, dtype=torch.bool))
-    if templates == 1:
-        return logits.expand(num_chains, -1, -1)
-    return logits.repeat_interleave(num_chains // templates, dim=0)
+def encoder_sequences(method: str, d: int, num_chains: int) -> int:
+    """Encoder sequences that ``draw`` spends on ``num_chains`` draws."""
+    passes = ORDERS[method].forwards(d)
+    return 0 if passes == 0 else 1 + (passes - 1) * num_chains
 
 
 def most_peaked(log_p: Tensor) -> Tensor:
@@ -149,37 +163,31 @@ def step(
 def draw(
     energy, method: str, num_chains: int, generator: Optional[torch.Generator], temperature: float = 1.0
 ) -> Tensor:
-    """Category indices ``(num_chains, d)`` drawn by ``method`` (a key of :data:`FORWARDS`); on one template in
-    chunks of at most :data:`CHUNK` draws (memory stays bounded however many; the chunks draw in turn from
-    ``generator``). ``argmax`` on one blank of one template gives the ``num_chains`` most likely tokens, best
-    first (one pass: the exact top of the PLL, whose one term is that conditional)."""
+    """Category indices ``(num_chains, d)`` drawn by ``method`` (a key of :data:`ORDERS`), in chunks of at most
+    :data:`CHUNK` draws (memory stays bounded however many; the chunks draw in turn from ``generator``).
+    ``argmax`` on one blank gives the ``num_chains`` most likely tokens, best first (one pass: the exact top of
+    the PLL, whose one term is that conditional)."""
     d, k = energy.num_blanks, energy.num_categories
-    device = energy.category_ids.device
-    if method == "uniform":
-        return torch.randint(k, (num_chains, d), generator=generator, device=device)
-    if method not in FORWARDS:
+    if method not in ORDERS:
         raise ValueError(f"unknown draw method {method!r}")
-    first = all_masked_logits(energy, num_chains)
-    if method == "argmax":
-        if d == 1 and energy.input_ids.shape[0] == 1:
+    order = ORDERS[method]
+    if not order.forwards(d):
+        return torch.randint(k, (num_chains, d), generator=generator, device=energy.category_ids.device)
+    first = energy.first_pass().expand(num_chains, -1, -1)
+    if not order.sampled:
+        if d == 1:
             return first[0, 0].topk(min(num_chains, k)).indices[:, None]
-        return first.argmax(-1) if energy.input_ids.shape[0] > 1 else first[:1].argmax(-1).expand(num_chains, d)
-    if energy.input_ids.shape[0] > 1:  # stacked templates: one piece, each block of chains its template's
-        return _draw(energy, method, first, generator, temperature)
-    return torch.cat([_draw(energy, method, part, generator, temperature) for part in first.split(CHUNK)])
+        return first[:1].argmax(-1).expand(num_chains, d)
+    return torch.cat([_draw(energy, order, part, generator, temperature) for part in first.split(CHUNK)])
 
 
-def _draw(energy, method: str, first: Tensor, generator: Optional[torch.Generator], temperature: float) -> Tensor:
+def _draw(energy, order: Order, first: Tensor, generator: Optional[torch.Generator], temperature: float) -> Tensor:
     """One chunk of :func:`draw`, ``first (n, d, K)`` the all-masked logits."""
     n, d, k = first.shape
-    device = first.device
-    if method == "independent":
+    if order.blanks is None:
         return sample_categorical(first / temperature, generator)
-    blanks = torch.arange(d, device=device).expand(n, d)
-    if method == "random-order":
-        blanks = torch.rand(n, d, generator=generator, device=device).argsort(-1)
-    confident = method == "confident-first"
-    if not confident:
+    blanks = order.blanks(n, d, generator, first.device)
+    if not order.confident:
         first = first.gather(1, blanks[:, :1, None].expand(-1, -1, k))
-    x = torch.zeros(n, d, dtype=torch.long, device=device)
-    return fill(energy.blank_logits, x, blanks, confident, generator, temperature, first=first)[0]
+    x = torch.zeros(n, d, dtype=torch.long, device=first.device)
+    return fill(energy.blank_logits, x, blanks, order.confident, generator, temperature, first=first)[0]

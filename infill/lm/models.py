@@ -1,5 +1,6 @@
 """Loading a Hugging Face masked language model and its tokenizer (from where :mod:`.hub` says), with one-line
-errors, and the prediction head of each masked-LM family as one function of the base model's hidden states."""
+errors; the prediction head of each masked-LM family as one function of the base model's hidden states, and the
+logits at the positions a caller reads (:func:`logits_at`: the encoder, then the head there only)."""
 
 from __future__ import annotations
 
@@ -219,3 +220,32 @@ def _decoder_key(weight: Tensor, bias: Optional[Tensor], category_ids: Tensor) -
 
 _CATEGORY_HEADS: "weakref.WeakKeyDictionary[nn.Module, tuple]" = weakref.WeakKeyDictionary()
 """Each model's last category head: its :func:`_decoder_key` and the decoder's rows."""
+
+
+def encode(model: nn.Module, min_rows: int = 1, **inputs: Tensor) -> Tensor:
+    """``model.base_model``'s hidden states ``(N, L, H)`` of the sequences ``inputs`` (``input_ids (N, L)`` or
+    ``inputs_embeds (N, L, E)``, an ``attention_mask`` where some are padded), in a pass of at least ``min_rows``
+    token rows: fewer are repeated, as a product's last bits can depend on its shape (:mod:`.packed`)."""
+    n, length = next(iter(inputs.values())).shape[:2]
+    repeat = -(-min_rows // (n * length))
+    if repeat == 1:
+        return model.base_model(**inputs)[0]
+    return model.base_model(**{k: v.repeat(repeat, *[1] * (v.dim() - 1)) for k, v in inputs.items()})[0][:n]
+
+
+def logits_at(
+    model: nn.Module,
+    head: Optional[Callable[[Tensor], Tensor]],
+    at: tuple[Tensor, ...],
+    tokens: Optional[Tensor] = None,
+    min_rows: int = 1,
+    **inputs: Tensor,
+) -> Tensor:
+    """The logits at the positions ``at`` (an index of the sequences' ``(N, L)`` positions) of the sequences
+    ``inputs``: the encoder (:func:`encode`, ``min_rows``), then ``head`` (:func:`prediction_head`, or
+    :func:`category_head` over the tokens ``tokens``) at those positions only. A family whose head is not known
+    (``head`` None) runs the full model, its logits read there (over ``tokens`` where given)."""
+    if head is None:
+        logits = model(**inputs).logits[at]
+        return logits if tokens is None else logits[..., tokens]
+    return head(encode(model, min_rows, **inputs)[at])

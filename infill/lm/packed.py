@@ -22,6 +22,8 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
+from .models import encode
+
 MIN_ROWS = 4
 """The fewest rows a packed product has: below, the CPU's matrix product takes a kernel whose last bits differ."""
 HEAD_ROWS = 256
@@ -47,22 +49,12 @@ def all_masked_logits(
         for start in range(0, len(members), rows):
             part = members[start : start + rows]
             ids = torch.stack([templates[t][0].scatter(0, templates[t][1], mask_token_id) for t in part])
-            states = encode_rows(model, ids)
+            states = encode(model, MIN_ROWS, input_ids=ids)
             for r, t in enumerate(part):
                 hidden[t] = states[r, templates[t][1]]
     blanks = torch.cat(hidden)
     logits = torch.cat([_head(head, part) for part in blanks.split(HEAD_ROWS)]).float()
     return list(logits.split([len(positions) for _, positions in templates]))
-
-
-def encode_rows(model: nn.Module, input_ids: Tensor) -> Tensor:
-    """``model.base_model``'s hidden states ``(N, L, H)`` for ``input_ids (N, L)``, in a pass of at least
-    :data:`MIN_ROWS` token rows (sequences shorter than that are repeated)."""
-    n, length = input_ids.shape
-    repeat = -(-MIN_ROWS // (n * length))
-    if repeat == 1:
-        return model.base_model(input_ids=input_ids)[0]
-    return model.base_model(input_ids=input_ids.repeat(repeat, 1))[0][:n]
 
 
 def _head(head: Callable[[Tensor], Tensor], hidden: Tensor) -> Tensor:

@@ -19,7 +19,7 @@ from ..errors import InfillError, positive_integer
 from ..text.blanks import BLANK
 from . import MIN_SCORE_WINDOW as MIN_WINDOW
 from . import SCORE_WINDOW as WINDOW
-from .models import max_length, prediction_head
+from .models import logits_at, max_length, prediction_head
 
 MODES = ("pll", "word-l2r", "repeat-masked")
 PASS_TOKENS = 1 << 14
@@ -51,13 +51,6 @@ def _passes(widths: list[int], max_copies: int) -> list[tuple[int, int]]:
     if len(widths) > start:
         runs.append((start, len(widths)))
     return runs
-
-
-def _logits_at(model: nn.Module, head, ids: Tensor, attention: Tensor, slots: Tensor) -> Tensor:
-    rows = torch.arange(ids.shape[0], device=ids.device)
-    if head is None:
-        return model(input_ids=ids, attention_mask=attention).logits[rows, slots]
-    return head(model.base_model(input_ids=ids, attention_mask=attention)[0][rows, slots])
 
 
 @torch.no_grad()
@@ -142,7 +135,8 @@ def _answer(
         u = order[start:end]
         r, s = rows[first[u]], slots[first[u]]
         width = int(lengths[r].max())
-        logits = _logits_at(model, head, unique[u, :width], attention_mask[r, :width], s)
+        at = torch.arange(len(u), device=rows.device), s
+        logits = logits_at(model, head, at, input_ids=unique[u, :width], attention_mask=attention_mask[r, :width])
         logp = torch.log_softmax(logits.float(), dim=-1)
         position = torch.full((len(unique),), -1, device=rows.device)
         position[u] = torch.arange(len(u), device=rows.device)

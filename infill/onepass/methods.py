@@ -78,13 +78,13 @@ class Method:
     def forwards(self, options: dict, d: int) -> int:
         """The forward passes one draw takes on ``d`` blank tokens (the particles': their order's; the search:
         its first pass and a read at each blank)."""
-        from ..lm.mlm_draws import FORWARDS
+        from ..lm.mlm_draws import ORDERS
 
         if self.kind == "search":
             return d + 1
         if self.passes is not None:
             return self.passes(d)
-        return FORWARDS[self.settings(options).order if self.kind == "particles" else self.name](d)
+        return ORDERS[self.settings(options).order if self.kind == "particles" else self.name].forwards(d)
 
     def draws(self, energy, n: int, generator, temperature: float):
         """``n`` draws ``(n, d)`` of a method of draws on ``energy``'s blanks."""

@@ -19,7 +19,7 @@ pipeline runs a round of particles as one run, or with ``run_size`` as independe
 (:meth:`SMC.split`): a run's resampling pulls its particles toward a few ancestors, so more runs keep more
 distinct fillings.
 
-The energy must offer ``blank_logits(x_idx, masked, read)`` (a masked LM:
+The energy must offer ``blank_logits(x_idx, masked, read)`` and ``first_pass()`` (a masked LM:
 :class:`~infill.energies.masked_lm.MaskedLMEnergy`).
 """
 
@@ -39,7 +39,8 @@ from ..errors import at_least, number_in, one_of, positive_integer
 from ..lm import mlm_draws
 from ..samplers import make_sampler, sample
 
-ORDERS = ("confident-first", "random-order")
+SMC_ORDERS = ("confident-first", "random-order")
+"""The orders of :data:`infill.lm.mlm_draws.ORDERS` that particles take."""
 WEIGHTS = ("path", "partial")
 
 
@@ -93,7 +94,7 @@ class SMC:
 
     def __post_init__(self):
         positive_integer("smc run_size", self.run_size, minimum=0)
-        one_of("smc order", self.order, ORDERS)
+        one_of("smc order", self.order, SMC_ORDERS)
         one_of("smc weight", self.weight, WEIGHTS)
         at_least("smc tilt", self.tilt, 0)
         number_in("smc ess", self.ess, 0, 1)
@@ -121,21 +122,19 @@ def smc(
     particles: int,
     generator: Optional[torch.Generator],
     temperature: float = 1.0,
-    first: Optional[Tensor] = None,
 ) -> Particles:
-    """``runs`` independent runs of ``particles`` particles through the blanks of ``energy`` (module docstring);
-    ``first``: the logits ``(d, K)`` with every blank masked, where the caller has them (every particle's first
-    pass, the same for every run on the template)."""
-    first = mlm_draws.all_masked_logits(energy, 1)[0] if first is None else first
+    """``runs`` independent runs of ``particles`` particles through the blanks of ``energy`` (module docstring)."""
+    first = energy.first_pass()  # every particle's first pass, the same for every run on the template
     d, k = first.shape
     device = first.device
     n = runs * particles
     rows = torch.arange(n, device=device)
     z = torch.zeros(n, d, dtype=torch.long, device=device)
     masked = torch.ones(n, d, dtype=torch.bool, device=device)
-    confident = settings.order == "confident-first"
+    order = mlm_draws.ORDERS[settings.order]
+    confident = order.confident
     # random-order: an order per particle, resampled with it; confident-first reads every blank still masked
-    blanks = None if confident else torch.rand(n, d, generator=generator, device=device).argsort(-1)
+    blanks = None if confident else order.blanks(n, d, generator, device)
     log_gamma = np.zeros(n, np.float32)  # the intermediate target of each particle's partial filling
     log_weight = np.zeros((runs, particles), np.float32)  # weights live on the host: (R, N) numbers a step
     for t in range(d):

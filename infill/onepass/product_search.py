@@ -17,7 +17,7 @@ however many fillings the product holds, each read through the energy's cache of
 With the repeat-masked PLL (``energy.mask_repeats``) a filling that holds one token at two blanks needs other
 sequences (both blanks masked at once): the best of those by the plain PLL are scored through the energy while
 the budget lasts, the rest are left out. The search ignores the temperature: it looks for the most likely
-fillings. The energy must offer ``blank_logits`` and a ``meter`` with a limit
+fillings. The energy must offer ``blank_logits``, ``first_pass`` and a ``meter`` with a limit
 (:class:`~infill.energies.masked_lm.MaskedLMEnergy`).
 """
 
@@ -30,7 +30,6 @@ import torch
 from torch import Tensor
 
 from ..energies.budget import BudgetSpent
-from ..lm import mlm_draws
 
 EXPLORE = 0.5
 """The share of the budget (after the first pass) the first product may cost; each refresh round may then cost
@@ -136,7 +135,7 @@ def search(energy, explore: float = EXPLORE) -> tuple[Tensor, Tensor]:
     """The fillings ``(N, d)`` of the last product scored, with their PLLs ``(N,)`` (module docstring), within
     ``energy.meter``'s limit."""
     meter = energy.meter
-    first = torch.log_softmax(mlm_draws.all_masked_logits(energy, 1)[0].float(), -1).cpu()  # (d, K)
+    first = torch.log_softmax(energy.first_pass().float(), -1).cpu()  # (d, K)
     ranked_values, ranked = first.sort(-1, descending=True)
     sets = [[token] for token in ranked[:, 0].tolist()]
     width = min(first.shape[1], 1 + (meter.limit - meter.spent))  # no blank can take more tokens than that

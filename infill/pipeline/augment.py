@@ -153,7 +153,7 @@ def _fill(infiller, sentences: list[Sentence], config: RunConfig, round_: int):
     from its own generator (seeded by its sentence and the round), kept off its source words."""
     prepared = infiller.prepare([s.template for s in sentences], config)
     texts, forms = token_words(infiller.tokenizer)[0], {}
-    for window in engine.first_passes(infiller, prepared, True):
+    for window in engine.first_passes(infiller, prepared):
         for index, first in window:
             sentence = sentences[index]
             for old in sentence.olds():

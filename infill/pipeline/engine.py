@@ -72,7 +72,7 @@ def stream(
             if on_step is not None:
                 on_step(next(taken), total)
 
-        for window in first_passes(loaded, prepared, rewrite is None):
+        for window in first_passes(loaded, prepared):
             for index, first in window:
                 generator = torch.Generator(loaded.device).manual_seed(seed)
                 batch = run_batch(loaded, prepared, index, generator, stepped, terms, rewrite, first)
@@ -109,7 +109,7 @@ def run_batch(
         raise InfillError(f"only a one-pass order's draws can exclude a blank's words, not {plan.settings.method}")
     meter = Meter(plan.spend.limit)
     energy = functools.partial(
-        _energy, loaded, template=template, prepared=prepared, meter=meter, plan=plan, excluded=excluded
+        _energy, loaded, template=template, prepared=prepared, meter=meter, plan=plan, first=first, excluded=excluded
     )
     context = Context(
         template=template,
@@ -124,22 +124,18 @@ def run_batch(
         terms=terms,
         rewrite=rewrite,
         start=time.perf_counter(),
-        first=first,
     )
     return execute(plan, context)
 
 
-def first_passes(loaded, prepared: Prepared, drawn_starts: bool) -> Iterator[list[tuple[int, Optional[Tensor]]]]:
+def first_passes(loaded, prepared: Prepared) -> Iterator[list[tuple[int, Optional[Tensor]]]]:
     """Windows of :data:`PACK` templates, each template's index with its all-masked logits ``(d, K)`` (None
     where it takes none), computed for the window in shared passes (:func:`infill.lm.packed.all_masked_logits`):
-    for token blanks whose run reads that sequence first: the one-pass methods, and chains from drawn starts
-    (``drawn_starts``: not rewrite's)."""
+    for token blanks whose run reads that sequence first, the one-pass methods (chains compute their starts'
+    first pass alone)."""
     for start in range(0, len(prepared.templates), PACK):
         window = range(start, min(start + PACK, len(prepared.templates)))
-        models_of = {
-            index: _first_model(loaded, prepared.templates[index], prepared.plans[index], drawn_starts)
-            for index in window
-        }
+        models_of = {index: _first_model(loaded, prepared.templates[index], prepared.plans[index]) for index in window}
         firsts: dict[int, Tensor] = {}
         for model in {id(m): m for m in models_of.values() if m is not None}.values():
             head = category_head(model, prepared.categories.to(loaded.device))
@@ -158,10 +154,9 @@ def first_passes(loaded, prepared: Prepared, drawn_starts: bool) -> Iterator[lis
         yield [(index, firsts.get(index)) for index in window]
 
 
-def _first_model(loaded, template: Template, plan: Plan, drawn_starts: bool) -> Optional[nn.Module]:
-    """The model whose all-masked pass ``plan`` reads first on ``template`` (None: it reads none first)."""
-    name = plan.first_model(drawn_starts)
-    return None if name is None or not template.fixed or loaded.cache_mib == 0 else getattr(loaded, name)
+def _first_model(loaded, template: Template, plan: Plan) -> Optional[nn.Module]:
+    """The model whose all-masked pass ``plan`` takes from a shared pass on ``template`` (None: it takes none)."""
+    return loaded.model if plan.shares_first and template.fixed and loaded.cache_mib else None
 
 
 def pass_rows(loaded) -> int:
@@ -172,12 +167,12 @@ def pass_rows(loaded) -> int:
 def _energy(
     loaded,
     model: nn.Module,
-    first: Optional[Tensor] = None,
     *,
     template: Template,
     prepared: Prepared,
     meter: Meter,
     plan: Plan,
+    first: Optional[Tensor] = None,
     excluded: Optional[Tensor] = None,
 ) -> MaskedLMEnergy:
     """The PLL energy of ``template`` on ``model`` charged to ``meter``, taking ``first`` as its first pass, its
@@ -192,9 +187,8 @@ def _energy(
         ConditionalCache(loaded.cache_mib << 20),
         meter,
         plan.settings.mask_repeats,
+        first,
     )
-    if first is not None:
-        energy.take_pass(first)
     if excluded is not None:
         energy.exclude(excluded)
     return energy

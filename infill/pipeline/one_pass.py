@@ -6,7 +6,6 @@ budget is spent where one is set (what a draw costs: :meth:`~infill.onepass.meth
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Callable, Optional
 
@@ -15,7 +14,6 @@ from torch import Tensor
 
 from ..energies.budget import BudgetSpent
 from ..energies.masked_lm import MaskedLMEnergy
-from ..lm import mlm_draws
 from ..onepass import product_search
 from ..onepass.particles import SMC, smc
 from .config import MAX_DRAWS
@@ -46,10 +44,9 @@ def _particles(energy: MaskedLMEnergy, plan: Plan, generator: torch.Generator) -
     for the ``top`` best (the plan's goal) every particle and every state its moves visited are candidates; for
     samples, its samples (resampled and moved)."""
     settings = SMC(**plan.settings.options)
-    first = functools.cache(lambda: mlm_draws.all_masked_logits(energy, 1)[0])  # every round's: read once
 
     def particles(n: int) -> tuple[Tensor, Tensor]:
-        out = smc(energy, settings, *settings.split(n), generator, plan.settings.token_temperature, first())
+        out = smc(energy, settings, *settings.split(n), generator, plan.settings.token_temperature)
         if plan.goal == "samples":
             return out.samples, out.sample_energy
         if out.visited is None:  # no moves

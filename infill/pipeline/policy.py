@@ -44,14 +44,13 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Kind:
     """A kind of run and what it does beside its ``execute`` (:mod:`.runs`; how its fillings are chosen and
-    reported: :func:`~.postprocess.postprocess`): whether it steps chains (``steps``, counted for progress), the
-    loaded model whose all-masked pass it reads first where templates share one (``first``: ``"model"``, the
-    float32 one, or ``"chain_model"``, from drawn starts only; None: none), and whether its draws may keep a
-    blank off words (``excludes``)."""
+    reported: :func:`~.postprocess.postprocess`): whether it steps chains (``steps``, counted for progress),
+    whether its energy takes its all-masked pass from one the request's templates share (``shares_first``: the
+    one-pass kinds, which read it first), and whether its draws may keep a blank off words (``excludes``)."""
 
     name: str
     steps: bool = False
-    first: Optional[str] = "model"
+    shares_first: bool = True
     excludes: bool = False
 
 
@@ -61,8 +60,8 @@ KINDS = {
         Kind("one-pass", excludes=True),
         Kind("search"),
         Kind("particles"),
-        Kind("chains", steps=True, first="chain_model"),
-        Kind("spans", steps=True, first=None),
+        Kind("chains", steps=True, shares_first=False),
+        Kind("spans", steps=True, shares_first=False),
     )
 }
 """The kinds of run by name: the masked LM's draws in one pass (an order), the product search, particles
@@ -224,13 +223,10 @@ class Plan:
         """The most steps the run takes (0 for one-pass draws), for progress."""
         return self.settings.steps if KINDS[self.kind].steps else 0
 
-    def first_model(self, drawn_starts: bool) -> Optional[str]:
-        """The loaded model (``"model"``, ``"chain_model"``) whose all-masked pass the run reads first, where
-        templates share one (None: none; chains only from drawn starts, where ``drawn_starts``: not rewrite's)."""
-        first = KINDS[self.kind].first
-        if first == "chain_model" and not (drawn_starts and self.settings.init != "uniform"):
-            return None
-        return first
+    @property
+    def shares_first(self) -> bool:
+        """Whether the run's energy takes its all-masked pass from one the request's templates share."""
+        return KINDS[self.kind].shares_first
 
 
 def resolve(config: RunConfig, template, constrained: bool = False, lower_precision: bool = False) -> Plan:

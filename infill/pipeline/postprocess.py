@@ -267,7 +267,7 @@ def _token_run(batch: Batch, trace: Optional[Trace]) -> dict:
         tuned=None if trace is None or trace.tuning is None else trace.tuning.to_dict(),
         burn_in=0 if trace is None else batch.steps - trace.samples.shape[0] + trace.burn_in,
         evaluations=0 if trace is None else trace.evaluations,
-        forwards=mlm_draws.FORWARDS[config.init](d)
+        forwards=mlm_draws.ORDERS[config.init].forwards(d)
         if config.one_pass is None
         else config.one_pass.forwards(config.options, d),
     )

@@ -155,7 +155,7 @@ class MLMIndependence(Sampler):
         confident = self.order == "confident-first"
         first = None
         if is_masked_lm(energy):
-            first = mlm_draws.all_masked_logits(energy, b)
+            first = energy.first_pass().expand(b, -1, -1)
             first = first if confident else first.gather(1, blanks[:, :1, None].expand(-1, -1, first.shape[-1]))
         logits = proposal_logits(energy, state.num_categories)
         y, log_q_fwd, _ = mlm_draws.fill(logits, x, blanks, confident, generator, first=first)

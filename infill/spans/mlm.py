@@ -28,7 +28,7 @@ from torch import Tensor, nn
 
 from ..energies.budget import Meter
 from ..errors import InfillError
-from ..lm.models import prediction_head
+from ..lm.models import logits_at, prediction_head
 from ..lm.scoring import token_scores
 from .fills import MASK, Fills
 
@@ -185,8 +185,5 @@ class MaskedLMSpanEnergy:
         rows = torch.arange(len(ids), device=self.device)
         at = begins[rows, blank.to(self.device)] + slot.to(self.device)
         self.meter.spend(len(ids))
-        if self._head is None:
-            logits = self.model(input_ids=ids, attention_mask=attention.long()).logits[rows, at]
-        else:
-            logits = self._head(self.model.base_model(input_ids=ids, attention_mask=attention.long())[0][rows, at])
+        logits = logits_at(self.model, self._head, (rows, at), input_ids=ids, attention_mask=attention.long())
         return logits[:, self.category_ids].float().to(fills.tokens.device)

@@ -15,6 +15,7 @@ from ..constraints.weighted_sum import INCLUDE_WEIGHT
 from ..energies.budget import Meter
 from ..energies.tempered import Tempered
 from ..errors import InfillError, check, is_integer, one_of, positive_integer
+from ..lm.mlm_draws import ORDERS
 from ..lm.models import max_length
 from ..samplers import State, StepInfo, Trace, run_annealed, sample_categorical
 from ..text.template import Template
@@ -26,6 +27,7 @@ from .mlm import MaskedLMSpanEnergy
 
 METHODS = ("rjmcmc", "per-length")
 INITS = ("left-to-right", "independent", "argmax", "uniform")
+"""The orders of :data:`infill.lm.mlm_draws.ORDERS` that span chains start from (:func:`draw_starts`)."""
 MAX_COMBINATIONS = 64  # length combinations the per-length method runs at once
 MAX_PIECES = 4  # pieces a word of a word blank may take
 
@@ -100,6 +102,7 @@ def draw_starts(
     pass per position of the longest chain), given the earlier ones as drawn and the later ones masked
     (``left-to-right``) or every one masked (``independent``; ``argmax`` takes its most likely category),
     at the temperature of ``energy`` (:class:`~infill.energies.tempered.Tempered`)."""
+    order = ORDERS[init]
     masked = fills = Fills.masks(lengths, space.width) if planted is None else planted
     lengths = fills.lengths
     b, j = lengths.shape
@@ -112,14 +115,14 @@ def draw_starts(
             live = chains[masked.tokens[:, blank, slot] == MASK]
             if not len(live):  # planted pieces only
                 continue
-            if init == "uniform":
+            if not order.forwards(1):
                 logits = torch.zeros(len(live), energy.num_categories)
             else:
-                context = fills if init == "left-to-right" else masked
+                context = masked if order.blanks is None else fills
                 logits = energy.proposal_logits(context.select(live), index[live], at[live]).cpu()
             logits = logits.masked_fill(~options[live], float("-inf"))
             values = torch.zeros(b, dtype=torch.long)
-            values[live] = logits.argmax(-1) if init == "argmax" else sample_categorical(logits, generator)
+            values[live] = sample_categorical(logits, generator) if order.sampled else logits.argmax(-1)
             fills = fills.put(index, at, values).where(masked.tokens[:, blank, slot] == MASK, fills)
     return fills
 

@@ -37,7 +37,7 @@ def execute(plan: Plan, context: Context) -> Batch:
                 plan.sampler, target, x, config.annealing_schedule(), context.generator, context.callback, stop
             )
     except BudgetSpent:  # the starts took what the chains could spend: they are the candidates
-        if config.init == "uniform":  # uniform starts have nothing to return
+        if not mlm_draws.ORDERS[config.init].forwards(d):  # uniform starts: no draw of the model
             stage = f"before a step of {config.method} from {config.init} starts on {d} blank tokens"
             raise budget_spent(plan, stage) from None
         return Batch(method=config.init, steps=0, x=x, **batch)

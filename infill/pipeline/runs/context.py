@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 class Context:
     """What a run reads beside its plan: the ``template``, the request's ``prepared`` templates, the float32
     ``model`` and the ``chain_model`` (the same where the chains run in float32), its ``tokenizer``,
-    ``energy(model, first)`` building a PLL energy of the template charged to ``meter`` (``first``: its all-masked
-    logits from a shared pass), the run's ``generator``, ``callback(t, state, info)`` after every step, the user's
+    ``energy(model)`` building a PLL energy of the template charged to ``meter`` (holding its all-masked logits
+    where a shared pass gave them), the run's ``generator``, ``callback(t, state, info)`` after every step, the user's
     ``terms``, ``rewrite``'s ``(source, change)``, and ``start``, when the run began."""
 
     template: Template
@@ -37,4 +37,3 @@ class Context:
     terms: Sequence[tuple] = ()
     rewrite: Optional[tuple[Tensor, float]] = None
     start: float = 0.0
-    first: Optional[Tensor] = None

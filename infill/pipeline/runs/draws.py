@@ -11,7 +11,7 @@ from .context import Context
 
 def execute(plan: Plan, context: Context) -> Batch:
     """``plan``'s draws with their PLLs where the method scored them."""
-    pll = context.energy(context.model, context.first)
+    pll = context.energy(context.model)
     x, values = one_pass.draw(pll, plan, context.generator)
     return Batch(
         template=context.template,
