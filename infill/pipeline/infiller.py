@@ -139,21 +139,35 @@ class Infiller:
         the diagnostics). ``progress`` shows a tqdm bar on stderr after 2 s; ``on_step(done, total)`` is called
         after every step.
         """
-        settings = dict(sampler=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed, **options)
-        return self.sample_many([template], terms=terms, progress=progress, on_step=on_step, **settings)[0]
+        return self.sample_many(
+            [template],
+            sampler,
+            num_samples,
+            steps,
+            top,
+            seed,
+            terms=terms,
+            progress=progress,
+            on_step=on_step,
+            **options,
+        )[0]
 
     def sample_many(
         self,
         templates: Sequence[str],
+        sampler: str = RunConfig.method,
+        num_samples: Optional[int] = None,
+        steps: Optional[int] = None,
+        top: Optional[int] = None,
+        seed: Optional[int] = None,
         *,
         terms: Sequence[tuple] = (),
         progress: bool = False,
         on_step: Optional[OnStep] = None,
-        sampler: str = RunConfig.method,
-        **settings,
+        **options,
     ) -> list[InfillResult]:
-        """:meth:`sample` for a list of templates, in their order (the same settings, as keywords)."""
-        config = RunConfig.create(method=sampler, **settings)
+        """:meth:`sample` for a list of templates, in their order."""
+        config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed, **options)
         return self.run(templates, config, progress=progress, on_step=on_step, terms=terms)
 
     def rewrite(
@@ -161,18 +175,22 @@ class Infiller:
         text: str,
         change: float = 0.5,
         sampler: str = REWRITE_SAMPLER,
+        num_samples: Optional[int] = None,
+        steps: Optional[int] = None,
+        top: Optional[int] = None,
+        seed: Optional[int] = None,
         *,
         terms: Sequence[tuple] = (),
         progress: bool = False,
         on_step: Optional[OnStep] = None,
-        **settings,
+        **options,
     ) -> InfillResult:
         """Diverse variants of a whole sentence: every word the model spells as one token is a blank, the
         chains start from ``text`` itself, and a closeness term, its weight calibrated by short runs of the
         chains (:func:`infill.constraints.calibrate_closeness`), keeps the expected fraction of changed words
-        near ``change``; the run goes on from where those left the chains. Other settings as :meth:`sample`'s,
-        as keywords; ``init`` is the source."""
-        config = RunConfig.create(method=sampler, **settings)
+        near ``change``; the run goes on from where those left the chains. Other arguments as :meth:`sample`;
+        ``init`` is the source."""
+        config = RunConfig.create(method=sampler, num_samples=num_samples, steps=steps, top=top, seed=seed, **options)
         return rewrite(self, text, change, config, terms=terms, progress=progress, on_step=on_step)
 
     def augment(self, texts: Union[str, Sequence[str]], n: int = 5, change: float = 0.15, seed: int = 0, **options):
