@@ -24,6 +24,7 @@ STAGES = (
     "summarize",
     "serve",
     "cli",
+    "compat",
 )
 FACADES = ("__init__", "__main__", "config")  # the entry points, importing from any stage
 
