@@ -186,7 +186,8 @@ def record(methods: Methods, source: str, variants: list[str], passes: int) -> d
 
 def summary(rows: list[dict], names: list[str], n: int, change: float) -> dict:
     """Medians per method, the share of sentences with ``n`` distinct variants, the mean share of words changed,
-    sentences a second per chunk (median, min, max) and each method's PLL wins against every other."""
+        sentences a second per chunk (median, min, max) and, against every other method, the ratio of sentences a
+    second within each chunk (median, min, max: both sides under the same machine load) and the PLL wins."""
     out = {"sentences": len(rows), "methods": {}}
     chunk_rows = list({r["chunk"]: r for r in rows}.values())
     for name in names:
@@ -222,7 +223,9 @@ def summary(rows: list[dict], names: list[str], n: int, change: float) -> dict:
                 for r in rows
                 if r["methods"][a]["self_bleu"] is not None and r["methods"][b]["self_bleu"] is not None
             ]
+            ratios = [r["chunk_seconds"][b] / r["chunk_seconds"][a] for r in chunk_rows]
             out["wins"][f"{a} vs {b}"] = {
+                "speed_ratio": {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)},
                 "pll_wins": sum(d > 0 for d in untied) / max(len(untied), 1),
                 "untied": len(untied),
                 "pll_median_difference": statistics.median(diffs) if diffs else None,
