@@ -186,7 +186,7 @@ def record(methods: Methods, source: str, variants: list[str], passes: int) -> d
 
 def summary(rows: list[dict], names: list[str], n: int, change: float) -> dict:
     """Medians per method, the share of sentences with ``n`` distinct variants, the mean share of words changed,
-        sentences a second per chunk (median, min, max) and, against every other method, the ratio of sentences a
+    sentences a second per chunk (median, min, max) and, against every other method, the ratio of sentences a
     second within each chunk (median, min, max: both sides under the same machine load) and the PLL wins."""
     out = {"sentences": len(rows), "methods": {}}
     chunk_rows = list({r["chunk"]: r for r in rows}.values())
