@@ -250,10 +250,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     names = args.methods.split(",")
     rows = Rows(Path(args.out) / f"{args.half}.jsonl", key=lambda r: r["index"])
-    if not args.report:
-        import torch
+    import torch
 
-        torch.set_num_threads(1)
+    torch.set_num_threads(1)  # the measurement's setting, in the report's signature too
+    if not args.report:
         methods = Methods(args.model, names, args.n, args.change, args.nlpaug_p, args.seed)
         tokenizer = methods.infiller.tokenizer
         texts = sentences(args.half, args.sentences, tokenizer, set(methods.infiller.category_ids().tolist()))
