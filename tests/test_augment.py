@@ -219,3 +219,13 @@ def test_the_cli_names_the_line_a_bad_sentence_is_on(tiny_model_dir, capsys, tmp
     lines.write_text(f"{SENTENCES[0]}\n\n42 NASA\n")
     assert main(["augment", "-f", str(lines), "--model", str(tiny_model_dir)]) == 2
     assert f"{lines}:3: nothing to change" in capsys.readouterr().err
+
+
+def test_a_one_pass_sampler_is_an_option_and_independent_draws_cost_less(infiller, tiny_model_dir, capsys):
+    default = infiller.augment(SENTENCES[:3], n=3, change=0.3, seed=0)
+    independent = infiller.augment(SENTENCES[:3], n=3, change=0.3, seed=0, sampler="independent")
+    for source, variants in zip(SENTENCES, independent):
+        check_variants(source, variants, 3)
+    assert sum(v.encoder_sequences for v in independent) < sum(v.encoder_sequences for v in default)
+    assert main(["augment", SENTENCES[0], "-n", "2", "--sampler", "independent", "--model", str(tiny_model_dir)]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 2

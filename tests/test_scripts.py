@@ -83,6 +83,14 @@ def _check_bench_score_window(c):
     assert (c.tmp / "window" / "README.md").read_text().startswith("# `infill score --window N`")
 
 
+def _check_bench_augment(c):
+    report = json.loads(c.out)
+    assert report["sentences"] == 2 and set(report["methods"]) == {"confident-first", "independent", "nlpaug"}
+    assert report["wins"]["confident-first vs nlpaug"]["untied"] <= 2
+    rows = _lines(c.tmp / "augment" / "tune.jsonl")
+    assert [row["index"] for row in rows] == [0, 1] and all(len(r["methods"]["nlpaug"]["pll"]) for r in rows)
+
+
 def _check_bench_compute(c):
     summary = _json(c.tmp / "report.json")["summary"]
     assert summary["runs"] == 1 and summary["identical_top5"] == 1  # the same tree on both sides
@@ -207,6 +215,14 @@ SMOKES = [
         [["--repeats", "1", "--direct", "1", "--out", "{tmp}/bleu"]],
         _check_bleu,
         slow=True,
+    ),
+    Smoke(
+        "bench_augment",
+        [
+            ["--model", "{tiny}", "--sentences", "2", "--chunk", "1", "--n", "2"]
+            + ["--methods", "confident-first,independent,nlpaug", "--out", "{tmp}/augment"]
+        ],
+        _check_bench_augment,
     ),
     Smoke(
         "bench_cache",
