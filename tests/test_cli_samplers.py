@@ -12,7 +12,7 @@ from infill.errors import InfillError
 from infill.onepass.methods import ONE_PASS
 from infill.onepass.particles import SMC
 from infill.pipeline.config import AUTO, RunConfig
-from infill.samplers import SAMPLERS, options_of, sampler_options
+from infill.samplers import SAMPLERS, make_sampler, options_of, sampler_options
 
 
 def listing(capsys, *args) -> str:
@@ -66,5 +66,5 @@ def test_the_registry_has_every_method_once_with_its_kind_options_and_sampler():
     assert [m.kind for m in registry.values()] == sorted((m.kind for m in registry.values()), key=KINDS.index)
     dmala = registry["dmala"]
     assert dmala.kind == "chains" and dmala.untaken == () and dmala.options() == sampler_options("dmala")
-    assert dmala.make_sampler(step_size=0.3).sampler.step_size == 0.3
+    assert dmala.sampler is SAMPLERS["dmala"] and make_sampler("dmala", step_size=0.3).sampler.step_size == 0.3
     assert registry["smc"].options() == options_of(SMC()) and registry["argmax"].options() == {}

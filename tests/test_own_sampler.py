@@ -10,7 +10,7 @@ import pytest
 
 from infill.cli import main
 from infill.errors import InfillError
-from infill.onepass.methods import ONE_PASS
+from infill.lm.registry import METHODS, ONE_PASS
 from infill.samplers import SAMPLERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ def example():
         exec(compile(blocks()[0], str(PAGE), "exec"), namespace)
         yield namespace
     finally:
-        SAMPLERS.pop("random-scan", None)
+        METHODS.pop("random-scan", None)
 
 
 def test_the_kernel_passes_the_exactness_check_and_its_unadjusted_control_fails(example):
@@ -66,4 +66,4 @@ def test_the_registered_one_pass_method_fills_a_template_and_refuses_chain_setti
         with pytest.raises(ValueError, match="exists"):
             namespace["register"](ONE_PASS["nucleus"])
     finally:
-        ONE_PASS.pop("nucleus", None)
+        METHODS.pop("nucleus", None)

@@ -5,5 +5,6 @@
   from them too;
 - :mod:`.particles`: sequential Monte Carlo through an order's steps (``smc``);
 - :mod:`.product_search`: the exact PLL over products of per-blank candidates (``product-search``);
-- :mod:`.cost`: the encoder sequences and forward passes one draw of each takes, which the budget reads.
+- :mod:`.methods`: their entries in the one registry of methods, with the encoder sequences and forward passes one
+  draw of each takes, which the budget reads.
 """

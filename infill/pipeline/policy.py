@@ -243,7 +243,9 @@ def resolve(config: RunConfig, template, constrained: bool = False, lower_precis
     keep = _keep(resolved)
     spend = Spend.for_chains(resolved, keep, d, constrained, lower_precision)
     _check_budget(resolved, d, spend.float32)
-    sampler = make_sampler(resolved)
+    from ..samplers import make_sampler
+
+    sampler = make_sampler(resolved.method, **resolved.options)
     sampler.check_variables(d)
     return Plan("chains", resolved.settings, keep, spend, sampler)
 
@@ -276,15 +278,6 @@ def _keep(resolved: Resolved, share: Optional[float] = None, every: bool = False
         DIVERSE_POOL,
         FINALISTS,
     )
-
-
-def make_sampler(settings: Settings) -> Optional[Sampler]:
-    """``settings``' sampler (None for a one-pass method, and for ``auto`` before :func:`for_blanks`)."""
-    if settings.is_baseline or settings.is_auto:
-        return None
-    from ..samplers import make_sampler as build
-
-    return build(settings.method, **settings.options)
 
 
 def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> Resolved:
@@ -424,7 +417,7 @@ def least_budget(resolved: Resolved, d: int) -> int:
     if resolved.is_baseline:
         return 1 + (resolved.top or 1) * resolved.one_pass.cost(resolved.options, d)
     n = resolved.num_samples
-    starts = encoder_sequences(resolved.init, d, n) if resolved.init != "uniform" else 4 * n * d
+    starts = encoder_sequences(resolved.init, d, n) or 4 * n * d  # uniform starts: one gradient step
     return starts + Spend.scored(d, resolved.top, n)
 
 

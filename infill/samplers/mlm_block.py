@@ -33,8 +33,11 @@ from .gibbs import enumerate_conditional
 from .presets import GibbsMH
 from .registry import register
 
-BLOCK_ORDERS = ("left-to-right", "random")
-ONE_PASS_ORDERS = ("confident-first", "left-to-right", "random-order")
+BLOCK_ORDERS = {"left-to-right": True, "random": False}
+"""``block-mh``'s orders: whether the block is re-drawn left to right (else in the random order it was chosen in)."""
+ONE_PASS_ORDERS = sorted(name for name, order in mlm_draws.ORDERS.items() if order.blanks is not None)
+"""The one-pass orders of :data:`infill.lm.mlm_draws.ORDERS` that ``mlm-independence`` proposes by: those that
+fill the blanks one at a time."""
 
 
 def is_masked_lm(energy: Energy) -> bool:
@@ -114,7 +117,7 @@ class BlockMH(Sampler):
         b, d = x.shape
         m = min(self.block_size, d)
         blocks = torch.rand(b, d, generator=generator, device=x.device).argsort(-1)[:, :m]
-        if self.order == "left-to-right":
+        if BLOCK_ORDERS[self.order]:
             blocks = blocks.sort(-1).values
         logits = proposal_logits(energy, k)
         y, log_q_fwd, first = mlm_draws.fill(logits, x, blocks, False, generator)
@@ -149,10 +152,8 @@ class MLMIndependence(Sampler):
         if torch.rand((), generator=generator, device=x.device) >= self.independence:
             return GibbsMH().step(energy, state, generator)
         b, d = x.shape
-        blanks = torch.arange(d, device=x.device).expand(b, d)
-        if self.order == "random-order":
-            blanks = torch.rand(b, d, generator=generator, device=x.device).argsort(-1)
-        confident = self.order == "confident-first"
+        order = mlm_draws.ORDERS[self.order]
+        blanks, confident = order.blanks(b, d, generator, x.device), order.confident
         first = None
         if is_masked_lm(energy):
             first = energy.first_pass().expand(b, -1, -1)
