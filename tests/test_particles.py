@@ -18,10 +18,10 @@ from infill.energies.exact import empirical_distribution, exact_distribution, to
 from infill.errors import InfillError
 from infill.onepass.methods import ONE_PASS
 from infill.onepass.particles import SMC, effective_size, smc, systematic
-from infill.pipeline import one_pass
 from infill.pipeline.choose import spread
 from infill.pipeline.config import SAMPLES
 from infill.pipeline.policy import Spend
+from infill.pipeline.runs import draws
 
 D, K = 3, 4
 RUNS = 20_000
@@ -109,13 +109,13 @@ def test_particle_rounds_stop_below_the_fillings_kept(infiller, monkeypatch, top
     """With ``top``, a later round of fewer particles than ``top`` is not drawn (its few candidates would cost a
     whole round's host work); without, rounds go on while the rest buys one."""
     rounds = []
-    real = one_pass.smc
+    real = draws.smc
 
     def counted(energy, settings, runs, particles, *rest):
         rounds.append(runs * particles)
         return real(energy, settings, runs, particles, *rest)
 
-    monkeypatch.setattr(one_pass, "smc", counted)
+    monkeypatch.setattr(draws, "smc", counted)
     infiller.sample(TWO, "smc", top=top, budget=400, seed=0)
     later = min(rounds[1:])
     assert len(rounds) > 2 and later >= least
@@ -124,14 +124,14 @@ def test_particle_rounds_stop_below_the_fillings_kept(infiller, monkeypatch, top
 
 def test_the_all_masked_pass_is_read_once_for_every_round(infiller, monkeypatch):
     reads, rounds = [], []
-    real_read, real_smc = MaskedLMEnergy.blank_logits, one_pass.smc
+    real_read, real_smc = MaskedLMEnergy.blank_logits, draws.smc
 
     def blank_logits(energy, x_idx, masked, read=None):
         reads.append(bool(masked.all()))
         return real_read(energy, x_idx, masked, read)
 
     monkeypatch.setattr(MaskedLMEnergy, "blank_logits", blank_logits)
-    monkeypatch.setattr(one_pass, "smc", lambda *a: rounds.append(1) or real_smc(*a))
+    monkeypatch.setattr(draws, "smc", lambda *a: rounds.append(1) or real_smc(*a))
     infiller.sample(TWO, "smc", top=2, budget=400, seed=0)
     assert len(rounds) > 2 and sum(reads) == 1
 
@@ -151,7 +151,7 @@ def test_a_round_bringing_fewer_new_fillings_than_the_floor_is_the_last(least, r
     energy = SimpleNamespace(num_blanks=2, meter=SimpleNamespace(limit=10_000, spent=0))
     config = SimpleNamespace(method="confident-first", one_pass=ONE_PASS["confident-first"], options={}, num_samples=8)
     plan = SimpleNamespace(settings=config, spend=Spend(limit=10_000, least_round=least))
-    x, values = one_pass._to_budget(energy, plan, method)
+    x, values = draws._to_budget(energy, plan, method)
     assert len(drawn) == rounds and torch.equal(values, -x[:, 0].float())
 
 

@@ -18,6 +18,11 @@ PASS_SEQUENCES = {"cpu": 64, "cuda": 512}
 larger CPU passes page-fault fresh activation blocks each time (``scripts/bench.py --passes``)."""
 
 
+def pass_sequences(device: torch.device, chunk_size: Optional[int] = None) -> int:
+    """Sequences a pass without gradient holds at most on ``device``: :data:`PASS_SEQUENCES`, within ``chunk_size``."""
+    return min(PASS_SEQUENCES.get(device.type, PASS_SEQUENCES["cuda"]), chunk_size or 1 << 62)
+
+
 class MaskedLMEnergy:
     """``U(x) = sum_i log p(x_i | [MASK] at blank i, the other blanks filled with x)``.
 
@@ -88,7 +93,7 @@ class MaskedLMEnergy:
         self.chunk_size = chunk_size
         self.cache = ConditionalCache(CACHE_MIB << 20) if cache is None else cache
         self.meter = Meter() if meter is None else meter
-        self.pass_sequences = min(PASS_SEQUENCES.get(device.type, PASS_SEQUENCES["cuda"]), chunk_size or 1 << 62)
+        self.pass_sequences = pass_sequences(device, chunk_size)
         self._head = category_head(model, self.category_ids)
         self.sequences = 0
         self.cache_hits = 0

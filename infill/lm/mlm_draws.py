@@ -114,19 +114,45 @@ def fill(
     replays them. Returns the filled ``z``, the log-probability ``(N,)`` of the fills under the tempered
     conditionals along the order, and the first step's logits (``first`` if given: it is that step's)."""
     n, m = blanks.shape
-    rows = torch.arange(n, device=z.device)
     z = z.clone()
     masked = torch.zeros_like(z, dtype=torch.bool)
-    masked[rows[:, None], blanks] = True
+    masked[torch.arange(n, device=z.device)[:, None], blanks] = True
     log_q = torch.zeros(n, device=z.device)
     for t in range(m):
-        read = to_read(blanks, masked, t, confident)
-        step_logits = first if t == 0 and first is not None else logits(z, masked, read)
+        log_p, step_logits = fill_next(logits, z, masked, blanks, t, confident, generator, temperature, values, first)
         first = step_logits if t == 0 else first
-        j, v, log_p = step(step_logits, read, rows, confident, temperature, generator, values)
         log_q = log_q + log_p
-        z[rows, j], masked[rows, j] = v, False
     return z, log_q, first
+
+
+def fill_next(
+    logits: Logits,
+    z: Tensor,
+    masked: Tensor,
+    blanks: Optional[Tensor],
+    t: int,
+    confident: bool,
+    generator: Optional[torch.Generator],
+    temperature: float = 1.0,
+    values: Optional[Tensor] = None,
+    first: Optional[Tensor] = None,
+) -> tuple[Tensor, Tensor]:
+    """Step ``t`` of an order (:func:`fill`) over the rows of ``z (N, d)``, in place: reads :func:`to_read`'s blanks
+    from ``logits(z, masked, read)`` (at ``t = 0`` from ``first`` where given: :func:`first_step_logits`), fills one
+    blank a row (:func:`step`) and unmasks it in ``masked (N, d)``. Returns the fill's log-probability ``(N,)`` and
+    the logits read."""
+    rows = torch.arange(z.shape[0], device=z.device)
+    read = to_read(blanks, masked, t, confident)
+    step_logits = first if t == 0 and first is not None else logits(z, masked, read)
+    j, v, log_p = step(step_logits, read, rows, confident, temperature, generator, values)
+    z[rows, j], masked[rows, j] = v, False
+    return log_p, step_logits
+
+
+def first_step_logits(first: Tensor, blanks: Optional[Tensor], confident: bool) -> Tensor:
+    """What the first step of an order reads from the all-masked logits ``first (d, K)``, shared by every row: all
+    of them ``(1, d, K)`` where ``confident``, else each row's first blank of ``blanks (N, m)``, ``(N, 1, K)``."""
+    return first[None] if confident else first[blanks[:, 0]][:, None]
 
 
 def to_read(blanks: Optional[Tensor], masked: Tensor, t: int, confident: bool) -> Tensor:
@@ -183,11 +209,10 @@ def draw(
 
 def _draw(energy, order: Order, first: Tensor, generator: Optional[torch.Generator], temperature: float) -> Tensor:
     """One chunk of :func:`draw`, ``first (n, d, K)`` the all-masked logits."""
-    n, d, k = first.shape
+    n, d = first.shape[:2]
     if order.blanks is None:
         return sample_categorical(first / temperature, generator)
     blanks = order.blanks(n, d, generator, first.device)
-    if not order.confident:
-        first = first.gather(1, blanks[:, :1, None].expand(-1, -1, k))
     x = torch.zeros(n, d, dtype=torch.long, device=first.device)
-    return fill(energy.blank_logits, x, blanks, order.confident, generator, temperature, first=first)[0]
+    opening = first_step_logits(energy.first_pass(), blanks, order.confident)
+    return fill(energy.blank_logits, x, blanks, order.confident, generator, temperature, first=opening)[0]

@@ -6,7 +6,7 @@ settings it refuses, what one draw of it costs and what it draws.
 A one-pass method draws (or searches for) fillings without chains, so it takes no ``steps``, chain ``init`` or
 ``anneal_from``; the product search looks for the most likely fillings, so it takes no ``temperature`` either.
 A new method of draws is one :func:`register` call of its :class:`OnePass` entry with its ``draw`` function
-(``docs/own-sampler.md``); a new kind of run is a branch in :func:`infill.pipeline.one_pass.draw`. Nothing here
+(``docs/own-sampler.md``); a new kind of run is a branch in :func:`infill.pipeline.runs.draws.draw`. Nothing here
 imports torch at module level: the configuration reads the names and what each takes before a model loads.
 """
 

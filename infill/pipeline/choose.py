@@ -101,10 +101,10 @@ def score(batch, unique: Tensor, values: Tensor, held: Optional[Tensor], bar) ->
     holds the include words, while the budget lasts (the float32 finalists' share held back)."""
     keep, energy, target = batch.plan.keep, batch.energy, batch.target
     values = values.clone()
-    pool = _pool(keep, len(unique), batch.float32 is None)
+    pool = _pool(keep, len(unique), batch.float32_pll is None)
     with energy.meter.holding(batch.plan.spend.float32):
         if target is energy:
-            _fill_top(energy, unique, values, pool * (1 if batch.float32 is None else keep.finalists), bar)
+            _fill_top(energy, unique, values, pool * (1 if batch.float32_pll is None else keep.finalists), bar)
         else:
             _fill_missing(target, unique, values, bar, energy.category_ids.device, held)
     return values
@@ -123,10 +123,10 @@ def pick(
     best = best[~values[best].isnan()]  # a state left unscored (the budget, or an include word it lacks) is out
     if held is not None:
         best = best[held[best]]
-    ranked, exact, pool = values[best], None, _pool(keep, len(unique), batch.float32 is None)
-    if batch.float32 is not None and batch.target is batch.energy:
+    ranked, exact, pool = values[best], None, _pool(keep, len(unique), batch.float32_pll is None)
+    if batch.float32_pll is not None and batch.target is batch.energy:
         best = best[: keep.finalists * pool]
-        ranked, by = torch.sort(plls_of(batch.float32, unique[best]), descending=True, stable=True)
+        ranked, by = torch.sort(plls_of(batch.float32_pll, unique[best]), descending=True, stable=True)
         best = best[by]
     if keep.decode == "diverse" and len(best):
         fresh = None if avoid is None else ~avoid.of(unique[best if keep.share is not None else best[:pool]])
@@ -136,7 +136,7 @@ def pick(
         margin = _margin(keep, ranked[:pool])
         kept = spread(unique[best[:pool]], ranked[:pool], keep.top, margin, None if fresh is None else fresh[:pool])
         best, ranked = best[:pool][kept], ranked[:pool][kept]
-    if batch.float32 is not None and batch.target is batch.energy:
+    if batch.float32_pll is not None and batch.target is batch.energy:
         exact = ranked[: keep.top]
     return best[: keep.top], exact
 
@@ -152,7 +152,7 @@ def _margin(keep, ranked: Tensor) -> float:
 def _every_chain(batch, rows: Tensor, values: Tensor, include: Optional[Include], bar) -> Chosen:
     """Without ``top``: every chain's final state that holds the include words, scored where the run did not
     (in float32 at once where the chains ran in a lower precision and the target is the PLL)."""
-    energy, exact = batch.energy, batch.float32
+    energy, exact = batch.energy, batch.float32_pll
     held = None if include is None else holds(include, rows)
     order = torch.arange(len(rows)) if held is None else torch.arange(len(rows))[held]
     scorer = exact if exact is not None and batch.target is energy else batch.target
@@ -163,13 +163,13 @@ def _every_chain(batch, rows: Tensor, values: Tensor, include: Optional[Include]
     return Chosen(rows, values, order, values[order] if scorer is exact else None, len(rows))
 
 
-def _pool(keep, distinct_rows: int, float32: bool) -> int:
+def _pool(keep, distinct_rows: int, chains_in_float32: bool) -> int:
     """How many of the best candidates ``top`` chooses among under ``keep`` (a plan's
     :class:`~.policy.Keep`; every one where it says so, or where a ``diversity`` is named and the chains ran in
     float32)."""
     if keep.decode == "diverse" and keep.every:
         return max(keep.top, distinct_rows)
-    return max(keep.ranked, distinct_rows) if keep.diversity is not None and float32 else keep.ranked
+    return max(keep.ranked, distinct_rows) if keep.diversity is not None and chains_in_float32 else keep.ranked
 
 
 def _include(target) -> Optional[Include]:

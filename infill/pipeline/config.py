@@ -135,6 +135,13 @@ below left-to-right draws re-ranked at equal encoder sequences on most tasks; at
 (``eval/spans-minilm``)."""
 
 
+def _setting(help: str, metavar: Optional[str] = None, type: Optional[type] = None, default: Any = None, **flags):
+    """A run setting (a field of :class:`RunConfig`) of ``default``, its ``metadata`` the CLI's ``help``, ``metavar``
+    and argparse ``type``, and ``flags`` (``short``; see :func:`settings`)."""
+    named = {"metavar": metavar, "type": type}
+    return field(default=default, metadata={"help": help, **flags, **{k: v for k, v in named.items() if v}})
+
+
 class MethodSettings:
     """What the request (:class:`RunConfig`) and a plan's resolved settings (:class:`~.policy.Settings`) derive
     from their fields ``method``, ``options``, ``steps``, ``temperature``, ``anneal_from`` and ``target``."""
@@ -215,128 +222,79 @@ class RunConfig(MethodSettings):
             "metavar": "NAME",
         },
     )
-    num_samples: Optional[int] = field(
-        default=None,
-        metadata={
-            "help": f"chains (or draws) per template (default {SAMPLES}; {AUTO}: {AUTO_CHAINS['num_samples']} "
-            f"chains on token blanks, or with --top the draws its budget buys)",
-            "short": "-n",
-            "type": int,
-            "metavar": "N",
-        },
+    num_samples: Optional[int] = _setting(
+        f"chains (or draws) per template (default {SAMPLES}; {AUTO}: {AUTO_CHAINS['num_samples']} chains on token "
+        f"blanks, or with --top the draws its budget buys)",
+        "N",
+        int,
+        short="-n",
     )
-    steps: Optional[int] = field(
-        default=None,
-        metadata={
-            "help": f"MCMC steps per chain (default {STEPS}; {AUTO}: until its budget is spent, at most "
-            f"{AUTO_CHAINS['steps']})",
-            "type": int,
-            "metavar": "N",
-        },
+    steps: Optional[int] = _setting(
+        f"MCMC steps per chain (default {STEPS}; {AUTO}: until its budget is spent, at most {AUTO_CHAINS['steps']})",
+        "N",
+        int,
     )
-    top: Optional[int] = field(
-        default=None, metadata={"help": "keep the K distinct fillings of highest energy", "type": int, "metavar": "K"}
+    top: Optional[int] = _setting("keep the K distinct fillings of highest energy", "K", int)
+    seed: Optional[int] = _setting("random seed (same seed, same samples)", "N", int)
+    init: Optional[str] = _setting(
+        f"chain start: uniform, independent (all-masked MLM draws), {INIT} (the default), confident-first (most "
+        "peaked blank first) or random-order"
     )
-    seed: Optional[int] = field(
-        default=None, metadata={"help": "random seed (same seed, same samples)", "type": int, "metavar": "N"}
+    temperature: Optional[float] = _setting(
+        f"target exp(energy / T); T < 1 favours likely fillings (default 1, and {SPAN_TEMPERATURE:g} for templates "
+        "with word blanks)",
+        "T",
+        float,
     )
-    init: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": f"chain start: uniform, independent (all-masked MLM draws), {INIT} (the default), "
-            "confident-first (most peaked blank first) or random-order"
-        },
+    anneal_from: Optional[float] = _setting(
+        "anneal from temperature T0 down to --temperature over the first half of the steps", "T0", float
     )
-    temperature: Optional[float] = field(
-        default=None,
-        metadata={
-            "help": f"target exp(energy / T); T < 1 favours likely fillings (default 1, and {SPAN_TEMPERATURE:g} for "
-            "templates with word blanks)",
-            "type": float,
-            "metavar": "T",
-        },
+    decode: Optional[str] = _setting(
+        f"where --top takes fillings from: visited (every state after burn-in), final (the chains' final states) or "
+        f"diverse (every state the run scored, kept for quality and diversity, those that repeat a content word or "
+        f"double a word last); default visited ({AUTO}: diverse for its chains)",
+        "HOW",
     )
-    anneal_from: Optional[float] = field(
-        default=None,
-        metadata={
-            "help": "anneal from temperature T0 down to --temperature over the first half of the steps",
-            "type": float,
-            "metavar": "T0",
-        },
+    diversity: Optional[float] = _setting(
+        "with --decode diverse, how many nats below the best candidate not yet kept another may be and be kept for "
+        "differing more from those kept (default 1, among the 4 x --top best; named, among every candidate; "
+        f"{AUTO} with --top: as --sampler says; more: more diverse, lower PLL)",
+        "NATS",
+        float,
     )
-    decode: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": f"where --top takes fillings from: visited (every state after burn-in), final (the chains' final "
-            f"states) or diverse (every state the run scored, kept for quality and diversity, those that repeat "
-            f"a content word or double a word last); default visited ({AUTO}: diverse for its chains)",
-            "metavar": "HOW",
-        },
-    )
-    diversity: Optional[float] = field(
-        default=None,
-        metadata={
-            "help": "with --decode diverse, how many nats below the best candidate not yet kept another may be and be "
-            "kept for differing more from those kept (default 1, among the 4 x --top best; named, among every "
-            f"candidate; {AUTO} with --top: as --sampler says; more: more diverse, lower PLL)",
-            "type": float,
-            "metavar": "NATS",
-        },
-    )
-    allow_subwords: bool = field(
-        default=False, metadata={"help": "let token blanks take word-continuation pieces (##ing)"}
-    )
-    allow_punctuation: bool = field(
+    allow_subwords: bool = _setting("let token blanks take word-continuation pieces (##ing)", default=False)
+    allow_punctuation: bool = _setting(
+        "let blanks take punctuation and quote marks (by default a blank takes words: tokens with a letter or digit)",
         default=False,
-        metadata={
-            "help": "let blanks take punctuation and quote marks (by default a blank takes words: tokens with a "
-            "letter or digit)"
-        },
     )
-    blank_unit: str = field(
+    blank_unit: str = _setting(
+        "what [MASK] and [MASK*n] count: token (exactly n tokens) or word (n words of any pieces); [MASK*m-n] and "
+        "[MASK*?] are always words",
+        "UNIT",
         default="token",
-        metadata={
-            "help": "what [MASK] and [MASK*n] count: token (exactly n tokens) or word (n words of any pieces); "
-            "[MASK*m-n] and [MASK*?] are always words",
-            "metavar": "UNIT",
-        },
     )
-    forbid: tuple[str, ...] = field(
-        default=(),
-        metadata={
-            "help": "words the blanks may not take, comma-separated (repeatable; a lone , forbids the comma)",
-            "metavar": "WORDS",
-        },
+    forbid: tuple[str, ...] = _setting(
+        "words the blanks may not take, comma-separated (repeatable; a lone , forbids the comma)", "WORDS", default=()
     )
-    span_method: str = field(
+    span_method: str = _setting(
+        "how word blanks are filled: rjmcmc (lengths change during the run) or per-length (chains at every length, "
+        "the best kept)",
+        "NAME",
         default="rjmcmc",
-        metadata={
-            "help": "how word blanks are filled: rjmcmc (lengths change during the run) or per-length (chains at "
-            "every length, the best kept)",
-            "metavar": "NAME",
-        },
     )
-    include: tuple[str, ...] = field(
-        default=(), metadata={"help": "a word that must appear in the filled blanks (repeatable)", "metavar": "WORD"}
+    include: tuple[str, ...] = _setting("a word that must appear in the filled blanks (repeatable)", "WORD", default=())
+    target: Optional[str] = _setting(
+        "the energy over token blanks: pll, or repeat-masked (a blank's masked copy also masks every other blank that "
+        "holds its token, so a repeated word is not predicted by its own copy); default pll "
+        f"({AUTO}: {AUTO_TARGET} on more than one blank token)",
+        "NAME",
     )
-    target: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": "the energy over token blanks: pll, or repeat-masked (a blank's masked copy also masks every other "
-            "blank that holds its token, so a repeated word is not predicted by its own copy); default pll "
-            f"({AUTO}: {AUTO_TARGET} on more than one blank token)",
-            "metavar": "NAME",
-        },
-    )
-    budget: Optional[int] = field(
-        default=None,
-        metadata={
-            "help": "the most encoder sequences a template may spend, choosing the fillings included: a one-pass "
-            "method draws until it is spent; chains stop when it is spent (or after --steps); at most "
-            f"{MAX_BUDGET}; auto's default: {AUTO_BUDGET_PER_BLANK} per blank token",
-            "type": int,
-            "metavar": "N",
-        },
+    budget: Optional[int] = _setting(
+        "the most encoder sequences a template may spend, choosing the fillings included: a one-pass method draws "
+        f"until it is spent; chains stop when it is spent (or after --steps); at most {MAX_BUDGET}; auto's default: "
+        f"{AUTO_BUDGET_PER_BLANK} per blank token",
+        "N",
+        int,
     )
     options: dict = field(default_factory=dict)
 

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from ..energies.budget import BudgetSpent, Meter
 from ..energies.conditionals import ConditionalCache
-from ..energies.masked_lm import PASS_SEQUENCES, MaskedLMEnergy
+from ..energies.masked_lm import MaskedLMEnergy, pass_sequences
 from ..errors import InfillError
 from ..lm import packed
 from ..lm.models import category_head
@@ -161,7 +161,7 @@ def _first_model(loaded, template: Template, plan: Plan) -> Optional[nn.Module]:
 
 def pass_rows(loaded) -> int:
     """Sequences a shared pass holds at most: as the energies' passes without gradient."""
-    return min(PASS_SEQUENCES.get(loaded.device.type, PASS_SEQUENCES["cuda"]), loaded.chunk_size or 1 << 62)
+    return pass_sequences(loaded.device, loaded.chunk_size)
 
 
 def _energy(
@@ -183,11 +183,11 @@ def _energy(
         template.blank_positions,
         prepared.categories,
         loaded.tokenizer.mask_token_id,
-        loaded.chunk_size,
-        ConditionalCache(loaded.cache_mib << 20),
-        meter,
-        plan.settings.mask_repeats,
-        first,
+        chunk_size=loaded.chunk_size,
+        cache=ConditionalCache(loaded.cache_mib << 20),
+        meter=meter,
+        mask_repeats=plan.settings.mask_repeats,
+        first=first,
     )
     if excluded is not None:
         energy.exclude(excluded)

@@ -48,7 +48,7 @@ class Batch:
     word blanks a :class:`~infill.spans.SpanInclude`), the final states or draws ``x`` and the chains' first
     states ``starts`` (the draws themselves for a one-pass method; for word blanks packed fills).
 
-    ``trace`` and ``sampler`` are those of the chains (None for one-pass draws); ``float32`` is the PLL on the
+    ``trace`` and ``sampler`` are those of the chains (None for one-pass draws); ``float32_pll`` is the PLL on the
     float32 model where the chains ran in a lower precision (the reported fillings are chosen and their energies
     computed by it); ``energies`` the PLLs of one-pass draws where the run computed them."""
 
@@ -64,7 +64,7 @@ class Batch:
     starts: Tensor
     trace: Optional[Trace] = None
     sampler: Optional[Sampler] = None
-    float32: Optional[MaskedLMEnergy] = None
+    float32_pll: Optional[MaskedLMEnergy] = None
     energies: Optional[Tensor] = None
 
 
@@ -107,7 +107,7 @@ def _token_choices(batch: Batch, tokenizer, bar) -> Choice:
     )
     chosen = choose(batch, bar, avoid)
     energy = batch.energy
-    counted = [energy] if batch.float32 is None else [energy, batch.float32]
+    counted = [energy] if batch.float32_pll is None else [energy, batch.float32_pll]
     return Choice(
         _token_fillings(batch, chosen),
         marginals(batch.template, tokenizer, energy, _visited(batch, chosen)),
@@ -131,8 +131,8 @@ def _token_fillings(batch: Batch, chosen: Chosen) -> list[tuple]:
     plls = chosen.values[chosen.order].tolist() if terms is None else terms["pll"]
     if chosen.exact is not None:
         plls = chosen.exact.tolist()
-    elif batch.float32 is not None:
-        plls = plls_of(batch.float32, reported).tolist()
+    elif batch.float32_pll is not None:
+        plls = plls_of(batch.float32_pll, reported).tolist()
         if terms is not None:
             terms["pll"] = plls
     chains = batch.chains

@@ -24,13 +24,12 @@ def execute(plan: Plan, context: Context) -> Batch:
     candidates."""
     config, d = plan.settings, context.template.num_blanks
     pll = context.energy(context.chain_model)
-    float32 = None if context.chain_model is context.model else context.energy(context.model)
+    float32_pll = None if context.chain_model is context.model else context.energy(context.model)
     include = context.prepared.include
     target = pll if include is None and not context.terms else constrained_energy(pll, context.terms, include)
     target, x = _starts(plan, pll, target, context)
     stop = None if plan.spend.limit is None else _budget_stop(plan, x, context.meter)
-    batch = dict(template=context.template, plan=plan, start=context.start, energy=pll, target=target, starts=x)
-    batch.update(float32=float32, chains=config.num_samples)
+    batch = dict(energy=pll, target=target, starts=x, float32_pll=float32_pll, chains=config.num_samples)
     try:
         with context.meter.holding(plan.spend.held):
             trace = run_annealed(
@@ -40,9 +39,10 @@ def execute(plan: Plan, context: Context) -> Batch:
         if not mlm_draws.ORDERS[config.init].forwards(d):  # uniform starts: no draw of the model
             stage = f"before a step of {config.method} from {config.init} starts on {d} blank tokens"
             raise budget_spent(plan, stage) from None
-        return Batch(method=config.init, steps=0, x=x, **batch)
+        return context.batch(plan, method=config.init, steps=0, x=x, **batch)
     steps = len(trace.samples) if plan.spend.limit is not None else config.steps
-    return Batch(method=config.method, steps=steps, x=trace.final_state.x, trace=trace, sampler=plan.sampler, **batch)
+    final = trace.final_state.x
+    return context.batch(plan, method=config.method, steps=steps, x=final, trace=trace, sampler=plan.sampler, **batch)
 
 
 def _starts(plan: Plan, pll: MaskedLMEnergy, target, context: Context) -> tuple:

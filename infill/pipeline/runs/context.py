@@ -1,4 +1,4 @@
-"""What a run reads beside its plan (:class:`Context`)."""
+"""What a run reads beside its plan (:class:`Context`), and the :class:`~..postprocess.Batch` it returns."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from torch import Tensor, nn
 from ...energies.budget import Meter
 from ...energies.masked_lm import MaskedLMEnergy
 from ...text.template import Template
+from ..policy import Plan
+from ..postprocess import Batch
 from ..prepare import Prepared
 
 if TYPE_CHECKING:
@@ -37,3 +39,8 @@ class Context:
     terms: Sequence[tuple] = ()
     rewrite: Optional[tuple[Tensor, float]] = None
     start: float = 0.0
+
+    def batch(self, plan: Plan, **fields) -> Batch:
+        """The run of ``plan`` on this template, begun at ``start``, as the sample stage's :class:`Batch`; ``fields``
+        are the rest of it."""
+        return Batch(template=self.template, plan=plan, start=self.start, **fields)

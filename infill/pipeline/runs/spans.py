@@ -39,13 +39,11 @@ def execute(plan: Plan, context: Context) -> Batch:
         stage = f"before a step of the span sampler ({config.num_samples} chains) on {quote(template.text)}"
         raise budget_spent(plan, stage) from None
     stopped = len(trace.samples) < schedule[-1][1]  # the budget stopped the chains
-    return Batch(
-        template=template,
-        plan=plan,
+    return context.batch(
+        plan,
         method=config.span_method,
         chains=config.num_samples,
         steps=len(trace.samples) if stopped else config.steps,
-        start=context.start,
         energy=run.energy,
         target=run.target,
         x=trace.final_state.x,
