@@ -57,7 +57,7 @@ def test_chains_hold_back_what_choosing_takes_and_lower_precision_the_float32_fi
     lower = resolve(config, blanks(3), lower_precision=True)
     assert lower.spend == Spend(400, 3 * 2, 3 * FINALISTS * 2 * DIVERSE_POOL, blanks=3, settled=3 * 2)
     constrained = resolve(config, blanks(3), constrained=True, lower_precision=True)
-    assert constrained.spend.float32 == 3 * 2  # with terms, the reported fillings' float32 PLLs
+    assert constrained.spend.rescoring == 3 * 2  # with terms, the reported fillings' float32 PLLs
 
 
 def test_a_budget_that_cannot_pay_the_float32_re_scoring_is_refused_by_the_plan_in_one_line():

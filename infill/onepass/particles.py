@@ -128,23 +128,20 @@ def smc(
     d, k = first.shape
     device = first.device
     n = runs * particles
-    rows = torch.arange(n, device=device)
     z = torch.zeros(n, d, dtype=torch.long, device=device)
     masked = torch.ones(n, d, dtype=torch.bool, device=device)
     order = mlm_draws.ORDERS[settings.order]
     confident = order.confident
     # random-order: an order per particle, resampled with it; confident-first reads every blank still masked
     blanks = None if confident else order.blanks(n, d, generator, device)
+    opening = mlm_draws.first_step_logits(first, blanks, confident)
     log_gamma = np.zeros(n, np.float32)  # the intermediate target of each particle's partial filling
     log_weight = np.zeros((runs, particles), np.float32)  # weights live on the host: (R, N) numbers a step
     for t in range(d):
-        read = mlm_draws.to_read(blanks, masked, t, confident)
-        if t == 0:  # the first pass, shared: (1, d, K) until a particle's own row is taken
-            logits = first[None] if confident else first[blanks[:, 0]][:, None]
-        else:
-            logits = energy.blank_logits(z, masked, read)
-        j, v, log_q = mlm_draws.step(logits, read, rows, confident, temperature, generator)
-        z[rows, j], masked[rows, j] = v, False
+        opened = opening if t == 0 else None  # the first pass, shared: (1, d, K) until a particle's own row is taken
+        log_q, _ = mlm_draws.fill_next(
+            energy.blank_logits, z, masked, blanks, t, confident, generator, temperature, first=opened
+        )
         log_q = log_q.numpy(force=True)
         if t == d - 1:
             new_gamma = _energy(energy, z, k) / temperature

@@ -102,7 +102,7 @@ def score(batch, unique: Tensor, values: Tensor, held: Optional[Tensor], bar) ->
     keep, energy, target = batch.plan.keep, batch.energy, batch.target
     values = values.clone()
     pool = _pool(keep, len(unique), batch.float32_pll is None)
-    with energy.meter.holding(batch.plan.spend.float32):
+    with energy.meter.holding(batch.plan.spend.rescoring):
         if target is energy:
             _fill_top(energy, unique, values, pool * (1 if batch.float32_pll is None else keep.finalists), bar)
         else:
@@ -157,7 +157,7 @@ def _every_chain(batch, rows: Tensor, values: Tensor, include: Optional[Include]
     order = torch.arange(len(rows)) if held is None else torch.arange(len(rows))[held]
     scorer = exact if exact is not None and batch.target is energy else batch.target
     values = values.clone()
-    with energy.meter.holding(batch.plan.spend.float32):
+    with energy.meter.holding(batch.plan.spend.rescoring):
         _fill_missing(scorer, rows, values, bar, energy.category_ids.device, held)
     _check_include(batch, include, order)
     return Chosen(rows, values, order, values[order] if scorer is exact else None, len(rows))

@@ -107,7 +107,7 @@ class Keep:
 @dataclass(frozen=True)
 class Spend:
     """The budget split: at most ``limit`` encoder sequences in all (None: no cap). Chains of ``blanks`` blank
-    tokens leave ``scoring`` for the PLLs of the fillings kept and ``float32`` for their float32 PLLs where they
+    tokens leave ``scoring`` for the PLLs of the fillings kept and ``rescoring`` for their float32 PLLs where they
     run in a lower precision (:meth:`for_chains`; :attr:`held`), and stop as :meth:`chains_done` says (``settled``:
     what choosing takes where the run scored every state); one-pass draws go on in rounds of what the rest buys
     (:meth:`next_round`) while that is at least ``least_round`` draws and the last round brought at least that many
@@ -115,7 +115,7 @@ class Spend:
 
     limit: Optional[int] = None
     scoring: int = 0
-    float32: int = 0
+    rescoring: int = 0
     least_round: int = 1
     blanks: int = 0
     settled: int = 0
@@ -127,10 +127,10 @@ class Spend:
         the reported fillings', else with ``top`` the finalists' of the candidates ``keep`` ranks; none without
         either (the fillings' PLLs are computed in float32 at once)."""
         scoring = cls.scored(d, keep.top, resolved.num_samples)
-        float32 = 0
+        rescoring = 0
         if lower_precision:
-            float32 = scoring if constrained else (0 if keep.top is None else d * keep.finalists * keep.ranked)
-        return cls(resolved.budget, scoring, float32, blanks=d, settled=d * (keep.top or 1))
+            rescoring = scoring if constrained else (0 if keep.top is None else d * keep.finalists * keep.ranked)
+        return cls(resolved.budget, scoring, rescoring, blanks=d, settled=d * (keep.top or 1))
 
     @staticmethod
     def scored(d: int, top: Optional[int], chains: int) -> int:
@@ -141,7 +141,7 @@ class Spend:
     @property
     def held(self) -> int:
         """What the chains may not spend: what choosing the fillings takes."""
-        return self.scoring + self.float32
+        return self.scoring + self.rescoring
 
     def chains_done(self, spent: int, unscored: Optional[int]) -> bool:
         """Whether chains that spent ``spent`` encoder sequences stop: the budget, less what choosing will take,
@@ -149,7 +149,7 @@ class Spend:
         copies :data:`RESCORE_PER_BLANK` a blank token; None: the run scored every state)."""
         d = self.blanks
         keep = self.settled if unscored is None else unscored * d * min(1.0, RESCORE_PER_BLANK * d)
-        return spent + keep + self.float32 >= self.limit
+        return spent + keep + self.rescoring >= self.limit
 
     def next_round(self, spent: int, cost: int) -> int:
         """The draws a one-pass method's next round takes: what the rest of the budget surely buys after
@@ -242,7 +242,7 @@ def resolve(config: RunConfig, template, constrained: bool = False, lower_precis
         return _one_pass_plan(config, resolved, d)
     keep = _keep(resolved)
     spend = Spend.for_chains(resolved, keep, d, constrained, lower_precision)
-    _check_budget(resolved, d, spend.float32)
+    _check_budget(resolved, d, spend.rescoring)
     from ..samplers import make_sampler
 
     sampler = make_sampler(resolved.method, **resolved.options)
@@ -421,9 +421,9 @@ def least_budget(resolved: Resolved, d: int) -> int:
     return starts + Spend.scored(d, resolved.top, n)
 
 
-def _check_budget(resolved: Resolved, d: int, float32: int = 0) -> None:
+def _check_budget(resolved: Resolved, d: int, rescoring: int = 0) -> None:
     """Refuse, in one line, a budget below :func:`least_budget`, or for chains in a lower precision below that and
-    the ``float32`` re-scoring (one above :data:`~.config.MAX_BUDGET` is refused whatever ``d``, by the
+    the float32 ``rescoring`` (one above :data:`~.config.MAX_BUDGET` is refused whatever ``d``, by the
     configuration's own check)."""
     if resolved.budget is None:
         return
@@ -438,11 +438,11 @@ def _check_budget(resolved: Resolved, d: int, float32: int = 0) -> None:
             f"a budget of {resolved.budget} encoder sequences is too small for {what} on {d} blank "
             f"tokens: at least {least}"
         )
-    if resolved.budget < least + float32:
+    if resolved.budget < least + rescoring:
         raise InfillError(
             f"a budget of {resolved.budget} encoder sequences is too small for {resolved.num_samples} "
             f"{resolved.method} chains on {d} blank tokens in a lower precision, re-scored in float32: at least "
-            f"{least + float32}"
+            f"{least + rescoring}"
         )
 
 
