@@ -199,8 +199,8 @@ def rejection(infiller: Infiller, text: str, method: str, budget: int, seed: int
     categories = infiller.category_ids()
     energy = MaskedLMEnergy(
         infiller.model,
-        template.input_ids[None],
-        template.blank_positions[None],
+        template.input_ids,
+        template.blank_positions,
         categories,
         infiller.tokenizer.mask_token_id,
         512,
