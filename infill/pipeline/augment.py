@@ -1,14 +1,17 @@
 """Augment: many distinct variants of each sentence, a share of its words changed (:meth:`Infiller.augment
 <infill.pipeline.infiller.Infiller.augment>`, ``infill.augment``).
 
-Each sentence's words to change are chosen without the model (:mod:`infill.augmentation.words`: whitespace words,
-their alphabetic cores, the protected ones left out, the choice seeded by the seed and the sentence's text); each
-chosen word the model spells as one token becomes a ``[MASK]`` of the sentence's template, and every template of
-the call is filled in one batched run of the pipeline (shared first passes, each template's draws from its own
-generator, seeded as its choice is), each blank's draws kept off its source word
-(:meth:`~infill.energies.masked_lm.MaskedLMEnergy.exclude`). The distinct draws, highest PLL first, are spliced
-into the sentence as the user wrote it (:mod:`infill.augmentation.edits`, in the source word's casing); a
-sentence short of ``n`` distinct variants draws again, :data:`RETRY` times as many, in one more batched run.
+Each variant of a sentence changes its own words, chosen without the model (:mod:`infill.augmentation.words`:
+whitespace words, their alphabetic cores, the protected ones left out, each variant's choice seeded by the seed
+and the sentence's text, the words earlier variants used least first); each chosen word the model spells as one
+token becomes a ``[MASK]`` of that choice's template, and every template of the call is filled in one batched run
+(shared first passes, each template's draws from its own generator, seeded by its sentence and words), each
+blank's draws kept off its source word (:meth:`~infill.energies.masked_lm.MaskedLMEnergy.exclude`). A template's
+distinct draws, most likely under the order first (their log-probability along it, which costs nothing more),
+are spliced into the sentence as the user wrote it (:mod:`infill.augmentation.edits`, in the source word's
+casing) and only those kept are scored by their PLL (``pll=False``: not scored; the score is that
+log-probability); a template short of its variants draws again, :data:`RETRY` times as many, in one more
+batched run.
 """
 
 from __future__ import annotations
@@ -34,11 +37,15 @@ from ..text.vocabulary import spelled, token_words, word_forms
 from . import engine
 from .config import RunConfig
 
-METHOD = "confident-first"
-"""Augment's default fill: one-pass draws through the masked LM's most-confident-first order (joint: each blank
-drawn given those filled before it)."""
+METHOD = "independent"
+"""Augment's default fill: every blank drawn from the masked LM's pass with all of a template's blanks masked
+(its draws cost no further pass, so many are drawn and the most likely kept)."""
 DRAWS = 3
-"""Draws per variant asked for in the first round."""
+"""Draws per variant asked for in the first round by an order that fills the blanks in turn (each draw costs
+passes)."""
+FREE_DRAWS = 16
+"""Draws per variant asked for in the first round by an order that draws every blank from the first pass (draws
+cost no pass)."""
 RETRY = 8
 """A second round, for the sentences still short of ``n`` distinct variants, draws this many times as many."""
 
@@ -132,6 +139,7 @@ def augment(
     min_words: int = 1,
     max_words: Optional[int] = None,
     sampler: str = METHOD,
+    pll: bool = True,
 ) -> Union[Variants, list[Variants]]:
     """:meth:`Infiller.augment <infill.pipeline.infiller.Infiller.augment>`."""
     check_request(n, change, seed, min_words, max_words, sampler)
@@ -149,8 +157,9 @@ def augment(
             raise SentenceError(str(exc) if one else f"sentence {k + 1}: {exc}", k, str(exc)) from None
     jobs = [Job(k, chosen, c) for k, s in enumerate(sentences) for chosen, c in Counter(s.choices).items()]
     spent = [0] * len(sentences)
-    filler = Filler(infiller, ORDERS[sampler])
-    for round_, draws in enumerate((DRAWS, DRAWS * RETRY)):
+    filler = Filler(infiller, ORDERS[sampler], pll)
+    first = FREE_DRAWS if ORDERS[sampler].blanks is None else DRAWS
+    for round_, draws in enumerate((first, first * RETRY)):
         short = [job for job in jobs if len(job.found) < job.wanted]
         for job, energy in zip(short, filler.energies([sentences[j.sentence] for j in short], short, seed)):
             spent[job.sentence] += filler(job, sentences[job.sentence], energy, draws, round_)
@@ -168,8 +177,8 @@ class Filler:
     shared (:meth:`energies`), then each template's draws, the distinct ones most likely under the order kept
     and scored by their PLL (:meth:`__call__`)."""
 
-    def __init__(self, infiller, order: Order):
-        self.infiller, self.order = infiller, order
+    def __init__(self, infiller, order: Order, pll: bool):
+        self.infiller, self.order, self.pll = infiller, order, pll
         self.texts: dict[int, str] = {}  # a category's fill text
         self.forms: dict[str, torch.Tensor] = {}  # the categories that are a form of a word (casefolded)
 
@@ -204,13 +213,16 @@ class Filler:
         x, log_q = self._draws(energy, draws * (job.wanted - len(job.found)), generator)
         kept, rows = [], []
         for r in sorted(range(len(x)), key=lambda r: (-log_q[r], x[r])):
-            variant = sentence.variant(job.chosen, [self._text(energy, c) for c in x[r]], 0.0)
-            if variant is not None and variant.text not in job.found and len(job.found) + len(kept) < job.wanted:
+            if len(job.found) == job.wanted:
+                break
+            variant = sentence.variant(job.chosen, [self._text(energy, c) for c in x[r]], log_q[r])
+            if variant is not None and variant.text not in job.found:
+                job.found[variant.text] = variant
                 kept.append(variant)
                 rows.append(x[r])
-                job.found[variant.text] = None
-        for variant, score in zip(kept, energy.of_indices(torch.tensor(rows)).tolist() if rows else []):
-            job.found[variant.text] = dataclasses.replace(variant, score=score)
+        if self.pll and rows:
+            for variant, score in zip(kept, energy.of_indices(torch.tensor(rows)).tolist()):
+                job.found[variant.text] = dataclasses.replace(variant, score=score)
         return energy.sequences
 
     def _draws(self, energy: MaskedLMEnergy, m: int, generator: torch.Generator) -> tuple[list, list]:
