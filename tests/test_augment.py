@@ -242,11 +242,15 @@ def test_the_cli_names_the_line_a_bad_sentence_is_on(tiny_model_dir, capsys, tmp
     assert f"{lines}:3: nothing to change" in capsys.readouterr().err
 
 
-def test_a_one_pass_sampler_is_an_option_and_independent_draws_cost_less(infiller, tiny_model_dir, capsys):
+def test_a_one_pass_sampler_is_an_option_and_unscored_variants_cost_a_pass_a_template(infiller, tiny_model_dir, capsys):
     default = infiller.augment(SENTENCES[:3], n=3, change=0.3, seed=0)
-    independent = infiller.augment(SENTENCES[:3], n=3, change=0.3, seed=0, sampler="independent")
-    for source, variants in zip(SENTENCES, independent):
+    ordered = infiller.augment(SENTENCES[:3], n=3, change=0.3, seed=0, sampler="confident-first")
+    unscored = infiller.augment(SENTENCES[:3], n=3, change=0.3, seed=0, pll=False)
+    for source, variants in zip(SENTENCES[:3] * 2, ordered + unscored):
         check_variants(source, variants, 3)
-    assert sum(v.encoder_sequences for v in independent) < sum(v.encoder_sequences for v in default)
-    assert main(["augment", SENTENCES[0], "-n", "2", "--sampler", "independent", "--model", str(tiny_model_dir)]) == 0
-    assert len(capsys.readouterr().out.strip().splitlines()) == 2
+    assert sum(v.encoder_sequences for v in default) < sum(v.encoder_sequences for v in ordered)
+    assert [v.encoder_sequences for v in unscored] == [3, 3, 3]  # each variant's own template, one pass each
+    assert {v.text for v in unscored[0]} == {v.text for v in default[0]}  # the same variants, scored apart
+    for command in (["--sampler", "confident-first"], ["--no-pll"]):
+        assert main(["augment", SENTENCES[0], "-n", "2", *command, "--model", str(tiny_model_dir)]) == 0
+        assert len(capsys.readouterr().out.strip().splitlines()) == 2
