@@ -1,5 +1,5 @@
 """Augmentation against nlpaug's ``ContextualWordEmbsAug`` on the same masked LM: fluency, words changed,
-diversity and speed, per sentence (issue 70 item 4).
+diversity and speed, per sentence.
 
     python -m scripts.bench_augment [--model DIR] [--half tune|check] [--sentences 100] [--chunk 10] [--n 5]
                                     [--change 0.15] [--methods independent,independent/no-pll,nlpaug]
