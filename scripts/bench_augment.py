@@ -2,14 +2,14 @@
 diversity and speed, per sentence.
 
     python -m scripts.bench_augment [--model DIR] [--half tune|check] [--sentences 100] [--chunk 10] [--n 5]
-                                    [--change 0.15] [--methods confident-first,independent,nlpaug]
+                                    [--change 0.15] [--methods independent,independent/no-pll,nlpaug]
                                     [--nlpaug-p 0.15] [--seed 0] [--out eval/augment-minilm]
 
 Sentences: lines of ``../shared/corpora/bert-gen/wiki103.5k.txt`` and ``tbc.5k.txt`` taken in turn, line ``i`` of
 each in the ``tune`` half when ``i`` is even and in the ``check`` half when it is odd (:func:`sentences`), kept
 when they have 8 to 40 whitespace words, no ``@@UNKNOWN@@`` and at least 3 words ``infill.augment`` may change
-(:func:`changeable`). Methods: ``infill.augment`` with each named one-pass ``sampler`` (``confident-first`` is
-the default), and nlpaug 1.1.11's ``ContextualWordEmbsAug(action="substitute", aug_p=--nlpaug-p)`` on the same
+(:func:`changeable`). Methods: ``infill.augment`` with each named one-pass ``sampler`` (``independent`` is the
+default; ``NAME/no-pll`` with ``pll=False``), and nlpaug 1.1.11's ``ContextualWordEmbsAug(action="substitute", aug_p=--nlpaug-p)`` on the same
 model, through nlpaug's own code (:func:`nlpaug_shim`: its private tokenizer calls, which transformers 5 dropped).
 TextAttack's ``WordSwapMaskedLM`` is not run: it does not import beside transformers 5 (the study's README).
 
@@ -130,7 +130,8 @@ class Methods:
 
     def run(self, name: str, texts: list[str]) -> list[tuple[list[str], int]]:
         if name != "nlpaug":
-            found = self.infiller.augment(texts, self.n, self.change, self.seed, sampler=name)
+            sampler, _, unscored = name.partition("/")  # NAME/no-pll: augment(pll=False)
+            found = self.infiller.augment(texts, self.n, self.change, self.seed, sampler=sampler, pll=not unscored)
             return [([v.text for v in variants], variants.encoder_sequences) for variants in found]
         import numpy as np
         import torch
@@ -242,7 +243,7 @@ def main(argv=None) -> int:
     parser.add_argument("--chunk", type=int, default=10)
     parser.add_argument("--n", type=int, default=5)
     parser.add_argument("--change", type=float, default=0.15)
-    parser.add_argument("--methods", default="confident-first,independent,nlpaug")
+    parser.add_argument("--methods", default="independent,independent/no-pll,nlpaug")
     parser.add_argument("--nlpaug-p", type=float, default=0.15)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(OUT))

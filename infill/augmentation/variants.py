@@ -12,8 +12,9 @@ from .edits import Edit
 @dataclass(frozen=True)
 class Variant:
     """One variant of a source: its ``text``, the ``edits`` that make it from the source (one per changed word, in
-    order), ``score``, the PLL (nats) of its filled blanks under the masked LM, and ``changed``, the share of the
-    source's words it changed."""
+    order), ``score``, the PLL (nats) of its filled blanks under the masked LM (with ``pll=False``, the
+    log-probability of its fills along the order that drew them), and ``changed``, the share of the source's words
+    it changed."""
 
     text: str
     edits: tuple[Edit, ...]

@@ -1,8 +1,8 @@
 """Which words of a sentence augment may change, without a model: the sentence split into whitespace words (exact
 characters and offsets), each word's alphabetic core (``dogs,`` -> ``dogs``: punctuation around it stays), the
-words protected (numbers, URLs, e-mails, ids, the user's words and patterns) and the choice of those to change,
-drawn from a generator seeded by the seed and the sentence's text, so a sentence gets the same choice in any
-batch at any position."""
+words protected (numbers, URLs, e-mails, ids, the user's words and patterns) and each variant's choice of those to
+change, drawn from a generator seeded by the seed and the sentence's text, so a sentence gets the same choices in
+any batch at any position."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ SPACE_WORD = re.compile(r"\S+")
 EDGE = re.compile(r"^[\W_]*(.*?)[\W_]*$", re.DOTALL)  # a word's core: its punctuation (and _) at both ends off
 URL = re.compile(r"://|^(?:www\.)|^[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}(?:/\S*)?$", re.IGNORECASE)
 LITERAL = re.compile(r"[\w' -]+")  # a protect item of words alone is a phrase, matched as words ignoring case
+TRIES = 8
+"""Draws of a variant's choice of words before it may repeat an earlier variant's (:func:`choose`)."""
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,19 @@ def seed_of(seed: int, text: str) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-def choose(changeable: Sequence[int], k: int, seed: int) -> list[int]:
-    """``k`` of the ``changeable`` word indices (all of them where there are fewer), in order, drawn by a
-    generator seeded with ``seed`` (:func:`seed_of`)."""
-    return sorted(random.Random(seed).sample(list(changeable), min(k, len(changeable))))
+def choose(changeable: Sequence[int], k: int, seed: int, n: int = 1) -> list[tuple[int, ...]]:
+    """``n`` choices (one a variant) of ``k`` of the ``changeable`` word indices (all of them where there are
+    fewer), each in order, drawn by a generator seeded with ``seed`` (:func:`seed_of`): each choice takes the words
+    the earlier ones used least, ties broken at random, and draws again (up to :data:`TRIES` times) a set an
+    earlier choice took, so the variants change different words while there are sets enough."""
+    rng, used, out = random.Random(seed), dict.fromkeys(changeable, 0), []
+    for _ in range(n):
+        for _ in range(TRIES):
+            order = sorted(used, key=lambda i: (used[i], rng.random()))
+            chosen = tuple(sorted(order[:k]))
+            if chosen not in out:
+                break
+        out.append(chosen)
+        for i in chosen:
+            used[i] += 1
+    return out

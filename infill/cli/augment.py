@@ -1,13 +1,12 @@
 """``infill augment "a sentence" -n 5``: distinct variants of sentences for training data, a share of their words
 changed.
 
-Each sentence (the arguments, or one a line of --file FILE or stdin -; empty lines skipped) gets N variants, a
-share of its words changed (numbers, URLs, e-mails, ids and --protect words kept; only words the model spells as
-one token change), every character outside the changed words as written (see Infiller.augment). Plain output: the
-variants one a line, a blank line between sentences; --json: one record a sentence (source, variants with their
-text, edits and score, shortfall); --out OUT.jsonl writes those records (a line number each), resuming after
-OUT's complete records. Every input is checked before anything is written.
-"""
+Each sentence (the arguments, or one a line of --file FILE or stdin -; empty lines skipped) gets N variants, a share of
+its words changed (numbers, URLs, e-mails, ids and --protect words kept; only words the model spells as one token
+change), every character outside the changed words as written (see Infiller.augment). Plain output: the variants one a
+line, a blank line between sentences; --json: one record a sentence (source, variants with their text, edits and score:
+the PLL, or with --no-pll the draw's log-probability, shortfall); --out OUT.jsonl writes those records (a line number
+each), resuming after OUT's complete records. Every input is checked before anything is written."""
 
 from __future__ import annotations
 
@@ -41,6 +40,12 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     parser.add_argument("--sampler", default=METHOD, metavar="NAME", help=f"one-pass draws (default: {METHOD})")
+    parser.add_argument(
+        "--no-pll",
+        dest="pll",
+        action="store_false",
+        help="score each variant by its draw's log-probability, not its PLL (no encoder pass spent scoring)",
+    )
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
     parser.add_argument("--device", default="cpu", help="torch device (cpu)")
     parser.add_argument("--json", action="store_true", help="one JSON record a sentence")
@@ -106,7 +111,7 @@ def _records(args, texts: list[str]) -> list[dict]:
 
     infiller = Infiller(args.model, device=args.device)
     options = {"protect": args.protect, "min_words": args.min_words, "max_words": args.max_words}
-    results = infiller.augment(texts, args.n, args.change, args.seed, **options, sampler=args.sampler)
+    results = infiller.augment(texts, args.n, args.change, args.seed, **options, sampler=args.sampler, pll=args.pll)
     return [r.to_dict() for r in results]
 
 

@@ -1,37 +1,51 @@
 """Augment: many distinct variants of each sentence, a share of its words changed (:meth:`Infiller.augment
 <infill.pipeline.infiller.Infiller.augment>`, ``infill.augment``).
 
-Each sentence's words to change are chosen without the model (:mod:`infill.augmentation.words`: whitespace words,
-their alphabetic cores, the protected ones left out, the choice seeded by the seed and the sentence's text); each
-chosen word the model spells as one token becomes a ``[MASK]`` of the sentence's template, and every template of
-the call is filled in one batched run of the pipeline (shared first passes, each template's draws from its own
-generator, seeded as its choice is), each blank's draws kept off its source word
-(:meth:`~infill.energies.masked_lm.MaskedLMEnergy.exclude`). The distinct draws, highest PLL first, are spliced
-into the sentence as the user wrote it (:mod:`infill.augmentation.edits`, in the source word's casing); a
-sentence short of ``n`` distinct variants draws again, :data:`RETRY` times as many, in one more batched run.
+Each variant of a sentence changes its own words, chosen without the model (:mod:`infill.augmentation.words`:
+whitespace words, their alphabetic cores, the protected ones left out, each variant's choice seeded by the seed
+and the sentence's text, the words earlier variants used least first); each chosen word the model spells as one
+token becomes a ``[MASK]`` of that choice's template, and every template of the call is filled in one batched run
+(shared first passes, each template's draws from its own generator, seeded by its sentence and words), each
+blank's draws kept off its source word (:meth:`~infill.energies.masked_lm.MaskedLMEnergy.exclude`). A template's
+distinct draws, most likely under the order first (their log-probability along it, which costs nothing more),
+are spliced into the sentence as the user wrote it (:mod:`infill.augmentation.edits`, in the source word's
+casing) and only those kept are scored by their PLL (``pll=False``: not scored; the score is that
+log-probability); a template short of its variants draws again, :data:`RETRY` times as many, in one more
+batched run.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, Sequence, Union
 
 import torch
 
 from ..augmentation import edits, words
 from ..augmentation.variants import Variant, Variants
+from ..energies.conditionals import ConditionalCache
+from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError, check, positive_integer
+from ..lm import mlm_draws
+from ..lm.mlm_draws import ORDERS, Order
 from ..onepass.methods import ONE_PASS
 from ..text.blanks import quote
+from ..text.template import fill_text
 from ..text.vocabulary import spelled, token_words, word_forms
 from . import engine
 from .config import RunConfig
-from .postprocess import postprocess
 
-METHOD = "confident-first"
-"""Augment's default fill: one-pass draws through the masked LM's most-confident-first order (joint: each blank
-drawn given those filled before it)."""
+METHOD = "independent"
+"""Augment's default fill: every blank drawn from the masked LM's pass with all of a template's blanks masked
+(its draws cost no further pass, so many are drawn and the most likely kept)."""
 DRAWS = 3
-"""Draws per variant asked for in the first round."""
+"""Draws per variant asked for in the first round by an order that fills the blanks in turn (each draw costs
+passes)."""
+FREE_DRAWS = 16
+"""Draws per variant asked for in the first round by an order that draws every blank from the first pass (draws
+cost no pass)."""
 RETRY = 8
 """A second round, for the sentences still short of ``n`` distinct variants, draws this many times as many."""
 
@@ -46,10 +60,10 @@ class SentenceError(InfillError):
 
 
 class Sentence:
-    """A source sentence ready to fill: its ``words`` (with their protection), the ``chosen`` word indices, its
-    ``template`` and the seed of its choice and draws."""
+    """A source sentence ready to fill: its ``words`` (with their protection), the seed of its choices and draws,
+    and ``choices``, each variant's chosen word indices (:func:`~infill.augmentation.words.choose`)."""
 
-    def __init__(self, text: str, compiled, change, min_words, max_words, seed: int, tokenizer, categories):
+    def __init__(self, text: str, compiled, change, min_words, max_words, seed: int, n: int, tokenizer, categories):
         check(isinstance(text, str), f"augment takes sentences (strings), got {type(text).__name__}")
         check(text.strip() != "", "the sentence is empty: give one with words to change")
         check("[MASK" not in text.upper(), f"augment takes plain text; {quote(text)} has a [MASK] blank")
@@ -64,18 +78,22 @@ class Sentence:
                 "protect) or several tokens for this model"
             )
         k = words.count(len(self.words), change, min_words, max_words)
-        self.chosen = words.choose(changeable, k, self.seed)
-        changes = [(self.words[i].core_start, self.words[i].core_end, "[MASK]") for i in self.chosen]
-        self.template = edits.splice(text, changes)[0]
+        self.choices = words.choose(changeable, k, self.seed, n)
 
-    def olds(self) -> list[str]:
-        return [self.words[i].core(self.text) for i in self.chosen]
+    def template(self, chosen: tuple[int, ...]) -> str:
+        """The sentence with each ``chosen`` word a ``[MASK]``."""
+        return edits.splice(self.text, [(self.words[i].core_start, self.words[i].core_end, "[MASK]") for i in chosen])[
+            0
+        ]
 
-    def variant(self, fills: Sequence[str], score: float) -> Optional[Variant]:
-        """The variant of ``fills`` (one per chosen word) spliced into the sentence in each word's casing; None
+    def olds(self, chosen: tuple[int, ...]) -> list[str]:
+        return [self.words[i].core(self.text) for i in chosen]
+
+    def variant(self, chosen: tuple[int, ...], fills: Sequence[str], score: float) -> Optional[Variant]:
+        """The variant of ``fills`` (one per ``chosen`` word) spliced into the sentence in each word's casing; None
         where a fill is empty, holds a mask or whitespace, or is its word again."""
         changes = []
-        for i, old, fill in zip(self.chosen, self.olds(), fills):
+        for i, old, fill in zip(chosen, self.olds(chosen), fills):
             new = edits.cased(fill.strip(), old)
             if not new or "[" in new or any(c.isspace() for c in new) or new.casefold() == old.casefold():
                 return None
@@ -89,16 +107,26 @@ def check_request(n, change, seed, min_words, max_words, sampler) -> None:
     positive_integer("n", n)
     words.check_share(change, min_words, max_words)
     check(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0, f"seed must be >= 0, got {seed!r}")
-    method = ONE_PASS.get(sampler) if isinstance(sampler, str) else None
-    draws = [name for name, m in ONE_PASS.items() if m.kind == "one-pass"]
+    draws = [name for name, m in ONE_PASS.items() if m.kind == "one-pass" and name in ORDERS]
     check(
-        method is not None and method.kind == "one-pass",
+        sampler in draws,
         f"augment fills with one-pass draws: sampler must be one of {', '.join(draws)}, got {sampler!r}",
     )
 
 
-def _config(sampler: str, draws: int, seed: int) -> RunConfig:
-    return RunConfig.create(sampler=sampler, num_samples=draws, top=draws, seed=seed % 2**63)
+def _config(sampler: str, seed: int) -> RunConfig:
+    return RunConfig.create(sampler=sampler, num_samples=1, seed=seed % 2**63)
+
+
+@dataclass
+class Job:
+    """One template of a sentence: its ``chosen`` words, the ``wanted`` variants that chose them and the variants
+    ``found`` so far, by text."""
+
+    sentence: int
+    chosen: tuple[int, ...]
+    wanted: int
+    found: dict = field(default_factory=dict)
 
 
 def augment(
@@ -111,6 +139,7 @@ def augment(
     min_words: int = 1,
     max_words: Optional[int] = None,
     sampler: str = METHOD,
+    pll: bool = True,
 ) -> Union[Variants, list[Variants]]:
     """:meth:`Infiller.augment <infill.pipeline.infiller.Infiller.augment>`."""
     check_request(n, change, seed, min_words, max_words, sampler)
@@ -122,50 +151,106 @@ def augment(
     for k, text in enumerate([texts] if one else texts):
         try:
             sentences.append(
-                Sentence(text, compiled, change, min_words, max_words, seed, infiller.tokenizer, categories)
+                Sentence(text, compiled, change, min_words, max_words, seed, n, infiller.tokenizer, categories)
             )
         except InfillError as exc:
             raise SentenceError(str(exc) if one else f"sentence {k + 1}: {exc}", k, str(exc)) from None
-    found: list[dict] = [{} for _ in sentences]
+    jobs = [Job(k, chosen, c) for k, s in enumerate(sentences) for chosen, c in Counter(s.choices).items()]
     spent = [0] * len(sentences)
-    for round_, draws in enumerate((n * DRAWS, n * DRAWS * RETRY)):
-        short = [i for i, f in enumerate(found) if len(f) < n]
-        if not short:
-            break
-        config = _config(sampler, draws, seed)
-        for i, result in zip(short, _fill(infiller, [sentences[i] for i in short], config, round_)):
-            spent[i] += result.diagnostics.encoder_sequences
-            for sample in result.samples:
-                variant = sentences[i].variant(sample.fills, sample.energy)
-                if variant is not None:  # every word changed (Sentence.variant), so never the source
-                    found[i].setdefault(variant.text, variant)
-    out = [_kept(s.text, f, n, c) for s, f, c in zip(sentences, found, spent)]
+    filler = Filler(infiller, ORDERS[sampler], pll)
+    first = FREE_DRAWS if ORDERS[sampler].blanks is None else DRAWS
+    for round_, draws in enumerate((first, first * RETRY)):
+        short = [job for job in jobs if len(job.found) < job.wanted]
+        for job, energy in zip(short, filler.energies([sentences[j.sentence] for j in short], short, seed)):
+            spent[job.sentence] += filler(job, sentences[job.sentence], energy, draws, round_)
+    out = [Variants([], s.text, n, spent[k]) for k, s in enumerate(sentences)]
+    for job in jobs:
+        out[job.sentence] += job.found.values()
+    for variants in out:
+        variants.sort(key=lambda v: (-v.score, v.text))
+        variants.shortfall = n - len(variants)
     return out[0] if one else out
 
 
-def _kept(source: str, found: dict, n: int, spent: int) -> Variants:
-    best = sorted(found.values(), key=lambda v: (-v.score, v.text))[:n]
-    return Variants(best, source, n - len(best), spent)
+class Filler:
+    """Fills augment's templates with ``order``'s draws on ``infiller``: every template's energy with its first pass
+    shared (:meth:`energies`), then each template's draws, the distinct ones most likely under the order kept
+    and scored by their PLL (:meth:`__call__`)."""
 
+    def __init__(self, infiller, order: Order, pll: bool):
+        self.infiller, self.order, self.pll = infiller, order, pll
+        self.texts: dict[int, str] = {}  # a category's fill text
+        self.forms: dict[str, torch.Tensor] = {}  # the categories that are a form of a word (casefolded)
 
-def _fill(infiller, sentences: list[Sentence], config: RunConfig, round_: int):
-    """Every sentence's template filled, in order: one prepared batch (shared first passes), each template's draws
-    from its own generator (seeded by its sentence and the round), kept off its source words."""
-    prepared = infiller.prepare([s.template for s in sentences], config)
-    texts, forms = token_words(infiller.tokenizer)[0], {}
-    for window in engine.first_passes(infiller, prepared):
-        for index, first in window:
-            sentence = sentences[index]
-            for old in sentence.olds():
-                if old.casefold() not in forms:
-                    forms[old.casefold()] = _forms(infiller, prepared.categories, texts, old)
-            excluded = torch.stack([forms[old.casefold()] for old in sentence.olds()])
-            generator = torch.Generator(infiller.device).manual_seed((sentence.seed + round_) % 2**63)
-            batch = engine.run_batch(infiller, prepared, index, generator, first=first, excluded=excluded)
-            yield postprocess(batch, infiller.tokenizer, infiller.model_name, config.seed)
+    def energies(self, sentences: list[Sentence], jobs: list[Job], seed: int) -> Iterator[MaskedLMEnergy]:
+        """Each job's PLL energy, in order, its first pass from passes shared by every job, its draws kept off its
+        source words."""
+        infiller = self.infiller
+        templates = [s.template(job.chosen) for s, job in zip(sentences, jobs)]
+        prepared = infiller.prepare(templates, _config("independent", seed))
+        for window in engine.first_passes(infiller, prepared):
+            for index, first in window:
+                template, olds = prepared.templates[index], sentences[index].olds(jobs[index].chosen)
+                energy = MaskedLMEnergy(
+                    infiller.model,
+                    template.input_ids,
+                    template.blank_positions,
+                    prepared.categories,
+                    infiller.tokenizer.mask_token_id,
+                    infiller.chunk_size,
+                    ConditionalCache(infiller.cache_mib << 20),
+                    first=first,
+                )
+                energy.exclude(torch.stack([self._forms(prepared.categories, old) for old in olds]))
+                yield energy
 
+    def __call__(self, job: Job, sentence: Sentence, energy: MaskedLMEnergy, draws: int, round_: int) -> int:
+        """Draw ``draws`` a variant ``job`` still lacks (from a generator seeded by its sentence, its words and
+        ``round_``), keep the distinct ones most likely under the order until it has its variants, score them by
+        their PLL; the encoder sequences spent."""
+        key = words.seed_of(sentence.seed, f"{round_} {job.chosen}")
+        generator = torch.Generator(self.infiller.device).manual_seed(key)
+        x, log_q = self._draws(energy, draws * (job.wanted - len(job.found)), generator)
+        kept, rows = [], []
+        for r in sorted(range(len(x)), key=lambda r: (-log_q[r], x[r])):
+            if len(job.found) == job.wanted:
+                break
+            variant = sentence.variant(job.chosen, [self._text(energy, c) for c in x[r]], log_q[r])
+            if variant is not None and variant.text not in job.found:
+                job.found[variant.text] = variant
+                kept.append(variant)
+                rows.append(x[r])
+        if self.pll and rows:
+            for variant, score in zip(kept, energy.of_indices(torch.tensor(rows)).tolist()):
+                job.found[variant.text] = dataclasses.replace(variant, score=score)
+        return energy.sequences
 
-def _forms(infiller, categories: torch.Tensor, texts: dict, word: str) -> torch.Tensor:
-    """Which ``categories`` are a form of ``word`` (its token, any casing), bool ``(K,)``."""
-    forms = torch.tensor(sorted(word_forms(infiller.tokenizer, word, texts)), dtype=torch.long)
-    return torch.isin(categories, forms)
+    def _draws(self, energy: MaskedLMEnergy, m: int, generator: torch.Generator) -> tuple[list, list]:
+        """``m`` draws of the order, as category index lists, with their log-probabilities under it."""
+        first, order = energy.first_pass(), self.order
+        if order.blanks is None:
+            x = first.argmax(-1)[None]
+            if order.sampled:
+                x = mlm_draws.sample_categorical(first.expand(m, -1, -1), generator)
+            log_q = torch.log_softmax(first, -1).gather(-1, x.T).sum(0)
+            return x.tolist(), log_q.tolist()
+        d, k = first.shape
+        blanks = order.blanks(m, d, generator, first.device)
+        start = first.expand(m, -1, -1)
+        if not order.confident:
+            start = start.gather(1, blanks[:, :1, None].expand(-1, -1, k))
+        empty = torch.zeros(m, d, dtype=torch.long, device=first.device)
+        x, log_q, _ = mlm_draws.fill(energy.blank_logits, empty, blanks, order.confident, generator, first=start)
+        return x.tolist(), log_q.tolist()
+
+    def _text(self, energy: MaskedLMEnergy, category: int) -> str:
+        if category not in self.texts:
+            self.texts[category] = fill_text(self.infiller.tokenizer, [energy.category_ids[category].item()])
+        return self.texts[category]
+
+    def _forms(self, categories: torch.Tensor, word: str) -> torch.Tensor:
+        """Which ``categories`` are a form of ``word`` (its token, any casing), bool ``(K,)``."""
+        if word.casefold() not in self.forms:
+            found = word_forms(self.infiller.tokenizer, word, token_words(self.infiller.tokenizer)[0])
+            self.forms[word.casefold()] = torch.isin(categories, torch.tensor(sorted(found), dtype=torch.long))
+        return self.forms[word.casefold()]
