@@ -379,7 +379,7 @@ def test_page_and_info(url):
     assert info["fast"]["steps"] < STEPS and info["defaults"]["steps"] is None  # auto: until its budget is spent
     assert info["rewrite"]["sampler"] == "gibbs-mh"
     assert set(info["examples"]) == {"fill", "rewrite", "score", "rank", "augment"}
-    assert info["augment"] == {**tasks.AUGMENT_DEFAULTS, "sampler": "confident-first"}
+    assert info["augment"] == {**tasks.AUGMENT_DEFAULTS, "sampler": "independent"}
 
 
 def test_queue_runs_one_at_a_time_in_order():

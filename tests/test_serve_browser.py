@@ -225,7 +225,7 @@ def test_augment_marks_the_changed_words_of_each_variant(page, tmp_path):
     page.wait_for_function("document.querySelector('#au-results .source b')?.textContent.includes('Anna')")
     page.wait_for_selector("#au-results ol.fillings li", timeout=90_000)
     kept = page.locator("#au-results ol.fillings .filling").all_text_contents()
-    assert kept and all("Anna" in v and "New York" in v and "12 May at 10am" in v for v in kept)
+    assert kept and all(all(w in v for w in ("Anna", "New York", "12 ", "10am")) for v in kept)  # protected, numbers
 
 
 def test_augment_bad_input_shows_one_line(page):
