@@ -4,21 +4,13 @@ process gives on the whole list (seeds are the sentence's own, whatever the batc
 from __future__ import annotations
 
 import pytest
+from test_augment import SENTENCES
 
 import infill
 from infill.augmentation import edits
 from infill.augmentation.edits import Edit
 from infill.errors import InfillError
 
-SENTENCES = [
-    "The old man walked slowly to the market, then sat down.",
-    "She bought three apples and a loaf of bread yesterday.",
-    "A quiet, tidy house stood near the river.",
-    "They watched the game from the back row.",
-    "Our teacher read a long story to the class.",
-    "He left the door open when he went out.",
-    "The children played in the garden until dark.",
-]
 OPTIONS = {"n": 3, "change": 0.2, "seed": 1}
 
 

@@ -42,8 +42,7 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser.add_argument("--sampler", default=METHOD, metavar="NAME", help=f"one-pass draws (default: {METHOD})")
     parser.add_argument(
         "--no-pll",
-        dest="pll",
-        action="store_false",
+        action="store_true",
         help="score each variant by its draw's log-probability, not its PLL (no encoder pass spent scoring)",
     )
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
@@ -111,7 +110,9 @@ def _records(args, texts: list[str]) -> list[dict]:
 
     infiller = Infiller(args.model, device=args.device)
     options = {"protect": args.protect, "min_words": args.min_words, "max_words": args.max_words}
-    results = infiller.augment(texts, args.n, args.change, args.seed, **options, sampler=args.sampler, pll=args.pll)
+    results = infiller.augment(
+        texts, args.n, args.change, args.seed, **options, sampler=args.sampler, pll=not args.no_pll
+    )
     return [r.to_dict() for r in results]
 
 
