@@ -234,11 +234,9 @@ class Filler:
                 x = mlm_draws.sample_categorical(first.expand(m, -1, -1), generator)
             log_q = torch.log_softmax(first, -1).gather(-1, x.T).sum(0)
             return x.tolist(), log_q.tolist()
-        d, k = first.shape
+        d = first.shape[0]
         blanks = order.blanks(m, d, generator, first.device)
-        start = first.expand(m, -1, -1)
-        if not order.confident:
-            start = start.gather(1, blanks[:, :1, None].expand(-1, -1, k))
+        start = mlm_draws.first_step_logits(first, blanks, order.confident)
         empty = torch.zeros(m, d, dtype=torch.long, device=first.device)
         x, log_q, _ = mlm_draws.fill(energy.blank_logits, empty, blanks, order.confident, generator, first=start)
         return x.tolist(), log_q.tolist()
