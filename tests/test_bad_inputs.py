@@ -103,6 +103,10 @@ CLI_CASES = {
     "sample-steps-to-argmax": _sample(T, "--sampler", "argmax", "--steps", "5", expect="takes no steps"),
     "sample-init-to-left-to-right": _sample(T, "--sampler", "left-to-right", "--init", "uniform", expect="no init"),
     "sample-steps-to-smc": _sample(T, "--sampler", "smc", "--steps", "5", expect="smc is a one-pass method"),
+    # argmax gives one filling on several blank tokens: --top 2 there is refused, not answered with one line
+    "sample-top-2-to-argmax": _sample(
+        "a [MASK] [MASK] b", "--sampler", "argmax", "--top", "2", expect="argmax gives one filling on 2 blank"
+    ),
     "sample-temperature-to-search": _sample(
         T, "--sampler", "product-search", "--top", "2", "--temperature", "0.5", expect="takes no temperature"
     ),

@@ -145,6 +145,7 @@ def test_templates_of_one_length_each_get_what_they_get_alone(infiller):
         ({"sampler": "argmax"}, "argmax is a one-pass method: it takes no steps; drop it"),
         ({"sampler": "smc", "steps": None, "init": "uniform"}, "smc is a one-pass method: it takes no init"),
         ({"sampler": "product-search", "steps": None, "temperature": 0.5}, "it takes no temperature"),
+        ({"sampler": "argmax", "steps": None, "top": 2}, "argmax gives one filling on 3 blank tokens"),
         ({"forbid": ["ice cream"]}, "cannot forbid"),
         ({"forbid": "day"}, "forbid must be a list of words"),
         ({"init": "zeros"}, "init must be one of uniform, independent, left-to-right"),

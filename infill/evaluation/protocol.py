@@ -82,11 +82,12 @@ class Protocol:
         """The run of the report row ``row``: the protocol's chains, steps, top and [sampling] defaults,
         overridden by ``[sampling.options.ROW]`` (whose ``method`` defaults to the row's name before any
         ``@``). A row in :attr:`budgets` draws as many times as its budget needs instead of ``chains``; a one-pass
-        row takes none of the shared settings it does not take (:attr:`~infill.onepass.methods.OnePass.untaken`)."""
+        row takes none of the shared settings it does not take (:attr:`~infill.onepass.methods.OnePass.untaken`),
+        and a greedy row no ``top`` (one filling on several blank tokens; the report keeps the top distinct)."""
         shared = {"num_samples": self.chains, "steps": self.steps, "top": self.top, **self.defaults}
         options = {"method": row.partition("@")[0], **self.sampler_options.get(row, {})}
         one_pass = ONE_PASS.get(options["method"])
-        untaken = one_pass.untaken if one_pass is not None else ()
+        untaken = () if one_pass is None else (*one_pass.untaken, *(("top",) if one_pass.greedy else ()))
         return RunConfig.create(seed=seed, **{**{k: v for k, v in shared.items() if k not in untaken}, **options})
 
 

@@ -30,12 +30,14 @@ RESERVED = ("auto",)
 @dataclass(frozen=True)
 class Method:
     """A method: ``kind`` one of :data:`KINDS`; ``untaken`` the run settings it refuses; ``needs_top`` where it
-    looks for the best fillings rather than sampling."""
+    looks for the best fillings rather than sampling; ``greedy`` where it takes each blank's most likely tokens
+    (on one blank token the ``top`` most likely, the exact best; on more, one filling)."""
 
     name: str
     kind: str = "one-pass"
     untaken: tuple[str, ...] = CHAIN_SETTINGS
     needs_top: bool = False
+    greedy: bool = False
 
     def options(self) -> dict:
         """The method's options with their defaults (none here; each kind's entry says its own)."""

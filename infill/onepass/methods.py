@@ -82,7 +82,7 @@ class OnePass(Method):
 
 BUILT_IN = (
     OnePass("independent"),
-    OnePass("argmax"),
+    OnePass("argmax", greedy=True),
     OnePass("left-to-right"),
     OnePass("random-order"),
     OnePass("confident-first"),

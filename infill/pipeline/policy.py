@@ -302,11 +302,16 @@ def for_blanks(config: RunConfig, d: int, constrained: bool = False) -> Resolved
         if resolved.top is None:
             raise InfillError(f"{method.name} looks for the best fillings, it does not sample: give --top K")
         resolved = replace(resolved, budget=resolved.budget or AUTO_BUDGET_PER_BLANK * d)
+    if method is not None and method.greedy and d > 1 and (resolved.top or 1) > 1:
+        raise InfillError(
+            f"{method.name} gives one filling on {d} blank tokens (each one's most likely token), not --top "
+            f"{resolved.top}: drop --top, or name product-search for the {resolved.top} most likely fillings"
+        )
     if (
         method is not None
         and resolved.budget is not None
         and method.kind != "search"
-        and not (method.name == AUTO_EXACT["best"] and d == 1)
+        and not (method.greedy and d == 1)
     ):
         resolved = _first_round(resolved, d, config.is_auto and method.kind == "particles")
     return resolved
