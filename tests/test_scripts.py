@@ -187,6 +187,28 @@ def _check_blind(c):
     assert "| r1 |" in (c.tmp / "packets" / "tally.md").read_text()
 
 
+def _augment_rows(c):
+    """Two sentences' variants by two methods, as ``bench_augment`` writes them (the second the same on both)."""
+    rows = [
+        {"index": i, "source": "A dog ran .", "methods": {m: {"variants": v} for m, v in zip(("ours", "theirs"), vs)}}
+        for i, vs in enumerate([(["a cat ran ."], ["A dog sat."]), (["a dog sat ."], ["a dog sat ."])])
+    ]
+    (c.tmp / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _augment_verdicts(c):
+    key = _json(c.tmp / "readers" / "key.json")
+    prefer = "A" if key["item-001"]["A"] == "ours" else "B"  # the reader prefers ours
+    verdict = {"item-001": {"prefer": prefer, "keep_a": 1, "keep_b": 0}}
+    (c.tmp / "readers" / "verdicts-r1.json").write_text(json.dumps(verdict))
+
+
+def _check_augment_readers(c):
+    items = _json(c.tmp / "readers" / "packet.json")["items"]
+    assert list(items) == ["item-001"] and "a dog sat ." in items["item-001"]["A"] + items["item-001"]["B"]
+    assert "| r1 | 1 / 0 / 0 | 100% (1 of 1) |" in (c.tmp / "readers" / "tally.md").read_text()
+
+
 TMP_OUT = {"OUT": "Path({tmp!r})"}
 
 
@@ -195,6 +217,26 @@ def _out(module: str, **extra: str) -> dict[str, str]:
 
 
 SMOKES = [
+    Smoke(
+        "augment_readers",
+        [
+            _augment_rows,
+            [
+                "packets",
+                "--rows",
+                "{tmp}/rows.jsonl",
+                "--ours",
+                "ours",
+                "--against",
+                "theirs",
+                "--out",
+                "{tmp}/readers",
+            ],
+            _augment_verdicts,
+            ["tally", "--ours", "ours", "--against", "theirs", "--out", "{tmp}/readers"],
+        ],
+        _check_augment_readers,
+    ),
     Smoke(
         "auto_rule",
         [["capture", "--kind", "smc", "--blanks", "2-2", "--half", "tune", "--seeds", "0", "--shard", "0/40"]],
