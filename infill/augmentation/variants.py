@@ -4,7 +4,7 @@ that says how many variants it lacks."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Optional
 
 from .edits import Edit
 
@@ -14,12 +14,16 @@ class Variant:
     """One variant of a source: its ``text``, the ``edits`` that make it from the source (one per changed word, in
     order), ``score``, the PLL (nats) of its filled blanks under the masked LM (with ``pll=False``, the
     log-probability of its fills along the order that drew them), and ``changed``, the share of the source's words
-    it changed."""
+    it changed; ``closeness``, the mean cosine similarity of each changed word's token and its new one in the
+    masked LM's input embeddings; ``label_probability``, the classifier's probability of the label kept (None
+    without a classifier)."""
 
     text: str
     edits: tuple[Edit, ...]
     score: float
     changed: float
+    closeness: float = 1.0
+    label_probability: Optional[float] = None
 
     def to_dict(self) -> dict:
         return {
@@ -27,6 +31,8 @@ class Variant:
             "edits": [e.to_dict() for e in self.edits],
             "score": self.score,
             "changed": self.changed,
+            "closeness": self.closeness,
+            "label_probability": self.label_probability,
         }
 
 

@@ -4,9 +4,10 @@ changed.
 Each sentence (the arguments, or one a line of --file FILE or stdin -; empty lines skipped) gets N variants, a share of
 its words changed (numbers, URLs, e-mails, ids and --protect words kept; only words the model spells as one token
 change), every character outside the changed words as written (see Infiller.augment). Plain output: the variants one a
-line, a blank line between sentences; --json: one record a sentence (source, variants with their text, edits and score:
-the PLL, or with --no-pll the draw's log-probability, shortfall); --out OUT.jsonl writes those records (a line number
-each), resuming after OUT's complete records. Every input is checked before anything is written."""
+line, a blank line between sentences; --json: one record a sentence (source, variants with their text, edits, score (the
+PLL, or with --no-pll the draw's log-probability), closeness and with --classifier the label's probability, shortfall);
+--out OUT.jsonl writes those records (a line number each), resuming after OUT's complete records. Every input is checked
+before anything is written."""
 
 from __future__ import annotations
 
@@ -45,6 +46,19 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
         action="store_true",
         help="score each variant by its draw's log-probability, not its PLL (no encoder pass spent scoring)",
     )
+    parser.add_argument(
+        "--keep-close",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="rank the draws by W x each new word's closeness to its old one as well (default: 0)",
+    )
+    parser.add_argument(
+        "--classifier", metavar="MODEL", help="a sequence classifier (hub id or path): keep each sentence's label"
+    )
+    parser.add_argument(
+        "--label", help="with --classifier: the label to keep, an index or a name (default: the source's)"
+    )
     parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
     parser.add_argument("--device", default="cpu", help="torch device (cpu)")
     parser.add_argument("--json", action="store_true", help="one JSON record a sentence")
@@ -54,10 +68,12 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
+    from ..augmentation.terms import check_terms
     from ..augmentation.words import patterns
     from ..pipeline.augment import check_request
 
     check_request(args.n, args.change, args.seed, args.min_words, args.max_words, args.sampler)
+    check_terms(args.keep_close, args.classifier, _label(args.label))
     patterns(args.protect)
     source, lines = read_lines(args.text, args.file, "a sentence")
     numbered = [(i, line) for i, line in enumerate(lines, 1) if not source or line.strip()]
@@ -110,10 +126,16 @@ def _records(args, texts: list[str]) -> list[dict]:
 
     infiller = Infiller(args.model, device=args.device)
     options = {"protect": args.protect, "min_words": args.min_words, "max_words": args.max_words}
+    options |= {"keep_close": args.keep_close, "classifier": args.classifier, "label": _label(args.label)}
     results = infiller.augment(
         texts, args.n, args.change, args.seed, **options, sampler=args.sampler, pll=not args.no_pll
     )
     return [r.to_dict() for r in results]
+
+
+def _label(label):
+    """``--label``: an index where it is one, else a name."""
+    return int(label) if label is not None and label.isdigit() else label
 
 
 def _print(records: list[dict], as_json: bool) -> None:

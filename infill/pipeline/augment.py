@@ -17,6 +17,7 @@ batched run.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence, Union
@@ -24,6 +25,7 @@ from typing import Iterator, Optional, Sequence, Union
 import torch
 
 from ..augmentation import edits, words
+from ..augmentation.terms import Classifier, Label, check_terms, closeness
 from ..augmentation.variants import Variant, Variants
 from ..energies.conditionals import ConditionalCache
 from ..energies.masked_lm import MaskedLMEnergy
@@ -71,7 +73,8 @@ class Sentence:
         self.words = words.protected(text, compiled)
         open_words = [i for i, w in enumerate(self.words) if not w.why]
         ids = spelled(tokenizer, [self.words[i].core(text) for i in open_words]) if open_words else []
-        changeable = [i for i, spelling in zip(open_words, ids) if len(spelling) == 1 and spelling[0] in categories]
+        self.tokens = {i: s[0] for i, s in zip(open_words, ids) if len(s) == 1 and s[0] in categories}
+        changeable = list(self.tokens)
         if not changeable:
             raise InfillError(
                 f"nothing to change in {quote(text)}: every word is protected (numbers, URLs, e-mails, ids, "
@@ -140,9 +143,13 @@ def augment(
     max_words: Optional[int] = None,
     sampler: str = METHOD,
     pll: bool = True,
+    keep_close: float = 0.0,
+    classifier: Union[Classifier, str, None] = None,
+    label: Union[int, str, None] = None,
 ) -> Union[Variants, list[Variants]]:
     """:meth:`Infiller.augment <infill.pipeline.infiller.Infiller.augment>`."""
     check_request(n, change, seed, min_words, max_words, sampler)
+    check_terms(keep_close, classifier, label)
     one = isinstance(texts, str)
     check(one or isinstance(texts, (list, tuple)), f"augment takes a string or a list of strings, got {texts!r}")
     compiled = words.patterns(protect)
@@ -157,7 +164,9 @@ def augment(
             raise SentenceError(str(exc) if one else f"sentence {k + 1}: {exc}", k, str(exc)) from None
     jobs = [Job(k, chosen, c) for k, s in enumerate(sentences) for chosen, c in Counter(s.choices).items()]
     spent = [0] * len(sentences)
-    filler = Filler(infiller, ORDERS[sampler], pll)
+    keeping = None if classifier is None else Label(classifier, label, str(infiller.device))
+    targets = keeping.targets([s.text for s in sentences]) if keeping else None
+    filler = Filler(infiller, ORDERS[sampler], pll, Terms(keep_close, keeping, targets))
     first = FREE_DRAWS if ORDERS[sampler].blanks is None else DRAWS
     for round_, draws in enumerate((first, first * RETRY)):
         short = [job for job in jobs if len(job.found) < job.wanted]
@@ -172,13 +181,25 @@ def augment(
     return out[0] if one else out
 
 
+@dataclass(frozen=True)
+class Terms:
+    """What a candidate's rank adds to its draw's log-probability (:mod:`infill.augmentation.terms`):
+    ``keep_close`` times its summed closeness, and the log-probability of ``targets[sentence]`` under ``label``'s
+    classifier where given."""
+
+    keep_close: float = 0.0
+    label: Optional[Label] = None
+    targets: Optional[list[int]] = None
+
+
 class Filler:
     """Fills augment's templates with ``order``'s draws on ``infiller``: every template's energy with its first pass
-    shared (:meth:`energies`), then each template's draws, the distinct ones most likely under the order kept
-    and scored by their PLL (:meth:`__call__`)."""
+    shared (:meth:`energies`), then each template's draws, the distinct ones ranked by their log-probability under
+    the order and the :class:`Terms`, the best kept and scored by their PLL (:meth:`__call__`)."""
 
-    def __init__(self, infiller, order: Order, pll: bool):
-        self.infiller, self.order, self.pll = infiller, order, pll
+    def __init__(self, infiller, order: Order, pll: bool, terms: Terms = Terms()):
+        self.infiller, self.order, self.pll, self.terms = infiller, order, pll, terms
+        self.embeddings = infiller.model.get_input_embeddings().weight.detach()
         self.texts: dict[int, str] = {}  # a category's fill text
         self.forms: dict[str, torch.Tensor] = {}  # the categories that are a form of a word (casefolded)
 
@@ -206,24 +227,44 @@ class Filler:
 
     def __call__(self, job: Job, sentence: Sentence, energy: MaskedLMEnergy, draws: int, round_: int) -> int:
         """Draw ``draws`` a variant ``job`` still lacks (from a generator seeded by its sentence, its words and
-        ``round_``), keep the distinct ones most likely under the order until it has its variants, score them by
-        their PLL; the encoder sequences spent."""
+        ``round_``), keep the best distinct ones (:meth:`_ranked`) until it has its variants, score them by their
+        PLL; the encoder sequences spent."""
         key = words.seed_of(sentence.seed, f"{round_} {job.chosen}")
         generator = torch.Generator(self.infiller.device).manual_seed(key)
         x, log_q = self._draws(energy, draws * (job.wanted - len(job.found)), generator)
-        kept, rows = [], []
-        for r in sorted(range(len(x)), key=lambda r: (-log_q[r], x[r])):
-            if len(job.found) == job.wanted:
-                break
-            variant = sentence.variant(job.chosen, [self._text(energy, c) for c in x[r]], log_q[r])
-            if variant is not None and variant.text not in job.found:
-                job.found[variant.text] = variant
-                kept.append(variant)
-                rows.append(x[r])
+        best = self._ranked(job, sentence, energy, x, log_q, job.wanted - len(job.found))
+        kept, rows = [variant for variant, _ in best], [row for _, row in best]
+        job.found |= {variant.text: variant for variant in kept}
         if self.pll and rows:
             for variant, score in zip(kept, energy.of_indices(torch.tensor(rows)).tolist()):
                 job.found[variant.text] = dataclasses.replace(variant, score=score)
         return energy.sequences
+
+    def _ranked(self, job: Job, sentence: Sentence, energy: MaskedLMEnergy, x: list, log_q: list, need: int) -> list:
+        """The ``need`` best distinct new variants of the draws ``x`` with their rows: by log-probability under
+        the order (the first draw of a text its likeliest), with terms by that plus :class:`Terms`'."""
+        terms, found = self.terms, {}
+        ranking = terms.label is not None or terms.keep_close > 0
+        for r in sorted(range(len(x)), key=lambda r: (-log_q[r], x[r])):
+            if len(found) == need and not ranking:
+                break
+            variant = sentence.variant(job.chosen, [self._text(energy, c) for c in x[r]], log_q[r])
+            if variant is not None and variant.text not in job.found and variant.text not in found:
+                found[variant.text] = (variant, x[r])
+        if not found:
+            return []
+        old = [sentence.tokens[i] for i in job.chosen]
+        near = closeness(self.embeddings, old, energy.category_ids[torch.tensor([row for _, row in found.values()])])
+        ranked = [(dataclasses.replace(v, closeness=c), row) for (v, row), c in zip(found.values(), near.tolist())]
+        if not ranking:
+            return ranked
+        gain = [terms.keep_close * len(old) * v.closeness for v, _ in ranked]
+        if terms.label is not None:
+            p = terms.label.probabilities([v.text for v, _ in ranked])[:, terms.targets[job.sentence]].tolist()
+            ranked = [(dataclasses.replace(v, label_probability=q), row) for (v, row), q in zip(ranked, p)]
+            gain = [g + math.log(max(q, 1e-300)) for g, q in zip(gain, p)]
+        order = sorted(range(len(ranked)), key=lambda k: (-(ranked[k][0].score + gain[k]), ranked[k][1]))
+        return [ranked[k] for k in order[:need]]
 
     def _draws(self, energy: MaskedLMEnergy, m: int, generator: torch.Generator) -> tuple[list, list]:
         """``m`` draws of the order, as category index lists, with their log-probabilities under it."""

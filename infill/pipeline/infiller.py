@@ -199,7 +199,10 @@ class Infiller:
         ``shortfall``: how many fewer than ``n`` exist), a list one per sentence, in order. Numbers, URLs,
         e-mails, ids, the ``protect`` words and patterns and every character outside the changed words stay as
         written; a sentence gets the same variants for a ``seed`` in any batch. Every sentence is filled in one
-        batched run of ``sampler``'s draws (:mod:`~infill.pipeline.augment`)."""
+        batched run of ``sampler``'s draws (:mod:`~infill.pipeline.augment`). ``keep_close`` weighs each new
+        word's closeness to its old one in the ranking of the draws; a ``classifier`` (a callable of texts to label
+        probabilities, or a sequence classifier's hub id or path) keeps ``label`` (default: each source's own),
+        its log-probability added to the ranking (:mod:`infill.augmentation.terms`)."""
         from .augment import augment
 
         return augment(self, texts, n, change, seed, **options)
