@@ -18,6 +18,13 @@ SPACE_WORD = re.compile(r"\S+")
 EDGE = re.compile(r"^[\W_]*(.*?)[\W_]*$", re.DOTALL)  # a word's core: its punctuation (and _) at both ends off
 URL = re.compile(r"://|^(?:www\.)|^[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}(?:/\S*)?$", re.IGNORECASE)
 LITERAL = re.compile(r"[\w' -]+")  # a protect item of words alone is a phrase, matched as words ignoring case
+NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
+    "billion trillion dozen".split()
+)
+"""English number words: numbers as much as digits are."""
+SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
 TRIES = 8
 """Draws of a variant's choice of words before it may repeat an earlier variant's (:func:`choose`)."""
 
@@ -66,11 +73,12 @@ def patterns(protect: Iterable[str]) -> tuple[re.Pattern, ...]:
 
 
 def protection(text: str, word: Word, user: Sequence[tuple[int, int]]) -> str:
-    """Why ``word`` of ``text`` stays as written (``""``: it may change): a number (any digit), a URL, an e-mail,
-    an id (all capitals, 2 letters or more), a word with no letters at its core or other than letters inside it
-    (``don't``, ``well-known``), or a match of the user's patterns (``user``: their spans in ``text``)."""
+    """Why ``word`` of ``text`` stays as written (``""``: it may change): a number (any digit, or a number word), a
+    URL, an e-mail, an id (all capitals, 2 letters or more), a name (Capitalised, not where a sentence starts), a
+    word with no letters at its core or other than letters inside it (``don't``, ``well-known``), or a match of the
+    user's patterns (``user``: their spans in ``text``)."""
     whole, core = text[word.start : word.end], word.core(text)
-    if any(c.isdigit() for c in whole):
+    if any(c.isdigit() for c in whole) or core.casefold() in NUMBER_WORDS:
         return "number"
     if "@" in whole:
         return "e-mail"
@@ -80,9 +88,17 @@ def protection(text: str, word: Word, user: Sequence[tuple[int, int]]) -> str:
         return "not a word"
     if len(core) >= 2 and core.isupper():
         return "id"
+    if core[:1].isupper() and not _starts_sentence(text, word):
+        return "name"
     if any(start < word.end and word.start < end for start, end in user):
         return "protected"
     return ""
+
+
+def _starts_sentence(text: str, word: Word) -> bool:
+    """Whether ``word`` is the first of ``text`` or follows a word ending a sentence (``.``, ``!``, ``?``)."""
+    before = text[: word.start].split()
+    return not before or bool(SENTENCE_END.search(before[-1]))
 
 
 def protected(text: str, compiled: Sequence[re.Pattern] = ()) -> list[Word]:

@@ -2,7 +2,7 @@
 changed.
 
 Each sentence (the arguments, or one a line of --file FILE or stdin -; empty lines skipped) gets N variants, a share of
-its words changed (numbers, URLs, e-mails, ids and --protect words kept; only words the model spells as one token
+its words changed (numbers, names, URLs, e-mails, ids and --protect words kept; only words the model spells as one token
 change), every character outside the changed words as written (see Infiller.augment). Plain output: the variants one a
 line, a blank line between sentences; --json: one record a sentence (source, variants with their text, edits, score (the
 PLL, or with --no-pll the draw's log-probability), closeness and with --classifier the label's probability, shortfall);
