@@ -1,6 +1,6 @@
-"""Augment's terms (infill.augmentation.terms): each variant's closeness as reported, ``keep_close`` ranking by it,
-a classifier's label kept (a callable or a Hugging Face sequence classifier by path), and bad terms refused in one
-line."""
+"""Augment's terms and actions (infill.augmentation.terms, .actions): each variant's closeness as reported,
+``keep_close`` ranking by it, a classifier's label kept (a callable or a Hugging Face sequence classifier by path),
+bad terms refused in one line; words inserted and deleted with the text outside the edits kept."""
 
 from __future__ import annotations
 
@@ -90,3 +90,33 @@ def failing(texts):
 def test_bad_terms_refused_in_one_line(infiller, options, message):
     with pytest.raises(InfillError, match=message):
         infiller.augment(SENTENCES[:2], n=2, seed=0, **options)
+
+
+@pytest.mark.parametrize("action", ["insert", "delete"])
+def test_insert_and_delete_keep_the_text_outside_their_edits(infiller, action):
+    found = infiller.augment(SENTENCES, n=3, change=0.3, seed=0, action=action)
+    for source, variants in zip(SENTENCES, found):
+        check_variants(source, variants, 3)
+        for v in variants:
+            k = len(v.edits)
+            assert len(v.text.split()) == len(source.split()) + (k if action == "insert" else -k)
+            assert all(e.old == "" and e.new.endswith(" ") for e in v.edits) if action == "insert" else True
+            assert all(e.new == "" and e.old.startswith(" ") for e in v.edits) if action == "delete" else True
+            assert v.closeness is None and (v.score == 0.0) == (action == "delete")
+    assert found == infiller.augment(SENTENCES, n=3, change=0.3, seed=0, action=action)
+
+
+def test_an_insert_is_no_neighbour_again_and_never_splits_what_is_protected(infiller):
+    source = "He met Claudia Augusta and three friends near the big old station today."
+    for v in infiller.augment(source, n=4, change=0.3, seed=1, action="insert"):
+        assert "Claudia Augusta" in v.text and "three friends" in v.text
+        words = v.text.lower().split()
+        assert all(a != b for a, b in zip(words, words[1:]))
+
+
+def test_delete_from_the_command_line(tiny_model_dir, capsys):
+    assert main(["augment", SENTENCES[0], "-n", "2", "--action", "delete", "--model", str(tiny_model_dir)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all(len(line.split()) < len(SENTENCES[0].split()) for line in lines)
+    assert main(["augment", "x", "--action", "delete", "--keep-close", "1", "--model", str(tiny_model_dir)]) != 0
+    assert "keep_close weighs substituted words" in capsys.readouterr().err

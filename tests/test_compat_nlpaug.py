@@ -27,6 +27,12 @@ def test_the_readme_example_runs_with_one_import_changed(model_path):
     assert len(augmented_texts) == 3 and len(set(augmented_texts)) == 3 and TEXT not in augmented_texts
 
 
+def test_insert_as_nlpaug_names_it(model_path):
+    aug = naw.ContextualWordEmbsAug(model_path=model_path, action="insert", aug_p=0.2)
+    for variant in aug.augment(TEXT, n=3):
+        assert len(variant.split()) == len(TEXT.split()) + 2 and variant != TEXT
+
+
 def test_a_list_gives_a_list_of_lists_in_order_and_the_same_seed_the_same_variants(model_path):
     texts = [TEXT, "She bought three apples and a loaf of bread ."]
     aug = naw.ContextualWordEmbsAug(model_path=model_path, aug_p=0.2)
@@ -45,7 +51,7 @@ def test_stopwords_are_never_changed(model_path):
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"action": "insert"}, "action='insert' is not served"),
+        ({"action": "delete"}, "action='delete' is not served"),
         ({"aug_p": 1.5}, "share"),
     ],
 )

@@ -2,13 +2,13 @@
 (the mean cosine similarity of each changed word's token and its new token in the masked LM's input embeddings,
 weighted by ``keep_close``) and, given a classifier, the log-probability of the label to keep (``log p(label |
 variant)``, weight 1, as a term of an energy adds). A classifier is any callable from a list of texts to their
-label probabilities ``(n, labels)`` (scikit-learn's ``predict_proba``, a wrapped model), or a Hugging Face sequence
-classifier by hub id or path (:func:`hub_classifier`)."""
+label probabilities ``(n, labels)`` (scikit-learn's ``predict_proba``, a wrapped model; a Hugging Face sequence
+classifier by hub id or path is one: :func:`infill.lm.classifier.hub_classifier`)."""
 
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional, Sequence, Union
+from typing import Callable, Sequence, Union
 
 import torch
 
@@ -35,8 +35,8 @@ class Label:
     """``classifier``'s probability of the label to keep: ``label`` (an index, or a name of the classifier's
     ``labels``), or where None each source's own most likely label."""
 
-    def __init__(self, classifier: Union[Classifier, str], label: Union[int, str, None], device: str = "cpu"):
-        self.classifier = hub_classifier(classifier, device) if isinstance(classifier, str) else classifier
+    def __init__(self, classifier: Classifier, label: Union[int, str, None]):
+        self.classifier = classifier
         if isinstance(label, str):
             names = list(getattr(self.classifier, "labels", ()))
             check(
@@ -70,27 +70,3 @@ def closeness(embeddings: torch.Tensor, old: Sequence[int], new: torch.Tensor) -
     a = torch.nn.functional.normalize(embeddings[torch.as_tensor(list(old))].float(), dim=-1)
     b = torch.nn.functional.normalize(embeddings[new].float(), dim=-1)
     return (a[None] * b).sum(-1).mean(-1)
-
-
-def hub_classifier(name: str, device: str = "cpu") -> Classifier:
-    """A Hugging Face sequence classifier (hub id or path) as a callable of texts, its ``labels`` the names of
-    its classes in order."""
-    import transformers
-
-    from ..lm.hub import check_available
-
-    check_available(name)
-    tokenizer = transformers.AutoTokenizer.from_pretrained(name)
-    model = transformers.AutoModelForSequenceClassification.from_pretrained(name).to(device).eval()
-
-    @torch.inference_mode()
-    def classify(texts: list[str]):
-        batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt").to(device)
-        return torch.softmax(model(**batch).logits.float(), -1).cpu()
-
-    classify.labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
-    return classify
-
-
-def optional_label(classifier, label, device: str) -> Optional[Label]:
-    return None if classifier is None else Label(classifier, label, device)

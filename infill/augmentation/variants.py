@@ -13,16 +13,17 @@ from .edits import Edit
 class Variant:
     """One variant of a source: its ``text``, the ``edits`` that make it from the source (one per changed word, in
     order), ``score``, the PLL (nats) of its filled blanks under the masked LM (with ``pll=False``, the
-    log-probability of its fills along the order that drew them), and ``changed``, the share of the source's words
-    it changed; ``closeness``, the mean cosine similarity of each changed word's token and its new one in the
-    masked LM's input embeddings; ``label_probability``, the classifier's probability of the label kept (None
+    log-probability of its fills along the order that drew them; 0 for a delete, which fills none), and
+    ``changed``, the share of the source's words it changed (substituted, inserted or deleted); ``closeness``, the
+    mean cosine similarity of each substituted word's token and its new one in the masked LM's input embeddings
+    (None for an insert or a delete); ``label_probability``, the classifier's probability of the label kept (None
     without a classifier)."""
 
     text: str
     edits: tuple[Edit, ...]
     score: float
     changed: float
-    closeness: float = 1.0
+    closeness: Optional[float] = None
     label_probability: Optional[float] = None
 
     def to_dict(self) -> dict:

@@ -21,6 +21,7 @@ from .sample import read_lines
 
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
+    from ..augmentation.actions import ACTIONS
     from ..pipeline.augment import METHOD
 
     parser = subparsers.add_parser(name, description=plain(__doc__.split("\n\n")[1]))
@@ -39,6 +40,12 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
         metavar="WORD_OR_REGEX",
         help="a word or phrase (matched ignoring case) or a regular expression never changed (repeatable)",
     )
+    parser.add_argument(
+        "--action",
+        choices=ACTIONS,
+        default="substitute",
+        help="substitute words, insert words (before a word) or delete words (no blank drawn) (default: substitute)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     parser.add_argument("--sampler", default=METHOD, metavar="NAME", help=f"one-pass draws (default: {METHOD})")
     parser.add_argument(
@@ -46,6 +53,17 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
         action="store_true",
         help="score each variant by its draw's log-probability, not its PLL (no encoder pass spent scoring)",
     )
+    _add_terms(parser)
+    parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
+    parser.add_argument("--device", default="cpu", help="torch device (cpu)")
+    parser.add_argument("--json", action="store_true", help="one JSON record a sentence")
+    parser.add_argument("--out", metavar="OUT.jsonl", help="write the records to OUT (resumable)")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _add_terms(parser: argparse.ArgumentParser) -> None:
+    """The terms a variant's rank adds: closeness and a classifier's label."""
     parser.add_argument(
         "--keep-close",
         type=float,
@@ -59,12 +77,6 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--label", help="with --classifier: the label to keep, an index or a name (default: the source's)"
     )
-    parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
-    parser.add_argument("--device", default="cpu", help="torch device (cpu)")
-    parser.add_argument("--json", action="store_true", help="one JSON record a sentence")
-    parser.add_argument("--out", metavar="OUT.jsonl", help="write the records to OUT (resumable)")
-    parser.set_defaults(run=run)
-    return parser
 
 
 def run(args) -> int:
@@ -72,7 +84,7 @@ def run(args) -> int:
     from ..augmentation.words import patterns
     from ..pipeline.augment import check_request
 
-    check_request(args.n, args.change, args.seed, args.min_words, args.max_words, args.sampler)
+    check_request(args.n, args.change, args.seed, args.min_words, args.max_words, args.sampler, args.action)
     check_terms(args.keep_close, args.classifier, _label(args.label))
     patterns(args.protect)
     source, lines = read_lines(args.text, args.file, "a sentence")
@@ -127,6 +139,7 @@ def _records(args, texts: list[str]) -> list[dict]:
     infiller = Infiller(args.model, device=args.device)
     options = {"protect": args.protect, "min_words": args.min_words, "max_words": args.max_words}
     options |= {"keep_close": args.keep_close, "classifier": args.classifier, "label": _label(args.label)}
+    options["action"] = args.action
     results = infiller.augment(
         texts, args.n, args.change, args.seed, **options, sampler=args.sampler, pll=not args.no_pll
     )

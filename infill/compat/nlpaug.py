@@ -4,8 +4,8 @@
 What differs, on purpose: the words are filled jointly in one batched run (nlpaug fills them one at a time, one
 sentence at a time); ``augment`` returns lists always (a string gives ``n`` variants, a list one list of ``n``
 per sentence, in order), every variant distinct and differing from its sentence (fewer only where no more exist);
-numbers, URLs, e-mails and ids stay as written; the same ``seed`` gives the same variants. Only
-``action="substitute"`` is served. ``top_k``, ``batch_size`` and nlpaug's logging and caching switches are taken
+numbers, names, URLs, e-mails and ids stay as written; the same ``seed`` gives the same variants. ``action`` is
+``substitute`` or ``insert``, as nlpaug's. ``top_k``, ``batch_size`` and nlpaug's logging and caching switches are taken
 and have no effect: every draw is from the model's whole distribution, every sentence of a call in one batch.
 """
 
@@ -17,8 +17,8 @@ from ..errors import InfillError
 
 
 class ContextualWordEmbsAug:
-    """Substitute a share ``aug_p`` of each sentence's words (at least ``aug_min``, at most ``aug_max``) by the
-    masked LM at ``model_path``; ``stopwords`` and ``stopwords_regex`` are never changed."""
+    """Substitute (or insert) a share ``aug_p`` of each sentence's words (at least ``aug_min``, at most ``aug_max``)
+    by the masked LM at ``model_path``; ``stopwords`` and ``stopwords_regex`` are never changed."""
 
     def __init__(
         self,
@@ -40,14 +40,17 @@ class ContextualWordEmbsAug:
         use_custom_api: bool = True,
         seed: int = 0,
     ):
-        if action != "substitute":
-            raise InfillError(f"infill's ContextualWordEmbsAug substitutes words; action={action!r} is not served")
+        if action not in ("substitute", "insert"):
+            raise InfillError(
+                f"ContextualWordEmbsAug substitutes or inserts words; action={action!r} is not served "
+                "(infill.augment(..., action='delete') deletes)"
+            )
         from ..pipeline.augment import METHOD, check_request
         from ..pipeline.infiller import Infiller
 
         protect = [*(stopwords or ()), *([stopwords_regex] if stopwords_regex else [])]
-        self.options = {"protect": protect, "min_words": aug_min, "max_words": aug_max}
-        check_request(1, aug_p, seed, aug_min, aug_max, METHOD)
+        self.options = {"protect": protect, "min_words": aug_min, "max_words": aug_max, "action": action}
+        check_request(1, aug_p, seed, aug_min, aug_max, METHOD, action)
         self.name, self.action, self.aug_p, self.seed = name, action, aug_p, seed
         self.infiller = Infiller(model_path, device=device)
 

@@ -24,13 +24,15 @@ from typing import Iterator, Optional, Sequence, Union
 
 import torch
 
-from ..augmentation import edits, words
+from ..augmentation import actions, edits, words
+from ..augmentation.actions import ACTIONS
 from ..augmentation.terms import Classifier, Label, check_terms, closeness
 from ..augmentation.variants import Variant, Variants
 from ..energies.conditionals import ConditionalCache
 from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError, check, positive_integer
 from ..lm import mlm_draws
+from ..lm.classifier import hub_classifier
 from ..lm.mlm_draws import ORDERS, Order
 from ..onepass.methods import ONE_PASS
 from ..text.blanks import quote
@@ -62,10 +64,11 @@ class SentenceError(InfillError):
 
 
 class Sentence:
-    """A source sentence ready to fill: its ``words`` (with their protection), the seed of its choices and draws,
-    and ``choices``, each variant's chosen word indices (:func:`~infill.augmentation.words.choose`)."""
+    """A source sentence ready to fill: its ``words`` (with their protection), the ``sites`` its ``action`` may
+    edit (:mod:`infill.augmentation.actions`), the seed of its choices and draws, and ``choices``, each variant's
+    chosen word indices (:func:`~infill.augmentation.words.choose`)."""
 
-    def __init__(self, text: str, compiled, change, min_words, max_words, seed: int, n: int, tokenizer, categories):
+    def __init__(self, text: str, compiled, change, limits, seed: int, n: int, tokenizer, categories, action: str):
         check(isinstance(text, str), f"augment takes sentences (strings), got {type(text).__name__}")
         check(text.strip() != "", "the sentence is empty: give one with words to change")
         check("[MASK" not in text.upper(), f"augment takes plain text; {quote(text)} has a [MASK] blank")
@@ -74,46 +77,61 @@ class Sentence:
         open_words = [i for i, w in enumerate(self.words) if not w.why]
         ids = spelled(tokenizer, [self.words[i].core(text) for i in open_words]) if open_words else []
         self.tokens = {i: s[0] for i, s in zip(open_words, ids) if len(s) == 1 and s[0] in categories}
-        changeable = list(self.tokens)
-        if not changeable:
+        self.action, self.sites = action, actions.sites(text, self.words, action, self.tokens)
+        if not self.sites:
             raise InfillError(
-                f"nothing to change in {quote(text)}: every word is protected (numbers, URLs, e-mails, ids, "
-                "protect) or several tokens for this model"
+                f"nothing to change in {quote(text)}: every word is protected (numbers, names, URLs, e-mails, "
+                "ids, protect)" + (" or several tokens for this model" if action == "substitute" else "")
             )
-        k = words.count(len(self.words), change, min_words, max_words)
-        self.choices = words.choose(changeable, k, self.seed, n)
+        k = words.count(len(self.words), change, *limits)
+        self.choices = words.choose(list(self.sites), k, self.seed, n)
 
     def template(self, chosen: tuple[int, ...]) -> str:
-        """The sentence with each ``chosen`` word a ``[MASK]``."""
-        return edits.splice(self.text, [(self.words[i].core_start, self.words[i].core_end, "[MASK]") for i in chosen])[
-            0
-        ]
+        """The sentence with a ``[MASK]`` at each ``chosen`` site."""
+        return edits.splice(self.text, [self._change(i, "[MASK]") for i in chosen])[0]
 
-    def olds(self, chosen: tuple[int, ...]) -> list[str]:
-        return [self.words[i].core(self.text) for i in chosen]
+    def avoid(self, chosen: tuple[int, ...]) -> list[tuple[str, ...]]:
+        return [self.sites[i].avoid for i in chosen]
 
     def variant(self, chosen: tuple[int, ...], fills: Sequence[str], score: float) -> Optional[Variant]:
-        """The variant of ``fills`` (one per ``chosen`` word) spliced into the sentence in each word's casing; None
-        where a fill is empty, holds a mask or whitespace, or is its word again."""
+        """The variant of ``fills`` (one per ``chosen`` site; ignored where a site has no blank) spliced into the
+        sentence, a substitute in its word's casing; None where a fill is empty, holds a mask or whitespace, or is
+        its word again."""
         changes = []
-        for i, old, fill in zip(chosen, self.olds(chosen), fills):
-            new = edits.cased(fill.strip(), old)
-            if not new or "[" in new or any(c.isspace() for c in new) or new.casefold() == old.casefold():
+        for i, fill in zip(chosen, fills):
+            old = self.sites[i].old
+            new = edits.cased(fill.strip(), old) if self.sites[i].blank else ""
+            if self.sites[i].blank and (
+                not new or "[" in new or any(c.isspace() for c in new) or new.casefold() == old.casefold()
+            ):
                 return None
-            changes.append((self.words[i].core_start, self.words[i].core_end, new))
+            changes.append(self._change(i, new))
         text, changed = edits.splice(self.text, changes)
         return Variant(text, changed, score, len(changed) / len(self.words))
 
+    def _change(self, i: int, new: str) -> tuple[int, int, str]:
+        site = self.sites[i]
+        return site.start, site.end, site.form.format(new)
 
-def check_request(n, change, seed, min_words, max_words, sampler) -> None:
+
+def check_request(n, change, seed, min_words, max_words, sampler, action: str = "substitute") -> None:
     """Refuse bad arguments in one line (before a model loads)."""
     positive_integer("n", n)
+    check(action in ACTIONS, f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
     words.check_share(change, min_words, max_words)
     check(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0, f"seed must be >= 0, got {seed!r}")
     draws = [name for name, m in ONE_PASS.items() if m.kind == "one-pass" and name in ORDERS]
     check(
         sampler in draws,
         f"augment fills with one-pass draws: sampler must be one of {', '.join(draws)}, got {sampler!r}",
+    )
+
+
+def check_options(n, change, seed, options: dict) -> None:
+    """:func:`check_request` on augment's keyword ``options`` (each default where it is absent)."""
+    get = options.get
+    check_request(
+        n, change, seed, get("min_words", 1), get("max_words"), get("sampler", METHOD), get("action", "substitute")
     )
 
 
@@ -146,32 +164,25 @@ def augment(
     keep_close: float = 0.0,
     classifier: Union[Classifier, str, None] = None,
     label: Union[int, str, None] = None,
+    action: str = "substitute",
 ) -> Union[Variants, list[Variants]]:
     """:meth:`Infiller.augment <infill.pipeline.infiller.Infiller.augment>`."""
-    check_request(n, change, seed, min_words, max_words, sampler)
+    check_request(n, change, seed, min_words, max_words, sampler, action)
     check_terms(keep_close, classifier, label)
+    check(not keep_close or action == "substitute", "keep_close weighs substituted words: it needs action substitute")
     one = isinstance(texts, str)
     check(one or isinstance(texts, (list, tuple)), f"augment takes a string or a list of strings, got {texts!r}")
-    compiled = words.patterns(protect)
-    categories = set(infiller.category_ids().tolist())
-    sentences = []
-    for k, text in enumerate([texts] if one else texts):
-        try:
-            sentences.append(
-                Sentence(text, compiled, change, min_words, max_words, seed, n, infiller.tokenizer, categories)
-            )
-        except InfillError as exc:
-            raise SentenceError(str(exc) if one else f"sentence {k + 1}: {exc}", k, str(exc)) from None
+    compiled, limits = words.patterns(protect), (min_words, max_words)
+    sentences = _sentences(infiller, [texts] if one else texts, one, (compiled, change, limits, seed, n), action)
     jobs = [Job(k, chosen, c) for k, s in enumerate(sentences) for chosen, c in Counter(s.choices).items()]
-    spent = [0] * len(sentences)
-    keeping = None if classifier is None else Label(classifier, label, str(infiller.device))
-    targets = keeping.targets([s.text for s in sentences]) if keeping else None
-    filler = Filler(infiller, ORDERS[sampler], pll, Terms(keep_close, keeping, targets))
-    first = FREE_DRAWS if ORDERS[sampler].blanks is None else DRAWS
-    for round_, draws in enumerate((first, first * RETRY)):
-        short = [job for job in jobs if len(job.found) < job.wanted]
-        for job, energy in zip(short, filler.energies([sentences[j.sentence] for j in short], short, seed)):
-            spent[job.sentence] += filler(job, sentences[job.sentence], energy, draws, round_)
+    if isinstance(classifier, str):
+        classifier = hub_classifier(classifier, str(infiller.device))
+    keeping = None if classifier is None else Label(classifier, label)
+    terms = Terms(keep_close, keeping, keeping.targets([s.text for s in sentences]) if keeping else None)
+    if action == "delete":
+        spent = _deleted(sentences, jobs, terms)
+    else:
+        spent = _filled(Filler(infiller, ORDERS[sampler], pll, terms), sentences, jobs, seed)
     out = [Variants([], s.text, n, spent[k]) for k, s in enumerate(sentences)]
     for job in jobs:
         out[job.sentence] += job.found.values()
@@ -179,6 +190,48 @@ def augment(
         variants.sort(key=lambda v: (-v.score, v.text))
         variants.shortfall = n - len(variants)
     return out[0] if one else out
+
+
+def _sentences(infiller, texts: Sequence[str], one: bool, request: tuple, action: str) -> list[Sentence]:
+    """Each text a :class:`Sentence` (``request``: its arguments after the text); a refusal names the sentence."""
+    categories, sentences = set(infiller.category_ids().tolist()), []
+    compiled, change, limits, seed, n = request
+    for k, text in enumerate(texts):
+        try:
+            sentences.append(Sentence(text, compiled, change, limits, seed, n, infiller.tokenizer, categories, action))
+        except InfillError as exc:
+            raise SentenceError(str(exc) if one else f"sentence {k + 1}: {exc}", k, str(exc)) from None
+    return sentences
+
+
+def _filled(filler: "Filler", sentences: list[Sentence], jobs: list[Job], seed: int) -> list[int]:
+    """Every job's variants drawn by ``filler``, in a first round and for the jobs still short a second; the
+    encoder sequences each sentence spent."""
+    spent = [0] * len(sentences)
+    first = FREE_DRAWS if filler.order.blanks is None else DRAWS
+    for round_, draws in enumerate((first, first * RETRY)):
+        short = [job for job in jobs if len(job.found) < job.wanted]
+        for job, energy in zip(short, filler.energies([sentences[j.sentence] for j in short], short, seed)):
+            spent[job.sentence] += filler(job, sentences[job.sentence], energy, draws, round_)
+    return spent
+
+
+def _deleted(sentences: list[Sentence], jobs: list[Job], terms: "Terms") -> list[int]:
+    """Every job's one variant, its words deleted (score 0: the PLL of no filled blank; no encoder pass), with
+    the label's probability where a classifier is given."""
+    seen = set()
+    for job in jobs:
+        variant = sentences[job.sentence].variant(job.chosen, [""] * len(job.chosen), 0.0)
+        job.found = {} if (job.sentence, variant.text) in seen else {variant.text: variant}
+        seen.add((job.sentence, variant.text))
+    if terms.label is not None:
+        p = terms.label.probabilities([v.text for job in jobs for v in job.found.values()])
+        for job, row in zip(jobs, p.tolist()):
+            job.found = {
+                t: dataclasses.replace(v, label_probability=row[terms.targets[job.sentence]])
+                for t, v in job.found.items()
+            }
+    return [0] * len(sentences)
 
 
 @dataclass(frozen=True)
@@ -211,7 +264,7 @@ class Filler:
         prepared = infiller.prepare(templates, _config("independent", seed))
         for window in engine.first_passes(infiller, prepared):
             for index, first in window:
-                template, olds = prepared.templates[index], sentences[index].olds(jobs[index].chosen)
+                template, avoid = prepared.templates[index], sentences[index].avoid(jobs[index].chosen)
                 energy = MaskedLMEnergy(
                     infiller.model,
                     template.input_ids,
@@ -222,7 +275,7 @@ class Filler:
                     ConditionalCache(infiller.cache_mib << 20),
                     first=first,
                 )
-                energy.exclude(torch.stack([self._forms(prepared.categories, old) for old in olds]))
+                energy.exclude(torch.stack([self._avoided(prepared.categories, words_) for words_ in avoid]))
                 yield energy
 
     def __call__(self, job: Job, sentence: Sentence, energy: MaskedLMEnergy, draws: int, round_: int) -> int:
@@ -253,12 +306,14 @@ class Filler:
                 found[variant.text] = (variant, x[r])
         if not found:
             return []
-        old = [sentence.tokens[i] for i in job.chosen]
-        near = closeness(self.embeddings, old, energy.category_ids[torch.tensor([row for _, row in found.values()])])
-        ranked = [(dataclasses.replace(v, closeness=c), row) for (v, row), c in zip(found.values(), near.tolist())]
+        ranked = list(found.values())
+        if sentence.action == "substitute":
+            old = [sentence.tokens[i] for i in job.chosen]
+            near = closeness(self.embeddings, old, energy.category_ids[torch.tensor([row for _, row in ranked])])
+            ranked = [(dataclasses.replace(v, closeness=c), row) for (v, row), c in zip(ranked, near.tolist())]
         if not ranking:
             return ranked
-        gain = [terms.keep_close * len(old) * v.closeness for v, _ in ranked]
+        gain = [terms.keep_close * len(job.chosen) * (v.closeness or 0.0) for v, _ in ranked]
         if terms.label is not None:
             p = terms.label.probabilities([v.text for v, _ in ranked])[:, terms.targets[job.sentence]].tolist()
             ranked = [(dataclasses.replace(v, label_probability=q), row) for (v, row), q in zip(ranked, p)]
@@ -286,6 +341,13 @@ class Filler:
         if category not in self.texts:
             self.texts[category] = fill_text(self.infiller.tokenizer, [energy.category_ids[category].item()])
         return self.texts[category]
+
+    def _avoided(self, categories: torch.Tensor, avoid: tuple[str, ...]) -> torch.Tensor:
+        """Which ``categories`` are a form of a word of ``avoid``, bool ``(K,)``."""
+        found = self._forms(categories, avoid[0])
+        for word in avoid[1:]:
+            found = found | self._forms(categories, word)
+        return found
 
     def _forms(self, categories: torch.Tensor, word: str) -> torch.Tensor:
         """Which ``categories`` are a form of ``word`` (its token, any casing), bool ``(K,)``."""

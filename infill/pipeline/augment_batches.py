@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from .augment import METHOD, check_request
+from .augment import check_options
 
 
 class AugmentBatches:
@@ -31,9 +31,7 @@ class AugmentBatches:
         device: str = "cpu",
         **options,
     ):
-        check_request(
-            n, change, seed, options.get("min_words", 1), options.get("max_words"), options.get("sampler", METHOD)
-        )
+        check_options(n, change, seed, options)
         self.column, self.model, self.device = column, model, device
         self.n, self.change, self.seed, self.options = n, change, seed, options
 

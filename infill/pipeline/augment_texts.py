@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional, Sequence, Union
 
 from ..augmentation.variants import Variants
-from .augment import METHOD, check_request
+from .augment import check_options
 
 _LOADED: dict = {}
 """``infill.augment``'s models, one :class:`~infill.pipeline.infiller.Infiller` per model id and device."""
@@ -24,13 +24,11 @@ def augment_texts(
     """``infill.augment``: :meth:`Infiller.augment <infill.pipeline.infiller.Infiller.augment>` on ``model`` (a hub
     id or local path; default ``$INFILL_MODEL`` or ``bert-base-uncased``), loaded on first use and kept for later
     calls; ``options`` are that method's (``protect``, ``min_words``, ``max_words``, ``sampler``, ``keep_close``,
-    ``classifier``, ``label``)."""
+    ``classifier``, ``label``, ``action``)."""
     from ..lm import default_model
     from .infiller import Infiller
 
-    check_request(
-        n, change, seed, options.get("min_words", 1), options.get("max_words"), options.get("sampler", METHOD)
-    )
+    check_options(n, change, seed, options)
     key = (model or default_model(), str(device))
     if key not in _LOADED:
         _LOADED[key] = Infiller(key[0], device=device)

@@ -202,7 +202,8 @@ class Infiller:
         batched run of ``sampler``'s draws (:mod:`~infill.pipeline.augment`). ``keep_close`` weighs each new
         word's closeness to its old one in the ranking of the draws; a ``classifier`` (a callable of texts to label
         probabilities, or a sequence classifier's hub id or path) keeps ``label`` (default: each source's own),
-        its log-probability added to the ranking (:mod:`infill.augmentation.terms`)."""
+        its log-probability added to the ranking (:mod:`infill.augmentation.terms`). ``action`` ``insert`` puts
+        the new words before chosen words and ``delete`` removes them (:mod:`infill.augmentation.actions`)."""
         from .augment import augment
 
         return augment(self, texts, n, change, seed, **options)
