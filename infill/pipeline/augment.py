@@ -33,7 +33,7 @@ from ..lm.mlm_draws import ORDERS, Order
 from ..onepass.methods import ONE_PASS
 from ..text.blanks import quote
 from ..text.template import fill_text
-from ..text.vocabulary import spelled, token_words, word_forms
+from ..text.vocabulary import casefolded_words, spelled, word_key
 from . import engine
 from .config import RunConfig
 
@@ -249,6 +249,6 @@ class Filler:
     def _forms(self, categories: torch.Tensor, word: str) -> torch.Tensor:
         """Which ``categories`` are a form of ``word`` (its token, any casing), bool ``(K,)``."""
         if word.casefold() not in self.forms:
-            found = word_forms(self.infiller.tokenizer, word, token_words(self.infiller.tokenizer)[0])
+            found = casefolded_words(self.infiller.tokenizer).get(word_key(self.infiller.tokenizer, word), ())
             self.forms[word.casefold()] = torch.isin(categories, torch.tensor(sorted(found), dtype=torch.long))
         return self.forms[word.casefold()]
