@@ -9,9 +9,9 @@ token becomes a ``[MASK]`` of that choice's template, and every template of the 
 blank's draws kept off its source word (:meth:`~infill.energies.masked_lm.MaskedLMEnergy.exclude`). A template's
 distinct draws, most likely under the order first (their log-probability along it, which costs nothing more),
 are spliced into the sentence as the user wrote it (:mod:`infill.augmentation.edits`, in the source word's
-casing) and only those kept are scored by their PLL (``pll=False``: not scored; the score is that
-log-probability); a template short of its variants draws again, :data:`RETRY` times as many, in one more
-batched run.
+casing) and only those kept are scored by their PLL, their masked copies run in passes shared by the call's
+templates (:class:`Scores`; ``pll=False``: not scored, the score is that log-probability); a template short of
+its variants draws again, :data:`RETRY` times as many, in one more batched run.
 """
 
 from __future__ import annotations
@@ -21,15 +21,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence, Union
 
+import numpy as np
 import torch
 
 from ..augmentation import edits, words
 from ..augmentation.variants import Variant, Variants
-from ..energies.conditionals import ConditionalCache
+from ..energies.conditionals import MASKED, ConditionalCache
 from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError, check, positive_integer
-from ..lm import mlm_draws
+from ..lm import mlm_draws, packed
 from ..lm.mlm_draws import ORDERS, Order
+from ..lm.models import category_head
 from ..onepass.methods import ONE_PASS
 from ..text.blanks import quote
 from ..text.template import fill_text
@@ -163,6 +165,7 @@ def augment(
         short = [job for job in jobs if len(job.found) < job.wanted]
         for job, energy in zip(short, filler.energies([sentences[j.sentence] for j in short], short, seed)):
             spent[job.sentence] += filler(job, sentences[job.sentence], energy, draws, round_)
+        filler.score()
     out = [Variants([], s.text, n, spent[k]) for k, s in enumerate(sentences)]
     for job in jobs:
         out[job.sentence] += job.found.values()
@@ -178,7 +181,8 @@ class Filler:
     and scored by their PLL (:meth:`__call__`)."""
 
     def __init__(self, infiller, order: Order, pll: bool):
-        self.infiller, self.order, self.pll = infiller, order, pll
+        self.infiller, self.order = infiller, order
+        self.scores = Scores() if pll else None
         self.texts: dict[int, str] = {}  # a category's fill text
         self.forms: dict[str, torch.Tensor] = {}  # the categories that are a form of a word (casefolded)
 
@@ -220,10 +224,14 @@ class Filler:
                 job.found[variant.text] = variant
                 kept.append(variant)
                 rows.append(x[r])
-        if self.pll and rows:
-            for variant, score in zip(kept, energy.of_indices(torch.tensor(rows)).tolist()):
-                job.found[variant.text] = dataclasses.replace(variant, score=score)
-        return energy.sequences
+        if self.scores is None or not rows:
+            return energy.sequences
+        return energy.sequences + self.scores.add(job, kept, energy, torch.tensor(rows))
+
+    def score(self) -> None:
+        """Score the variants kept since the last call by their PLL (:class:`Scores`)."""
+        if self.scores is not None:
+            self.scores.run(engine.pass_rows(self.infiller))
 
     def _draws(self, energy: MaskedLMEnergy, m: int, generator: torch.Generator) -> tuple[list, list]:
         """``m`` draws of the order, as category index lists, with their log-probabilities under it."""
@@ -252,3 +260,67 @@ class Filler:
             found = casefolded_words(self.infiller.tokenizer).get(word_key(self.infiller.tokenizer, word), ())
             self.forms[word.casefold()] = torch.isin(categories, torch.tensor(sorted(found), dtype=torch.long))
         return self.forms[word.casefold()]
+
+
+class Scores:
+    """The PLL of the variants kept, a masked copy a blank: read from the template's cache where it holds the copy,
+    the others run in passes shared by every template of the call (:func:`infill.lm.packed.logits_at`: passes of
+    one length, the head over the masked position alone, in products of many copies), as each template's energy
+    would (:meth:`~infill.energies.masked_lm.MaskedLMEnergy.of_indices`), each distinct copy of a template once."""
+
+    def __init__(self):
+        self.ids: list[torch.Tensor] = []  # each copy to run: its token ids,
+        self.positions: list[int] = []  # the position it reads,
+        self.wanted: list[list[tuple[int, int]]] = []  # and its terms, (term, category) pairs
+        self.terms: list[float] = []
+        self.variants: list[tuple[Job, list[Variant], int, int]] = []  # kept variants: job, them, first term, blanks
+        self.model = self.head = None
+
+    def add(self, job: Job, kept: list[Variant], energy: MaskedLMEnergy, x: torch.Tensor) -> int:
+        """Take the PLL of ``kept``, category indices ``x (B, d)`` on ``energy``'s template, to :meth:`run`; the
+        encoder sequences it will cost."""
+        self.model, self.head = energy.model, category_head(energy.model, energy.category_ids)
+        if self.head is None:  # a family whose head is not known: the energy's own passes
+            before = energy.sequences
+            for variant, score in zip(kept, energy.of_indices(x).tolist()):
+                job.found[variant.text] = dataclasses.replace(variant, score=score)
+            return energy.sequences - before
+        b, d = x.shape
+        host, start, lacking = x.numpy(force=True), len(self.terms), {}
+        rows = np.where(np.eye(d, dtype=bool)[None], MASKED, host[:, None, :]).reshape(b * d, d)
+        keys = energy.cache.keys(np.tile(np.arange(d), b), rows)
+        self.terms += [0.0] * (b * d)
+        self.variants.append((job, kept, start, d))
+        for t, (key, row) in enumerate(zip(keys, energy.cache.find(keys))):
+            term = (start + t, host[t // d, t % d])
+            if row >= 0:
+                self._put(energy.cache.logits(torch.tensor([row], device=x.device)), [[term]], [0])
+            elif key in lacking:
+                self.wanted[lacking[key]].append(term)
+            else:
+                lacking[key] = len(self.ids)
+                position = energy.blank_positions[t % d]
+                filled = energy.token_ids(x[t // d][None])[0]
+                self.ids.append(filled.index_fill(0, position[None], energy.mask_token_id))
+                self.positions.append(position.item())
+                self.wanted.append([term])
+        return len(lacking)
+
+    def run(self, rows: int) -> None:
+        """Run the copies taken, in passes of at most ``rows`` sequences, then give each kept variant its PLL as its
+        score; start afresh."""
+        for part, logits in packed.logits_at(self.model, self.head, self.ids, self.positions, rows):
+            self._put(logits, [self.wanted[c] for c in part], range(len(part)))
+        terms = torch.tensor(self.terms)
+        for job, kept, start, d in self.variants:
+            sums = terms[start : start + len(kept) * d].view(len(kept), d).sum(1).tolist()
+            for variant, score in zip(kept, sums):
+                job.found[variant.text] = dataclasses.replace(variant, score=score)
+        self.__dict__.update(Scores().__dict__)
+
+    def _put(self, logits: torch.Tensor, wanted: list[list[tuple[int, int]]], rows: Sequence[int]) -> None:
+        """The terms ``wanted[i]`` ((term, category) pairs) of row ``rows[i]`` of ``logits (N, K)``."""
+        log_p = torch.log_softmax(logits, dim=-1)
+        for row, terms in zip(rows, wanted):
+            for t, category in terms:
+                self.terms[t] = log_p[row, category].item()
