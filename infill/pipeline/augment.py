@@ -5,8 +5,10 @@ Each variant of a sentence changes its own words, chosen without the model (:mod
 whitespace words, their alphabetic cores, the protected ones left out, each variant's choice seeded by the seed
 and the sentence's text, the words earlier variants used least first); each chosen word the model spells as one
 token becomes a ``[MASK]`` of that choice's template, and every template of the call is filled in one batched run
-(shared first passes, each template's draws from its own generator, seeded by its sentence and words), each
-blank's draws kept off its source word (:meth:`~infill.energies.masked_lm.MaskedLMEnergy.exclude`). A template's
+(shared first passes, each template's draws from its own generator, seeded by its sentence and words; free
+draws by inverting each blank's distribution function, one uniform a draw and blank where the Gumbel-max draw
+takes one a category), each blank's draws kept off its source word
+(:meth:`~infill.energies.masked_lm.MaskedLMEnergy.exclude`). A template's
 distinct draws, most likely under the order first (their log-probability along it, which costs nothing more),
 are spliced into the sentence as the user wrote it (:mod:`infill.augmentation.edits`, in the source word's
 casing) and only those kept are scored by their PLL, their masked copies run in passes shared by the call's
@@ -238,8 +240,8 @@ class Filler:
         first, order = energy.first_pass(), self.order
         if order.blanks is None:
             x = first.argmax(-1)[None]
-            if order.sampled:
-                x = mlm_draws.sample_categorical(first.expand(m, -1, -1), generator)
+            if order.sampled:  # by inverting each blank's distribution function: a uniform a draw and blank
+                x = torch.multinomial(torch.softmax(first, -1), m, replacement=True, generator=generator).T
             log_q = torch.log_softmax(first, -1).gather(-1, x.T).sum(0)
             return x.tolist(), log_q.tolist()
         d = first.shape[0]
