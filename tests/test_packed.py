@@ -99,3 +99,32 @@ def test_the_kept_category_head_follows_the_decoder_and_the_tokens(setting):
     after = category_head(model, categories)(hidden)
     full = model.cls.predictions.decoder(model.cls.predictions.transform(hidden))[:, categories]
     assert not torch.equal(after, before) and torch.allclose(after, full, atol=1e-5)
+
+
+def test_a_copy_read_at_one_position_gets_the_same_bits_whatever_shares_its_passes(setting):
+    model, categories, templates, mask = setting
+    head = category_head(model, categories)
+    x = [torch.arange(len(positions)) for _, positions in templates]
+    copies = [
+        (ids.scatter(0, positions, categories[c]).index_fill(0, positions[:1], mask), positions[0].item())
+        for (ids, positions), c in zip(templates, x)
+    ]
+
+    def run(members: list[int], rows: int) -> dict:
+        out = {}
+        ids, at = [copies[i][0] for i in members], [copies[i][1] for i in members]
+        for part, logits in packed.logits_at(model, head, ids, at, rows):
+            assert logits.dtype == torch.float32 and len(logits) == len(part)
+            out.update((members[s], logits[r]) for r, s in enumerate(part))
+        return out
+
+    alone = {i: run([i], 64)[i] for i in range(len(copies))}
+    rng = random.Random(1)
+    for rows in (1, 3, 64):
+        order = rng.sample(range(len(copies)), rng.randint(2, len(copies)))
+        for i, logits in run((order * 300)[:300], rows).items():  # past HEAD_ROWS: the head runs twice
+            assert torch.equal(logits, alone[i])
+    for (ids, positions), c, i in zip(templates, x, range(len(copies))):  # the energy's own PLL term's logits
+        energy = MaskedLMEnergy(model, ids, positions, categories, mask)
+        own = energy.conditional_logits(c[None], torch.tensor([0]))[0]
+        assert torch.allclose(own, alone[i], atol=1e-5)

@@ -5,13 +5,15 @@ Each variant of a sentence changes its own words, chosen without the model (:mod
 whitespace words, their alphabetic cores, the protected ones left out, each variant's choice seeded by the seed
 and the sentence's text, the words earlier variants used least first); each chosen word the model spells as one
 token becomes a ``[MASK]`` of that choice's template, and every template of the call is filled in one batched run
-(shared first passes, each template's draws from its own generator, seeded by its sentence and words), each
-blank's draws kept off its source word (:meth:`~infill.energies.masked_lm.MaskedLMEnergy.exclude`). A template's
+(shared first passes, each template's draws from its own generator, seeded by its sentence and words; free
+draws by inverting each blank's distribution function, one uniform a draw and blank where the Gumbel-max draw
+takes one a category), each blank's draws kept off its source word
+(:meth:`~infill.energies.masked_lm.MaskedLMEnergy.exclude`). A template's
 distinct draws, most likely under the order first (their log-probability along it, which costs nothing more),
 are spliced into the sentence as the user wrote it (:mod:`infill.augmentation.edits`, in the source word's
-casing) and only those kept are scored by their PLL (``pll=False``: not scored; the score is that
-log-probability); a template short of its variants draws again, :data:`RETRY` times as many, in one more
-batched run.
+casing) and only those kept are scored by their PLL, their masked copies run in passes shared by the call's
+templates (:class:`Scores`; ``pll=False``: not scored, the score is that log-probability); a template short of
+its variants draws again, :data:`RETRY` times as many, in one more batched run.
 """
 
 from __future__ import annotations
@@ -22,22 +24,24 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence, Union
 
+import numpy as np
 import torch
 
 from ..augmentation import actions, edits, words
 from ..augmentation.actions import ACTIONS
 from ..augmentation.terms import Classifier, Label, check_terms, closeness
 from ..augmentation.variants import Variant, Variants
-from ..energies.conditionals import ConditionalCache
+from ..energies.conditionals import MASKED, ConditionalCache
 from ..energies.masked_lm import MaskedLMEnergy
 from ..errors import InfillError, check, positive_integer
-from ..lm import mlm_draws
+from ..lm import mlm_draws, packed
 from ..lm.classifier import hub_classifier
 from ..lm.mlm_draws import ORDERS, Order
+from ..lm.models import category_head
 from ..onepass.methods import ONE_PASS
 from ..text.blanks import quote
 from ..text.template import fill_text
-from ..text.vocabulary import spelled, token_words, word_forms
+from ..text.vocabulary import casefolded_words, spelled, word_key
 from . import engine
 from .config import RunConfig
 
@@ -213,6 +217,7 @@ def _filled(filler: "Filler", sentences: list[Sentence], jobs: list[Job], seed: 
         short = [job for job in jobs if len(job.found) < job.wanted]
         for job, energy in zip(short, filler.energies([sentences[j.sentence] for j in short], short, seed)):
             spent[job.sentence] += filler(job, sentences[job.sentence], energy, draws, round_)
+        filler.score()
     return spent
 
 
@@ -251,7 +256,8 @@ class Filler:
     the order and the :class:`Terms`, the best kept and scored by their PLL (:meth:`__call__`)."""
 
     def __init__(self, infiller, order: Order, pll: bool, terms: Terms = Terms()):
-        self.infiller, self.order, self.pll, self.terms = infiller, order, pll, terms
+        self.infiller, self.order, self.terms = infiller, order, terms
+        self.scores = Scores() if pll else None
         self.embeddings = infiller.model.get_input_embeddings().weight.detach()
         self.texts: dict[int, str] = {}  # a category's fill text
         self.forms: dict[str, torch.Tensor] = {}  # the categories that are a form of a word (casefolded)
@@ -288,10 +294,14 @@ class Filler:
         best = self._ranked(job, sentence, energy, x, log_q, job.wanted - len(job.found))
         kept, rows = [variant for variant, _ in best], [row for _, row in best]
         job.found |= {variant.text: variant for variant in kept}
-        if self.pll and rows:
-            for variant, score in zip(kept, energy.of_indices(torch.tensor(rows)).tolist()):
-                job.found[variant.text] = dataclasses.replace(variant, score=score)
-        return energy.sequences
+        if self.scores is None or not rows:
+            return energy.sequences
+        return energy.sequences + self.scores.add(job, kept, energy, torch.tensor(rows))
+
+    def score(self) -> None:
+        """Score the variants kept since the last call by their PLL (:class:`Scores`)."""
+        if self.scores is not None:
+            self.scores.run(engine.pass_rows(self.infiller))
 
     def _ranked(self, job: Job, sentence: Sentence, energy: MaskedLMEnergy, x: list, log_q: list, need: int) -> list:
         """The ``need`` best distinct new variants of the draws ``x`` with their rows: by log-probability under
@@ -326,8 +336,8 @@ class Filler:
         first, order = energy.first_pass(), self.order
         if order.blanks is None:
             x = first.argmax(-1)[None]
-            if order.sampled:
-                x = mlm_draws.sample_categorical(first.expand(m, -1, -1), generator)
+            if order.sampled:  # by inverting each blank's distribution function: a uniform a draw and blank
+                x = torch.multinomial(torch.softmax(first, -1), m, replacement=True, generator=generator).T
             log_q = torch.log_softmax(first, -1).gather(-1, x.T).sum(0)
             return x.tolist(), log_q.tolist()
         d = first.shape[0]
@@ -352,6 +362,70 @@ class Filler:
     def _forms(self, categories: torch.Tensor, word: str) -> torch.Tensor:
         """Which ``categories`` are a form of ``word`` (its token, any casing), bool ``(K,)``."""
         if word.casefold() not in self.forms:
-            found = word_forms(self.infiller.tokenizer, word, token_words(self.infiller.tokenizer)[0])
+            found = casefolded_words(self.infiller.tokenizer).get(word_key(self.infiller.tokenizer, word), ())
             self.forms[word.casefold()] = torch.isin(categories, torch.tensor(sorted(found), dtype=torch.long))
         return self.forms[word.casefold()]
+
+
+class Scores:
+    """The PLL of the variants kept, a masked copy a blank: read from the template's cache where it holds the copy,
+    the others run in passes shared by every template of the call (:func:`infill.lm.packed.logits_at`: passes of
+    one length, the head over the masked position alone, in products of many copies), as each template's energy
+    would (:meth:`~infill.energies.masked_lm.MaskedLMEnergy.of_indices`), each distinct copy of a template once."""
+
+    def __init__(self):
+        self.ids: list[torch.Tensor] = []  # each copy to run: its token ids,
+        self.positions: list[int] = []  # the position it reads,
+        self.wanted: list[list[tuple[int, int]]] = []  # and its terms, (term, category) pairs
+        self.terms: list[float] = []
+        self.variants: list[tuple[Job, list[Variant], int, int]] = []  # kept variants: job, them, first term, blanks
+        self.model = self.head = None
+
+    def add(self, job: Job, kept: list[Variant], energy: MaskedLMEnergy, x: torch.Tensor) -> int:
+        """Take the PLL of ``kept``, category indices ``x (B, d)`` on ``energy``'s template, to :meth:`run`; the
+        encoder sequences it will cost."""
+        self.model, self.head = energy.model, category_head(energy.model, energy.category_ids)
+        if self.head is None:  # a family whose head is not known: the energy's own passes
+            before = energy.sequences
+            for variant, score in zip(kept, energy.of_indices(x).tolist()):
+                job.found[variant.text] = dataclasses.replace(variant, score=score)
+            return energy.sequences - before
+        b, d = x.shape
+        host, start, lacking = x.numpy(force=True), len(self.terms), {}
+        rows = np.where(np.eye(d, dtype=bool)[None], MASKED, host[:, None, :]).reshape(b * d, d)
+        keys = energy.cache.keys(np.tile(np.arange(d), b), rows)
+        self.terms += [0.0] * (b * d)
+        self.variants.append((job, kept, start, d))
+        for t, (key, row) in enumerate(zip(keys, energy.cache.find(keys))):
+            term = (start + t, host[t // d, t % d])
+            if row >= 0:
+                self._put(energy.cache.logits(torch.tensor([row], device=x.device)), [[term]], [0])
+            elif key in lacking:
+                self.wanted[lacking[key]].append(term)
+            else:
+                lacking[key] = len(self.ids)
+                position = energy.blank_positions[t % d]
+                filled = energy.token_ids(x[t // d][None])[0]
+                self.ids.append(filled.index_fill(0, position[None], energy.mask_token_id))
+                self.positions.append(position.item())
+                self.wanted.append([term])
+        return len(lacking)
+
+    def run(self, rows: int) -> None:
+        """Run the copies taken, in passes of at most ``rows`` sequences, then give each kept variant its PLL as its
+        score; start afresh."""
+        for part, logits in packed.logits_at(self.model, self.head, self.ids, self.positions, rows):
+            self._put(logits, [self.wanted[c] for c in part], range(len(part)))
+        terms = torch.tensor(self.terms)
+        for job, kept, start, d in self.variants:
+            sums = terms[start : start + len(kept) * d].view(len(kept), d).sum(1).tolist()
+            for variant, score in zip(kept, sums):
+                job.found[variant.text] = dataclasses.replace(variant, score=score)
+        self.__dict__.update(Scores().__dict__)
+
+    def _put(self, logits: torch.Tensor, wanted: list[list[tuple[int, int]]], rows: Sequence[int]) -> None:
+        """The terms ``wanted[i]`` ((term, category) pairs) of row ``rows[i]`` of ``logits (N, K)``."""
+        log_p = torch.log_softmax(logits, dim=-1)
+        for row, terms in zip(rows, wanted):
+            for t, category in terms:
+                self.terms[t] = log_p[row, category].item()

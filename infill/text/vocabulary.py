@@ -17,7 +17,8 @@ Interface:
 - :func:`word_piece_ids` ``(tokenizer, forbid=(), allow_punctuation=False)``: the sorted ids a word blank
   may take: word starts and continuation pieces.
 - :func:`piece_kinds` ``(tokenizer, ids) -> (starts, continuations)``: boolean masks over ``ids``.
-- :func:`token_words`, :func:`continuation_pieces`, :func:`lowercases`: what these are computed from.
+- :func:`token_words`, :func:`continuation_pieces`, :func:`lowercases`: what these are computed from;
+  :func:`casefolded_words` the ordinary tokens by their casefolded text.
 """
 
 from __future__ import annotations
@@ -185,6 +186,16 @@ def word_forms(tokenizer, word: str, texts: dict[int, str]) -> set[int]:
     """The forms of ``word`` among ``texts`` (id -> text): the ids whose text is the word's, ignoring case."""
     key = word_key(tokenizer, word)
     return {i for i, text in texts.items() if text.casefold() == key}
+
+
+@lru_cache(maxsize=8)
+def casefolded_words(tokenizer) -> dict[str, frozenset[int]]:
+    """The ordinary tokens of :func:`token_words` by their casefolded text: a word's forms (:func:`word_forms` over
+    every ordinary token) looked up, not searched for."""
+    out: dict[str, set[int]] = {}
+    for i, text in token_words(tokenizer)[0].items():
+        out.setdefault(text.casefold(), set()).add(i)
+    return {text: frozenset(ids) for text, ids in out.items()}
 
 
 def _sorted(ids: set[int]) -> Tensor:
