@@ -6,7 +6,7 @@ from families import tokenizer
 
 from infill.errors import InfillError
 from infill.text.template import detokenize, fill, fill_pieces, parse
-from infill.text.vocabulary import token_words
+from infill.text.vocabulary import casefolded_words, token_words, word_forms, word_key
 
 
 def test_blanks_and_spans(bert_tokenizer):
@@ -194,3 +194,10 @@ def test_unknown_token_is_text_but_other_special_tokens_are_refused(bert_tokeniz
     assert bert_tokenizer.convert_ids_to_tokens(t.input_ids.tolist())[1:4] == ["guitarist", "[UNK]", "[MASK]"]
     with pytest.raises(InfillError, match="special token '\\[SEP\\]'"):
         parse("a [SEP] [MASK] .", bert_tokenizer, 64)
+
+
+def test_a_words_forms_are_looked_up_as_searched(bert_tokenizer):
+    texts = token_words(bert_tokenizer)[0]
+    for word in ("The", "cat", "SAT", "mat", "zzzqx", "running"):
+        looked_up = casefolded_words(bert_tokenizer).get(word_key(bert_tokenizer, word), frozenset())
+        assert looked_up == word_forms(bert_tokenizer, word, texts)
