@@ -42,7 +42,7 @@ class ContextualWordEmbsAug:
     ):
         if action != "substitute":
             raise InfillError(f"infill's ContextualWordEmbsAug substitutes words; action={action!r} is not served")
-        from ..pipeline.augment import METHOD, check_request
+        from ..pipeline.augment_request import METHOD, check_request
         from ..pipeline.infiller import Infiller
 
         protect = [*(stopwords or ()), *([stopwords_regex] if stopwords_regex else [])]

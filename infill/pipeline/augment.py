@@ -27,19 +27,15 @@ from ..augmentation import edits, words
 from ..augmentation.variants import Variant, Variants
 from ..energies.conditionals import ConditionalCache
 from ..energies.masked_lm import MaskedLMEnergy
-from ..errors import InfillError, check, positive_integer
+from ..errors import InfillError, check
 from ..lm import mlm_draws
 from ..lm.mlm_draws import ORDERS, Order
-from ..onepass.methods import ONE_PASS
-from ..text.blanks import quote
-from ..text.template import fill_text
+from ..text.template import fill_text, parse
 from ..text.vocabulary import spelled, token_words, word_forms
 from . import engine
+from .augment_request import METHOD, Request, check_request
 from .config import RunConfig
 
-METHOD = "independent"
-"""Augment's default fill: every blank drawn from the masked LM's pass with all of a template's blanks masked
-(its draws cost no further pass, so many are drawn and the most likely kept)."""
 DRAWS = 3
 """Draws per variant asked for in the first round by an order that fills the blanks in turn (each draw costs
 passes)."""
@@ -63,22 +59,15 @@ class Sentence:
     """A source sentence ready to fill: its ``words`` (with their protection), the seed of its choices and draws,
     and ``choices``, each variant's chosen word indices (:func:`~infill.augmentation.words.choose`)."""
 
-    def __init__(self, text: str, compiled, change, min_words, max_words, seed: int, n: int, tokenizer, categories):
-        check(isinstance(text, str), f"augment takes sentences (strings), got {type(text).__name__}")
-        check(text.strip() != "", "the sentence is empty: give one with words to change")
-        check("[MASK" not in text.upper(), f"augment takes plain text; {quote(text)} has a [MASK] blank")
-        self.text, self.seed = text, words.seed_of(seed, text)
-        self.words = words.protected(text, compiled)
+    def __init__(self, text: str, request: Request, tokenizer, categories: set):
+        self.words = words.checked(text, request.compiled)
+        self.text, self.seed = text, words.seed_of(request.seed, text)
         open_words = [i for i, w in enumerate(self.words) if not w.why]
-        ids = spelled(tokenizer, [self.words[i].core(text) for i in open_words]) if open_words else []
+        ids = spelled(tokenizer, [self.words[i].core(text) for i in open_words])
         changeable = [i for i, spelling in zip(open_words, ids) if len(spelling) == 1 and spelling[0] in categories]
-        if not changeable:
-            raise InfillError(
-                f"nothing to change in {quote(text)}: every word is protected (numbers, URLs, e-mails, ids, "
-                "protect) or several tokens for this model"
-            )
-        k = words.count(len(self.words), change, min_words, max_words)
-        self.choices = words.choose(changeable, k, self.seed, n)
+        check(bool(changeable), words.nothing_to_change(text))
+        k = words.count(len(self.words), request.change, request.min_words, request.max_words)
+        self.choices = words.choose(changeable, k, self.seed, request.n)
 
     def template(self, chosen: tuple[int, ...]) -> str:
         """The sentence with each ``chosen`` word a ``[MASK]``."""
@@ -102,16 +91,20 @@ class Sentence:
         return Variant(text, changed, score, len(changed) / len(self.words))
 
 
-def check_request(n, change, seed, min_words, max_words, sampler) -> None:
-    """Refuse bad arguments in one line (before a model loads)."""
-    positive_integer("n", n)
-    words.check_share(change, min_words, max_words)
-    check(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0, f"seed must be >= 0, got {seed!r}")
-    draws = [name for name, m in ONE_PASS.items() if m.kind == "one-pass" and name in ORDERS]
-    check(
-        sampler in draws,
-        f"augment fills with one-pass draws: sampler must be one of {', '.join(draws)}, got {sampler!r}",
-    )
+def ready(texts: Sequence[str], request: Request, tokenizer, max_length: int, categories: set) -> list[Sentence]:
+    """Each of ``texts`` ready to fill, each of its templates parsed for the model (``categories``: the token ids a
+    blank may take): every check of a sentence, with the tokenizer alone. A sentence refused raises
+    :class:`SentenceError` (``sentence K: reason``)."""
+    out = []
+    for k, text in enumerate(texts):
+        try:
+            sentence = Sentence(text, request, tokenizer, categories)
+            for chosen in dict.fromkeys(sentence.choices):
+                parse(sentence.template(chosen), tokenizer, max_length)
+        except InfillError as exc:
+            raise SentenceError(f"sentence {k + 1}: {exc}", k, str(exc)) from None
+        out.append(sentence)
+    return out
 
 
 def _config(sampler: str, seed: int) -> RunConfig:
@@ -145,16 +138,12 @@ def augment(
     check_request(n, change, seed, min_words, max_words, sampler)
     one = isinstance(texts, str)
     check(one or isinstance(texts, (list, tuple)), f"augment takes a string or a list of strings, got {texts!r}")
-    compiled = words.patterns(protect)
+    request = Request(n, change, seed, words.patterns(protect), min_words, max_words)
     categories = set(infiller.category_ids().tolist())
-    sentences = []
-    for k, text in enumerate([texts] if one else texts):
-        try:
-            sentences.append(
-                Sentence(text, compiled, change, min_words, max_words, seed, n, infiller.tokenizer, categories)
-            )
-        except InfillError as exc:
-            raise SentenceError(str(exc) if one else f"sentence {k + 1}: {exc}", k, str(exc)) from None
+    try:
+        sentences = ready([texts] if one else texts, request, infiller.tokenizer, infiller.max_length, categories)
+    except SentenceError as exc:
+        raise (SentenceError(exc.reason, 0, exc.reason) if one else exc) from None
     jobs = [Job(k, chosen, c) for k, s in enumerate(sentences) for chosen, c in Counter(s.choices).items()]
     spent = [0] * len(sentences)
     filler = Filler(infiller, ORDERS[sampler], pll)

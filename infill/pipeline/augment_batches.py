@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from .augment import METHOD, check_request
+from .augment_request import METHOD, check_request
 
 
 class AugmentBatches:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional, Sequence, Union
 
 from ..augmentation.variants import Variants
-from .augment import METHOD, check_request
+from .augment_request import METHOD, check_request
 
 _LOADED: dict = {}
 """``infill.augment``'s models, one :class:`~infill.pipeline.infiller.Infiller` per model id and device."""
