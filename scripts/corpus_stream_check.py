@@ -36,13 +36,14 @@ from scripts.harness import DEV_MODEL, ROOT, cpu_model
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
 READER = """import sys
 from argparse import Namespace
-from infill.cli import sample
+from infill.cli import out as cli_out, sample
 from infill.pipeline.distributed import World
 from infill.pipeline import corpus
 
 path, out = sys.argv[1:3]
 defaults = {"seed": 0, "method": "argmax", "top": 1}
-sample._check_file(path, defaults, Namespace(model=sys.argv[3], device="cpu", dtype=None, chunk_size=None), World())
+args = Namespace(model=sys.argv[3], device="cpu", dtype=None, chunk_size=None)
+cli_out._check_file(sample._Templates(args, defaults), path, World())
 
 def fill(part):
     return [{"line": j.line, "template": j.template, "fillings": [{"text": j.template.replace("[MASK]", "word")}]}

@@ -238,6 +238,11 @@ SMOKES = [
         _check_augment_readers,
     ),
     Smoke(
+        "augment_stream_check",
+        [["--sizes", "3", "--model", "{tiny}", "--rows", "{tmp}/rows.jsonl"]],
+        lambda c: "| 3 |" in c.out and _lines(c.tmp / "rows.jsonl")[0]["peak_rss_mb"] > 0 or pytest.fail(),
+    ),
+    Smoke(
         "auto_rule",
         [["capture", "--kind", "smc", "--blanks", "2-2", "--half", "tune", "--seeds", "0", "--shard", "0/40"]],
         lambda c: _lines(c.tmp / "captures.jsonl"),

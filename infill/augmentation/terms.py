@@ -8,11 +8,12 @@ classifier by hub id or path is one: :func:`infill.lm.classifier.hub_classifier`
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence, Union
-
-import torch
+from typing import TYPE_CHECKING, Callable, Sequence, Union
 
 from ..errors import InfillError, check, is_integer, is_number
+
+if TYPE_CHECKING:
+    import torch
 
 Classifier = Callable[[list[str]], Sequence[Sequence[float]]]
 
@@ -47,6 +48,8 @@ class Label:
 
     def probabilities(self, texts: list[str]) -> torch.Tensor:
         """``(n, labels)``: the classifier on ``texts``, checked (a failure or a bad shape is one line)."""
+        import torch
+
         try:
             p = torch.as_tensor(self.classifier(list(texts)), dtype=torch.float64)
         except Exception as exc:  # a user's callable: whatever it raises is reported in one line
@@ -67,6 +70,8 @@ class Label:
 
 def closeness(embeddings: torch.Tensor, old: Sequence[int], new: torch.Tensor) -> torch.Tensor:
     """``(m,)``: the mean cosine similarity of the token ids ``old (d,)`` and each row of ``new (m, d)``."""
+    import torch
+
     a = torch.nn.functional.normalize(embeddings[torch.as_tensor(list(old))].float(), dim=-1)
     b = torch.nn.functional.normalize(embeddings[new].float(), dim=-1)
     return (a[None] * b).sum(-1).mean(-1)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
 from ..errors import InfillError, check, is_integer, is_number
+from ..text.blanks import quote
 
 SPACE_WORD = re.compile(r"\S+")
 EDGE = re.compile(r"^[\W_]*(.*?)[\W_]*$", re.DOTALL)  # a word's core: its punctuation (and _) at both ends off
@@ -105,6 +106,24 @@ def protected(text: str, compiled: Sequence[re.Pattern] = ()) -> list[Word]:
     """:func:`split`'s words of ``text``, each with why it is protected (:func:`protection`)."""
     user = [m.span() for p in compiled for m in p.finditer(text) if m.end() > m.start()]
     return [Word(w.start, w.end, w.core_start, w.core_end, protection(text, w, user)) for w in split(text)]
+
+
+def checked(text: str, compiled: Sequence[re.Pattern] = ()) -> list[Word]:
+    """:func:`protected`'s words of ``text``, a text augment cannot change refused in one line: not a string,
+    empty, holding a ``[MASK]`` blank, or every word protected (what is checked without a model)."""
+    check(isinstance(text, str), f"augment takes sentences (strings), got {type(text).__name__}")
+    check(text.strip() != "", "the sentence is empty: give one with words to change")
+    check("[MASK" not in text.upper(), f"augment takes plain text; {quote(text)} has a [MASK] blank")
+    found = protected(text, compiled)
+    check(any(not w.why for w in found), nothing_to_change(text))
+    return found
+
+
+def nothing_to_change(text: str, action: str = "substitute") -> str:
+    """The refusal of a sentence without a word augment's ``action`` may change."""
+    return f"nothing to change in {quote(text)}: every word is protected (numbers, names, URLs, e-mails, ids, " + (
+        "protect) or several tokens for this model" if action == "substitute" else f"protect) or no place to {action}"
+    )
 
 
 def count(words: int, change: float, min_words: int, max_words: Optional[int]) -> int:

@@ -5,25 +5,27 @@ Each sentence (the arguments, or one a line of --file FILE or stdin -; empty lin
 its words changed (numbers, names, URLs, e-mails, ids and --protect words kept; only words the model spells as one token
 change), every character outside the changed words as written (see Infiller.augment). Plain output: the variants one a
 line, a blank line between sentences; --json: one record a sentence (source, variants with their text, edits, score (the
-PLL, or with --no-pll the draw's log-probability), closeness and with --classifier the label's probability, shortfall);
---out OUT.jsonl writes those records (a line number each), resuming after OUT's complete records. Every input is checked
-before anything is written."""
+PLL, or with --no-pll the draw's log-probability), closeness and with --classifier the label's probability, shortfall).
+--out OUT.jsonl writes those records (a line number each) for --file FILE or stdin, a chunk of sentences at a time, and
+a rerun goes on after OUT's complete records; FILE is checked whole before anything is written (a bad line of stdin is
+written as an error record), and under torchrun the chunks are shared out over the processes
+(see infill sample --out)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from functools import partial
+from typing import Iterator, NamedTuple, Optional
 
 from ..errors import InfillError
 from . import plain
-from .sample import read_lines
+from .out import tokenizer_of, write_out
+from .sample import file_lines, read_lines
 
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
-    from ..augmentation.actions import ACTIONS
-    from ..pipeline.augment import METHOD
-
     parser = subparsers.add_parser(name, description=plain(__doc__.split("\n\n")[1]))
     parser.add_argument("text", nargs="*", help="sentences to augment (- for stdin)")
     parser.add_argument("-f", "--file", help="a file of sentences, one a line")
@@ -40,30 +42,40 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
         metavar="WORD_OR_REGEX",
         help="a word or phrase (matched ignoring case) or a regular expression never changed (repeatable)",
     )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    _add_method(parser)
+    parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
+    parser.add_argument("--device", default="cpu", help="torch device (cpu)")
+    parser.add_argument("--json", action="store_true", help="one JSON record a sentence")
+    parser.add_argument(
+        "--out",
+        metavar="OUT.jsonl",
+        help="with --file FILE or -: write the records to OUT, a chunk of sentences at a time; run again to go on "
+        "after the last complete one",
+    )
+    parser.add_argument("--quiet", "-q", action="store_true", help="with --out: no progress on stderr")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _add_method(parser: argparse.ArgumentParser) -> None:
+    """How the variants are made: the action, the draws, the score and the terms their rank adds (closeness and a
+    classifier's label)."""
+    from ..augmentation.actions import ACTIONS
+    from ..pipeline.augment_request import METHOD
+
     parser.add_argument(
         "--action",
         choices=ACTIONS,
         default="substitute",
         help="substitute words, insert words (before a word) or delete words (no blank drawn) (default: substitute)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     parser.add_argument("--sampler", default=METHOD, metavar="NAME", help=f"one-pass draws (default: {METHOD})")
     parser.add_argument(
         "--no-pll",
         action="store_true",
         help="score each variant by its draw's log-probability, not its PLL (no encoder pass spent scoring)",
     )
-    _add_terms(parser)
-    parser.add_argument("--model", help="hub id or local path (default $INFILL_MODEL or bert-base-uncased)")
-    parser.add_argument("--device", default="cpu", help="torch device (cpu)")
-    parser.add_argument("--json", action="store_true", help="one JSON record a sentence")
-    parser.add_argument("--out", metavar="OUT.jsonl", help="write the records to OUT (resumable)")
-    parser.set_defaults(run=run)
-    return parser
-
-
-def _add_terms(parser: argparse.ArgumentParser) -> None:
-    """The terms a variant's rank adds: closeness and a classifier's label."""
     parser.add_argument(
         "--keep-close",
         type=float,
@@ -82,68 +94,123 @@ def _add_terms(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from ..augmentation.terms import check_terms
     from ..augmentation.words import patterns
-    from ..pipeline.augment import check_request
+    from ..pipeline.augment_request import check_request
 
     check_request(args.n, args.change, args.seed, args.min_words, args.max_words, args.sampler, args.action)
     check_terms(args.keep_close, args.classifier, _label(args.label))
-    patterns(args.protect)
+    compiled = patterns(args.protect)
+    if args.out:
+        stdin = args.file is None and args.text == ["-"]
+        if not stdin and (args.file is None or args.text):
+            raise InfillError("--out augments the lines of --file FILE or of stdin (-)")
+        return write_out(args.out, _Sentences(args, compiled), args.file, args.device, args.quiet)
     source, lines = read_lines(args.text, args.file, "a sentence")
     numbered = [(i, line) for i, line in enumerate(lines, 1) if not source or line.strip()]
     if not numbered:
         raise InfillError(f"no sentences in {source} (empty lines are skipped)")
-    if not args.out:
-        _print(_augment(args, numbered, source), args.json)
-        return 0
-    from ..pipeline.corpus import Out
-
-    done = _done(args.out)
-    todo = numbered[done:]
-    records = _augment(args, todo, source)  # every sentence checked before OUT is touched
-    with Out(args.out) as out:
-        if out.done != done:
-            raise InfillError(f"--out {args.out} changed during the run; run again to resume")
-        out.write({"line": i, **r} for (i, _), r in zip(todo, records))
+    _print(_augment(args, numbered, source), args.json)
     return 0
 
 
-def _done(path: str) -> int:
-    """OUT's complete records (0 where there is no OUT), read without writing it."""
-    try:
-        with open(path, "rb") as f:
-            return sum(1 for raw in f if raw.endswith(b"\n"))
-    except FileNotFoundError:
-        return 0
-    except OSError as exc:
-        raise InfillError(f"cannot read --out {path}: {exc.strerror or exc}") from None
+class Line(NamedTuple):
+    """A sentence of the input: its ``line`` number, ``where`` messages say it is (``FILE:LINE: ``), its text."""
+
+    line: int
+    where: str
+    text: str
+
+
+class _Sentences:
+    """``augment``'s lines as :func:`~infill.cli.out.write_out` takes them (:class:`~infill.cli.out.Corpus`)."""
+
+    command, unit, noun, field = "infill augment", "sentence", "variants", "source"
+
+    def __init__(self, args, compiled: tuple):
+        self.args, self.compiled = args, compiled
+
+    def items(self, path: Optional[str]) -> Iterator[Line]:
+        lines = (line.rstrip("\r\n") for line in sys.stdin) if path is None else file_lines(path)
+        source = "<stdin>" if path is None else path
+        return (Line(i, f"{source}:{i}: ", text) for i, text in enumerate(lines, 1) if text.strip())
+
+    def key(self, line: Line) -> tuple[int, str]:
+        return line.line, line.text
+
+    def check(self, line: Line) -> None:
+        from ..augmentation.words import checked
+
+        try:
+            checked(line.text, self.compiled)
+        except InfillError as exc:
+            raise InfillError(f"{line.where}{exc}") from None
+
+    def load(self) -> None:
+        from ..pipeline.augment_request import Request
+        from ..text.vocabulary import sampleable_token_ids
+
+        args = self.args
+        self.tokenizer, self.limit = tokenizer_of(args.model)
+        self.categories = set(sampleable_token_ids(self.tokenizer).tolist())
+        limits = (args.min_words, args.max_words)
+        self.request = Request(args.n, args.change, args.seed, self.compiled, *limits, args.action)
+
+    def check_chunk(self, lines: list[Line]) -> None:
+        from ..pipeline.augment import SentenceError, ready
+
+        try:
+            ready([line.text for line in lines], self.request, self.tokenizer, self.limit, self.categories)
+        except SentenceError as exc:
+            raise InfillError(f"{lines[exc.index].where}{exc.reason}") from None
+
+    def filler(self, device: str, check: bool):
+        from ..pipeline.infiller import Infiller
+
+        infiller = Infiller(self.args.model, device=device, tokenizer=self.tokenizer)
+        return partial(self._records, infiller, check)
+
+    def _records(self, infiller, check: bool, lines: list[Line]) -> list[dict]:
+        """OUT's records of ``lines``, in order, from one call of ``Infiller.augment``; with ``check`` a bad
+        sentence's record says what is wrong with it."""
+        bad = {k: reason for k, line in enumerate(lines) if (reason := self._reason(line))} if check else {}
+        texts = [line.text for k, line in enumerate(lines) if k not in bad]
+        found = iter(_variants(infiller, self.args, texts) if texts else [])
+        return [
+            {"line": line.line, "source": line.text, "error": bad[k]}
+            if k in bad
+            else {"line": line.line, **next(found).to_dict()}
+            for k, line in enumerate(lines)
+        ]
+
+    def _reason(self, line: Line) -> str:
+        """What is wrong with ``line`` (``""``: nothing)."""
+        try:
+            self.check(line)
+            self.check_chunk([line])
+        except InfillError as exc:
+            return str(exc).removeprefix(line.where)
+        return ""
 
 
 def _augment(args, numbered: list[tuple[int, str]], source: str) -> list[dict]:
-    """Every sentence's record, from one call (one batched fill); nothing when there is nothing left to do. A
-    sentence refused is named by ``FILE:LINE:``."""
-    if not numbered:
-        return []
+    """Every sentence's record, from one call (one batched fill). A sentence refused is named by ``FILE:LINE:``."""
+    from ..lm.hub import check_available
     from ..pipeline.augment import SentenceError
+    from ..pipeline.infiller import Infiller
 
+    check_available(args.model)
+    infiller = Infiller(args.model, device=args.device)
     try:
-        return _records(args, [text for _, text in numbered])
+        return [r.to_dict() for r in _variants(infiller, args, [text for _, text in numbered])]
     except SentenceError as exc:
         raise InfillError(f"{source}:{numbered[exc.index][0]}: {exc.reason}" if source else str(exc)) from None
 
 
-def _records(args, texts: list[str]) -> list[dict]:
-    from ..lm.hub import check_available
-
-    check_available(args.model)
-    from ..pipeline.infiller import Infiller
-
-    infiller = Infiller(args.model, device=args.device)
+def _variants(infiller, args, texts: list[str]) -> list:
+    """``infiller.augment`` of ``texts`` as the command line asks."""
     options = {"protect": args.protect, "min_words": args.min_words, "max_words": args.max_words}
     options |= {"keep_close": args.keep_close, "classifier": args.classifier, "label": _label(args.label)}
     options["action"] = args.action
-    results = infiller.augment(
-        texts, args.n, args.change, args.seed, **options, sampler=args.sampler, pll=not args.no_pll
-    )
-    return [r.to_dict() for r in results]
+    return infiller.augment(texts, args.n, args.change, args.seed, **options, sampler=args.sampler, pll=not args.no_pll)
 
 
 def _label(label):

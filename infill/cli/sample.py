@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from functools import partial
-from itertools import groupby, islice
+from itertools import groupby
 from typing import Iterable, Iterator, NamedTuple, Optional
 
 from ..errors import InfillError
@@ -22,6 +21,7 @@ from ..pipeline.config import settings
 from ..pipeline.progress import Lines
 from ..text.blanks import scan
 from . import add_model_flags
+from .out import tokenizer_of, write_out
 
 HYPERPARAMETER_FLAGS = ("step_size", "adapt_steps")
 """Sampler hyperparameters with a flag of their own; ``-o KEY=VALUE`` reaches every hyperparameter."""
@@ -295,96 +295,42 @@ def run_to_out(args) -> int:
     """``--out``: the input filled into OUT after OUT's complete records, a chunk of lines per call of the batch
     API; OUT locked first (a run refused is refused at once), FILE checked whole (read twice, lazily, before the
     model loads), stdin's bad lines written as error records; lines dealt out over the ranks of a ``torchrun``
-    launch, rank 0 writing (:mod:`infill.pipeline.corpus`)."""
+    launch, rank 0 writing (:mod:`infill.cli.out`)."""
     stdin = args.file is None and args.template == "-"
     if not stdin and (args.file is None or args.template is not None):
         raise InfillError("--out fills the lines of --file FILE or of stdin (-)")
-    defaults = {"seed": 0, **cli_options(args)}
-    held, refusal = _lock(args.out)
-    try:
-        return _fill_out(args, stdin, defaults, held, refusal)
-    finally:
-        if held is not None:
-            held.release()
+    templates = _Templates(args, {"seed": 0, **cli_options(args)})
+    return write_out(args.out, templates, args.file, args.device, args.quiet)
 
 
-def _lock(path: str):
-    """OUT's lock, taken by the process that writes OUT before torch is imported: ``(lock, None)``; ``(None,
-    refusal)`` on rank 0 of a ``torchrun`` launch, which tells the other ranks once they are joined (a process
-    alone raises it); ``(None, None)`` on the other ranks."""
-    from ..pipeline.corpus import lock
+class _Templates:
+    """``sample``'s lines as :func:`~infill.cli.out.write_out` takes them (:class:`~infill.cli.out.Corpus`)."""
 
-    if os.environ.get("RANK", "0") != "0":
-        return None, None
-    try:
-        return lock(path), None
-    except InfillError as exc:
-        if int(os.environ.get("WORLD_SIZE", "1")) == 1:
-            raise
-        return None, str(exc)
+    command, unit, noun, field = "infill sample", "template", "fillings", "template"
 
+    def __init__(self, args, defaults: dict):
+        self.args, self.defaults = args, defaults
 
-def _fill_out(args, stdin: bool, defaults: dict, held, refusal: Optional[str]) -> int:
-    """:func:`run_to_out` once OUT is locked (``held``, on the process that writes it; ``refusal``: rank 0 could
-    not lock it)."""
-    from ..pipeline import corpus
-    from ..pipeline.distributed import close_world, init_world
+    def items(self, path: Optional[str]) -> Iterator[Job]:
+        if path is None:
+            return iter_jobs((line.rstrip("\r\n") for line in sys.stdin), "<stdin>", self.defaults, True)
+        return iter_jobs(file_lines(path), path, self.defaults)
 
-    world, device = init_world(args.device)
-    try:
-        refusal = world.broadcast(refusal)
-        if refusal:
-            raise InfillError(refusal)
-        if stdin and world.size > 1:
-            raise InfillError("under torchrun --out reads --file FILE (each process reads it), not stdin")
-        if stdin:
-            total, jobs = None, iter_jobs((line.rstrip("\r\n") for line in sys.stdin), "<stdin>", defaults, True)
-            load_model, tokenizer, limit = _load(args)
-        else:
-            total, load_model, tokenizer, limit = _check_file(args.file, defaults, args, world)
-            jobs = iter_jobs(file_lines(args.file), args.file, defaults)
-        out = _resume(args.out, world, jobs, held)
-        try:
-            fill = partial(fill_records, load_model(device), tokenizer=tokenizer, limit=limit, check=stdin)
-            initial, quiet = out.done if out else 0, args.quiet or not world.is_main
-            with Lines(total, "infill sample", "template", initial=initial, disable=quiet) as progress:
-                for records in corpus.shards(jobs, fill, world):
-                    out.write(records)
-                    progress.update(len(records))
-        finally:
-            if out is not None:
-                out.close()
-    finally:
-        close_world(world)
-    return 0
+    def key(self, job: Job) -> tuple[int, str]:
+        return job.line, job.template
 
-
-def _check_file(path: str, defaults: dict, args, world):
-    """FILE checked whole, read twice as it goes: what needs no tokenizer (nor torch) first, then the rest a chunk
-    at a time, the chunks dealt out over the ranks of ``world`` (the first bad line fails every rank); its number
-    of templates, and :func:`_load`'s ``(load_model, tokenizer, limit)``."""
-    from ..pipeline.corpus import CHUNK
-
-    total = 0
-    for job in iter_jobs(file_lines(path), path, defaults):
+    def check(self, job: Job) -> None:
         checked(job)
-        total += 1
-    if not total:
-        raise InfillError(f"no templates in {path} (empty lines are skipped)")
-    load_model, tokenizer, limit = _load(args)
-    jobs, first = iter_jobs(file_lines(path), path, defaults), None
-    for index, chunk in enumerate(iter(lambda: list(islice(jobs, CHUNK)), [])):
-        if index % world.size == world.rank:
-            try:
-                for _ in groups(chunk, tokenizer, limit):
-                    pass
-            except InfillError as exc:
-                first = (index, str(exc))
-                break
-    bad = [error for error in world.all_gather(first) if error is not None]
-    if bad:
-        raise InfillError(min(bad)[1])
-    return total, load_model, tokenizer, limit
+
+    def load(self) -> None:
+        self.load_model, self.tokenizer, self.limit = _load(self.args)
+
+    def check_chunk(self, jobs: list[Job]) -> None:
+        for _ in groups(jobs, self.tokenizer, self.limit):
+            pass
+
+    def filler(self, device: str, check: bool):
+        return partial(fill_records, self.load_model(device), tokenizer=self.tokenizer, limit=self.limit, check=check)
 
 
 def fill_records(infiller, jobs: list[Job], tokenizer, limit: int, check: bool) -> list[dict]:
@@ -425,43 +371,12 @@ def _bad(jobs: list[Job], tokenizer, limit: int) -> dict[int, str]:
     return bad
 
 
-def _resume(path: str, world, jobs: Iterator[Job], held):
-    """OUT opened on rank 0 under ``held``, its lock (None elsewhere), and ``jobs`` advanced past its complete
-    records on every rank; a refusal (OUT not writable, or of another input) raised on every rank."""
-    from ..pipeline.corpus import Out
-
-    out, error = None, None
-    if world.is_main:
-        try:
-            out = Out(path, held)
-        except InfillError as exc:
-            error = str(exc)
-    error, done = world.broadcast((error, out.done if out else 0))
-    if not error and done:
-        last = next(islice(jobs, done - 1, None), None)
-        ours = None if last is None else (last.line, last.template)
-        if out is not None and ours != (out.last["line"], out.last.get("template")):
-            out.close()
-            error = (
-                f"--out {path} holds the fillings of another input (its record {done} is of line "
-                f"{out.last['line']}: {out.last['template']!r}); give another --out"
-            )
-        error = world.broadcast(error)
-    if error:
-        raise InfillError(error)
-    return out
-
-
 def _load(args):
     """``(load_model, tokenizer, max_length)``: the model's tokenizer and length limit, and
     ``load_model(device)``, which loads the model (once every line is checked)."""
-    from ..lm import models
-    from ..lm.hub import check_available
     from ..pipeline.infiller import Infiller
 
-    check_available(args.model)
-    tokenizer = models.load_tokenizer(args.model)
-    limit = models.max_length(tokenizer, models.load_config(args.model))
+    tokenizer, limit = tokenizer_of(args.model)
 
     def load_model(device: str) -> Infiller:
         return Infiller(args.model, device=device, dtype=args.dtype, tokenizer=tokenizer, chunk_size=args.chunk_size)

@@ -45,7 +45,7 @@ class ContextualWordEmbsAug:
                 f"ContextualWordEmbsAug substitutes or inserts words; action={action!r} is not served "
                 "(infill.augment(..., action='delete') deletes)"
             )
-        from ..pipeline.augment import METHOD, check_request
+        from ..pipeline.augment_request import METHOD, check_request
         from ..pipeline.infiller import Infiller
 
         protect = [*(stopwords or ()), *([stopwords_regex] if stopwords_regex else [])]

@@ -28,26 +28,21 @@ import numpy as np
 import torch
 
 from ..augmentation import actions, edits, words
-from ..augmentation.actions import ACTIONS
 from ..augmentation.terms import Classifier, Label, check_terms, closeness
 from ..augmentation.variants import Variant, Variants
 from ..energies.conditionals import MASKED, ConditionalCache
 from ..energies.masked_lm import MaskedLMEnergy
-from ..errors import InfillError, check, positive_integer
+from ..errors import InfillError, check
 from ..lm import mlm_draws, packed
 from ..lm.classifier import hub_classifier
 from ..lm.mlm_draws import ORDERS, Order
 from ..lm.models import category_head
-from ..onepass.methods import ONE_PASS
-from ..text.blanks import quote
-from ..text.template import fill_text
+from ..text.template import fill_text, parse
 from ..text.vocabulary import casefolded_words, spelled, word_key
 from . import engine
+from .augment_request import METHOD, Request, check_request
 from .config import RunConfig
 
-METHOD = "independent"
-"""Augment's default fill: every blank drawn from the masked LM's pass with all of a template's blanks masked
-(its draws cost no further pass, so many are drawn and the most likely kept)."""
 DRAWS = 3
 """Draws per variant asked for in the first round by an order that fills the blanks in turn (each draw costs
 passes)."""
@@ -72,23 +67,16 @@ class Sentence:
     edit (:mod:`infill.augmentation.actions`), the seed of its choices and draws, and ``choices``, each variant's
     chosen word indices (:func:`~infill.augmentation.words.choose`)."""
 
-    def __init__(self, text: str, compiled, change, limits, seed: int, n: int, tokenizer, categories, action: str):
-        check(isinstance(text, str), f"augment takes sentences (strings), got {type(text).__name__}")
-        check(text.strip() != "", "the sentence is empty: give one with words to change")
-        check("[MASK" not in text.upper(), f"augment takes plain text; {quote(text)} has a [MASK] blank")
-        self.text, self.seed = text, words.seed_of(seed, text)
-        self.words = words.protected(text, compiled)
+    def __init__(self, text: str, request: Request, tokenizer, categories: set):
+        self.words = words.checked(text, request.compiled)
+        self.text, self.seed = text, words.seed_of(request.seed, text)
         open_words = [i for i, w in enumerate(self.words) if not w.why]
-        ids = spelled(tokenizer, [self.words[i].core(text) for i in open_words]) if open_words else []
+        ids = spelled(tokenizer, [self.words[i].core(text) for i in open_words])
         self.tokens = {i: s[0] for i, s in zip(open_words, ids) if len(s) == 1 and s[0] in categories}
-        self.action, self.sites = action, actions.sites(text, self.words, action, self.tokens)
-        if not self.sites:
-            raise InfillError(
-                f"nothing to change in {quote(text)}: every word is protected (numbers, names, URLs, e-mails, "
-                "ids, protect)" + (" or several tokens for this model" if action == "substitute" else "")
-            )
-        k = words.count(len(self.words), change, *limits)
-        self.choices = words.choose(list(self.sites), k, self.seed, n)
+        self.action, self.sites = request.action, actions.sites(text, self.words, request.action, self.tokens)
+        check(bool(self.sites), words.nothing_to_change(text, request.action))
+        k = words.count(len(self.words), request.change, request.min_words, request.max_words)
+        self.choices = words.choose(list(self.sites), k, self.seed, request.n)
 
     def template(self, chosen: tuple[int, ...]) -> str:
         """The sentence with a ``[MASK]`` at each ``chosen`` site."""
@@ -118,25 +106,20 @@ class Sentence:
         return site.start, site.end, site.form.format(new)
 
 
-def check_request(n, change, seed, min_words, max_words, sampler, action: str = "substitute") -> None:
-    """Refuse bad arguments in one line (before a model loads)."""
-    positive_integer("n", n)
-    check(action in ACTIONS, f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
-    words.check_share(change, min_words, max_words)
-    check(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0, f"seed must be >= 0, got {seed!r}")
-    draws = [name for name, m in ONE_PASS.items() if m.kind == "one-pass" and name in ORDERS]
-    check(
-        sampler in draws,
-        f"augment fills with one-pass draws: sampler must be one of {', '.join(draws)}, got {sampler!r}",
-    )
-
-
-def check_options(n, change, seed, options: dict) -> None:
-    """:func:`check_request` on augment's keyword ``options`` (each default where it is absent)."""
-    get = options.get
-    check_request(
-        n, change, seed, get("min_words", 1), get("max_words"), get("sampler", METHOD), get("action", "substitute")
-    )
+def ready(texts: Sequence[str], request: Request, tokenizer, max_length: int, categories: set) -> list[Sentence]:
+    """Each of ``texts`` ready to fill, each of its templates parsed for the model (``categories``: the token ids a
+    blank may take): every check of a sentence, with the tokenizer alone. A sentence refused raises
+    :class:`SentenceError` (``sentence K: reason``)."""
+    out = []
+    for k, text in enumerate(texts):
+        try:
+            sentence = Sentence(text, request, tokenizer, categories)
+            for chosen in dict.fromkeys(sentence.choices if request.action != "delete" else ()):  # a delete: none
+                parse(sentence.template(chosen), tokenizer, max_length)
+        except InfillError as exc:
+            raise SentenceError(f"sentence {k + 1}: {exc}", k, str(exc)) from None
+        out.append(sentence)
+    return out
 
 
 def _config(sampler: str, seed: int) -> RunConfig:
@@ -176,8 +159,12 @@ def augment(
     check(not keep_close or action == "substitute", "keep_close weighs substituted words: it needs action substitute")
     one = isinstance(texts, str)
     check(one or isinstance(texts, (list, tuple)), f"augment takes a string or a list of strings, got {texts!r}")
-    compiled, limits = words.patterns(protect), (min_words, max_words)
-    sentences = _sentences(infiller, [texts] if one else texts, one, (compiled, change, limits, seed, n), action)
+    request = Request(n, change, seed, words.patterns(protect), min_words, max_words, action)
+    categories = set(infiller.category_ids().tolist())
+    try:
+        sentences = ready([texts] if one else texts, request, infiller.tokenizer, infiller.max_length, categories)
+    except SentenceError as exc:
+        raise (SentenceError(exc.reason, 0, exc.reason) if one else exc) from None
     jobs = [Job(k, chosen, c) for k, s in enumerate(sentences) for chosen, c in Counter(s.choices).items()]
     if isinstance(classifier, str):
         classifier = hub_classifier(classifier, str(infiller.device))
@@ -194,18 +181,6 @@ def augment(
         variants.sort(key=lambda v: (-v.score, v.text))
         variants.shortfall = n - len(variants)
     return out[0] if one else out
-
-
-def _sentences(infiller, texts: Sequence[str], one: bool, request: tuple, action: str) -> list[Sentence]:
-    """Each text a :class:`Sentence` (``request``: its arguments after the text); a refusal names the sentence."""
-    categories, sentences = set(infiller.category_ids().tolist()), []
-    compiled, change, limits, seed, n = request
-    for k, text in enumerate(texts):
-        try:
-            sentences.append(Sentence(text, compiled, change, limits, seed, n, infiller.tokenizer, categories, action))
-        except InfillError as exc:
-            raise SentenceError(str(exc) if one else f"sentence {k + 1}: {exc}", k, str(exc)) from None
-    return sentences
 
 
 def _filled(filler: "Filler", sentences: list[Sentence], jobs: list[Job], seed: int) -> list[int]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from .augment import check_options
+from .augment_request import check_options
 
 
 class AugmentBatches:

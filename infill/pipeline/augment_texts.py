@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional, Sequence, Union
 
 from ..augmentation.variants import Variants
-from .augment import check_options
+from .augment_request import check_options
 
 _LOADED: dict = {}
 """``infill.augment``'s models, one :class:`~infill.pipeline.infiller.Infiller` per model id and device."""

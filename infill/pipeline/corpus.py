@@ -11,6 +11,7 @@ again (:func:`resume`). A run holds ``OUT.lock`` (:func:`lock`: an OS lock the k
 ends) from its start, before torch is imported, and a second run fails at once. Under ``torchrun
 --nproc-per-node N`` the lines come in rounds of ``N x CHUNK``, line ``i`` of a round going to rank ``i mod N``;
 rank 0 gathers each round and writes it in input order (:func:`shards`), so OUT is the same as one process's.
+``infill augment -f FILE --out OUT.jsonl`` writes its records the same way (:mod:`infill.cli.out` runs both).
 
 :func:`fill_iterable` and :func:`fill_dataset` are the same for Python: an iterable of templates, or a column of a
 Hugging Face ``datasets.Dataset``, sharded over the ranks of a ``torchrun`` launch, every rank getting every result.
@@ -87,10 +88,10 @@ def lock(path: str) -> FileLock:
 
 
 class Out:
-    """OUT opened for appending under ``held`` (:func:`lock`'s; taken here where None), its half-written tail cut
-    off; ``done`` complete records, the last of them ``last`` (None where there are none)."""
+    """OUT of ``command`` opened for appending under ``held`` (:func:`lock`'s; taken here where None), its
+    half-written tail cut off; ``done`` complete records, the last of them ``last`` (None where there are none)."""
 
-    def __init__(self, path: str, held: Optional[FileLock] = None):
+    def __init__(self, path: str, held: Optional[FileLock] = None, command: str = "infill sample"):
         self.path = Path(path)
         self.lock = lock(path) if held is None else held
         try:
@@ -99,7 +100,7 @@ class Out:
             self.lock.release()
             raise InfillError(f"cannot write --out {path}: {exc.strerror}") from None
         try:
-            self.done, self.last = resume(self.file, path)
+            self.done, self.last = resume(self.file, path, command)
         except InfillError:
             self.close()
             raise
@@ -120,9 +121,9 @@ class Out:
         self.close()
 
 
-def resume(file, name: str) -> tuple[int, Optional[dict]]:
+def resume(file, name: str, command: str = "infill sample") -> tuple[int, Optional[dict]]:
     """The complete records at the head of ``file`` and the last of them; a last line without its newline is cut
-    off. A complete line that is not a record fails in one line (OUT is not this command's)."""
+    off. A complete line that is not a record fails in one line (OUT is not ``command``'s)."""
     file.seek(0)
     done, end, last = 0, 0, None
     for raw in file:
@@ -133,9 +134,7 @@ def resume(file, name: str) -> tuple[int, Optional[dict]]:
         except json.JSONDecodeError:
             last = None
         if not isinstance(last, dict) or "line" not in last:
-            raise InfillError(
-                f"--out {name}: line {done + 1} is not a record of infill sample --out; give another --out"
-            )
+            raise InfillError(f"--out {name}: line {done + 1} is not a record of {command} --out; give another --out")
         done, end = done + 1, end + len(raw)
     file.truncate(end)
     file.seek(end)

@@ -28,7 +28,8 @@ from ..augmentation.words import patterns
 from ..constraints.rewrite import check_change, source_bleu
 from ..errors import InfillError
 from ..lm.scoring import check_mode, splice
-from ..pipeline.augment import METHOD, SentenceError, check_request
+from ..pipeline.augment import SentenceError
+from ..pipeline.augment_request import METHOD, check_request
 from ..pipeline.config import REWRITE_SAMPLER, RunConfig
 from ..text.blanks import scan
 
