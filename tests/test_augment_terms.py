@@ -120,3 +120,9 @@ def test_delete_from_the_command_line(tiny_model_dir, capsys):
     assert len(lines) == 2 and all(len(line.split()) < len(SENTENCES[0].split()) for line in lines)
     assert main(["augment", "x", "--action", "delete", "--keep-close", "1", "--model", str(tiny_model_dir)]) != 0
     assert "keep_close weighs substituted words" in capsys.readouterr().err
+
+
+def test_a_delete_reports_the_label_probability_of_its_own_text(infiller):
+    source = "We saw the the old dog run very fast down the long road today."  # two deletions give one text
+    for v in infiller.augment(source, n=8, change=0.1, seed=0, action="delete", classifier=parity, label=1):
+        assert v.label_probability == parity([v.text])[0][1]

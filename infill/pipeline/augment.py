@@ -204,13 +204,11 @@ def _deleted(sentences: list[Sentence], jobs: list[Job], terms: "Terms") -> list
         variant = sentences[job.sentence].variant(job.chosen, [""] * len(job.chosen), 0.0)
         job.found = {} if (job.sentence, variant.text) in seen else {variant.text: variant}
         seen.add((job.sentence, variant.text))
-    if terms.label is not None:
-        p = terms.label.probabilities([v.text for job in jobs for v in job.found.values()])
-        for job, row in zip(jobs, p.tolist()):
-            job.found = {
-                t: dataclasses.replace(v, label_probability=row[terms.targets[job.sentence]])
-                for t, v in job.found.items()
-            }
+    found = [(job, v) for job in jobs for v in job.found.values()]  # a job whose text another gave has none
+    if terms.label is not None and found:
+        p = terms.label.probabilities([v.text for _, v in found]).tolist()
+        for (job, v), row in zip(found, p):
+            job.found[v.text] = dataclasses.replace(v, label_probability=row[terms.targets[job.sentence]])
     return [0] * len(sentences)
 
 
