@@ -73,11 +73,11 @@ def patterns(protect: Iterable[str]) -> tuple[re.Pattern, ...]:
     return tuple(compiled)
 
 
-def protection(text: str, word: Word, user: Sequence[tuple[int, int]]) -> str:
+def protection(text: str, word: Word, user: Sequence[tuple[int, int]], starts: bool = True) -> str:
     """Why ``word`` of ``text`` stays as written (``""``: it may change): a number (any digit, or a number word), a
     URL, an e-mail, an id (all capitals, 2 letters or more), a name (Capitalised, not where a sentence starts), a
     word with no letters at its core or other than letters inside it (``don't``, ``well-known``), or a match of the
-    user's patterns (``user``: their spans in ``text``)."""
+    user's patterns (``user``: their spans in ``text``); ``starts``: the word starts a sentence."""
     whole, core = text[word.start : word.end], word.core(text)
     if any(c.isdigit() for c in whole) or core.casefold() in NUMBER_WORDS:
         return "number"
@@ -89,23 +89,23 @@ def protection(text: str, word: Word, user: Sequence[tuple[int, int]]) -> str:
         return "not a word"
     if len(core) >= 2 and core.isupper():
         return "id"
-    if core[:1].isupper() and not _starts_sentence(text, word):
+    if core[:1].isupper() and not starts:
         return "name"
     if any(start < word.end and word.start < end for start, end in user):
         return "protected"
     return ""
 
 
-def _starts_sentence(text: str, word: Word) -> bool:
-    """Whether ``word`` is the first of ``text`` or follows a word ending a sentence (``.``, ``!``, ``?``)."""
-    before = text[: word.start].split()
-    return not before or bool(SENTENCE_END.search(before[-1]))
-
-
 def protected(text: str, compiled: Sequence[re.Pattern] = ()) -> list[Word]:
-    """:func:`split`'s words of ``text``, each with why it is protected (:func:`protection`)."""
+    """:func:`split`'s words of ``text``, each with why it is protected (:func:`protection`; a word starts a
+    sentence where it is the first or the word before ends in ``.``, ``!`` or ``?``)."""
     user = [m.span() for p in compiled for m in p.finditer(text) if m.end() > m.start()]
-    return [Word(w.start, w.end, w.core_start, w.core_end, protection(text, w, user)) for w in split(text)]
+    found = split(text)
+    starts = [True] + [bool(SENTENCE_END.search(text[w.start : w.end])) for w in found[:-1]]
+    return [
+        Word(w.start, w.end, w.core_start, w.core_end, protection(text, w, user, first))
+        for w, first in zip(found, starts)
+    ]
 
 
 def checked(text: str, compiled: Sequence[re.Pattern] = ()) -> list[Word]:

@@ -114,8 +114,9 @@ def ready(texts: Sequence[str], request: Request, tokenizer, max_length: int, ca
     for k, text in enumerate(texts):
         try:
             sentence = Sentence(text, request, tokenizer, categories)
-            for chosen in dict.fromkeys(sentence.choices if request.action != "delete" else ()):  # a delete: none
-                parse(sentence.template(chosen), tokenizer, max_length)
+            for chosen in dict.fromkeys(sentence.choices):
+                if any(sentence.sites[i].blank for i in chosen):  # a template to fill (a delete has none)
+                    parse(sentence.template(chosen), tokenizer, max_length)
         except InfillError as exc:
             raise SentenceError(f"sentence {k + 1}: {exc}", k, str(exc)) from None
         out.append(sentence)
