@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InfillError
-from ..text.vocabulary import spelled, token_words, word_forms, word_key
+from ..text.vocabulary import spelled, token_forms, token_words, word_key
 from .terms import Include
 
 
@@ -34,11 +34,10 @@ def include_term(
     whose text equals it, ignoring case (``cat``, ``Cat``, ``Ġcat``...). Checked before any sampling: a word
     must be one token a blank may take, must not also be forbidden, and the distinct words must fit in the
     ``num_blanks`` blanks (one word per blank token)."""
-    texts, _ = token_words(tokenizer)
     index = {int(t): c for c, t in enumerate(category_ids.tolist())}
     forms = []
     for word in distinct_words(tokenizer, words, forbid):
-        tokens = word_forms(tokenizer, word, texts)
+        tokens = token_forms(tokenizer, word)
         if not tokens:
             pieces = len(tokenizer.tokenize(word))
             raise InfillError(

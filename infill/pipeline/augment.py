@@ -38,7 +38,7 @@ from ..lm.classifier import hub_classifier
 from ..lm.mlm_draws import ORDERS, Order
 from ..lm.models import category_head
 from ..text.template import fill_text, parse
-from ..text.vocabulary import casefolded_words, spelled, word_key
+from ..text.vocabulary import spelled, token_forms
 from . import engine
 from .augment_request import METHOD, Request, check_request
 from .config import RunConfig
@@ -336,7 +336,7 @@ class Filler:
     def _forms(self, categories: torch.Tensor, word: str) -> torch.Tensor:
         """Which ``categories`` are a form of ``word`` (its token, any casing), bool ``(K,)``."""
         if word.casefold() not in self.forms:
-            found = casefolded_words(self.infiller.tokenizer).get(word_key(self.infiller.tokenizer, word), ())
+            found = token_forms(self.infiller.tokenizer, word)
             self.forms[word.casefold()] = torch.isin(categories, torch.tensor(sorted(found), dtype=torch.long))
         return self.forms[word.casefold()]
 

@@ -18,7 +18,7 @@ Interface:
   may take: word starts and continuation pieces.
 - :func:`piece_kinds` ``(tokenizer, ids) -> (starts, continuations)``: boolean masks over ``ids``.
 - :func:`token_words`, :func:`continuation_pieces`, :func:`lowercases`: what these are computed from;
-  :func:`casefolded_words` the ordinary tokens by their casefolded text.
+  :func:`casefolded_words` the ordinary tokens by their casefolded text, :func:`token_forms` a word's among them.
 """
 
 from __future__ import annotations
@@ -196,6 +196,12 @@ def casefolded_words(tokenizer) -> dict[str, frozenset[int]]:
     for i, text in token_words(tokenizer)[0].items():
         out.setdefault(text.casefold(), set()).add(i)
     return {text: frozenset(ids) for text, ids in out.items()}
+
+
+def token_forms(tokenizer, word: str) -> frozenset[int]:
+    """The ordinary tokens that are a form of ``word`` (:func:`word_forms` over every one), looked up in
+    :func:`casefolded_words`."""
+    return casefolded_words(tokenizer).get(word_key(tokenizer, word), frozenset())
 
 
 def _sorted(ids: set[int]) -> Tensor:
