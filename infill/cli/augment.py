@@ -171,7 +171,7 @@ class _Sentences:
     def _records(self, infiller, check: bool, lines: list[Line]) -> list[dict]:
         """OUT's records of ``lines``, in order, from one call of ``Infiller.augment``; with ``check`` a bad
         sentence's record says what is wrong with it."""
-        bad = {k: reason for k, line in enumerate(lines) if (reason := self._reason(line))} if check else {}
+        bad = self._bad(lines) if check else {}
         texts = [line.text for k, line in enumerate(lines) if k not in bad]
         found = iter(_variants(infiller, self.args, texts) if texts else [])
         return [
@@ -180,6 +180,16 @@ class _Sentences:
             else {"line": line.line, **next(found).to_dict()}
             for k, line in enumerate(lines)
         ]
+
+    def _bad(self, lines: list[Line]) -> dict[int, str]:
+        """What is wrong with each bad line, by its index (each line checked alone only where the chunk fails)."""
+        try:
+            for line in lines:
+                self.check(line)
+            self.check_chunk(lines)
+            return {}
+        except InfillError:
+            return {k: reason for k, line in enumerate(lines) if (reason := self._reason(line))}
 
     def _reason(self, line: Line) -> str:
         """What is wrong with ``line`` (``""``: nothing)."""
