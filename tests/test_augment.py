@@ -102,10 +102,11 @@ def test_words_and_their_protection_without_a_model():
     assert found["a@b.co"] == "e-mail" and found["ID42"] == "number" and found["http://x.io"] == "url"
     assert found["NASA's"] == "not a word" and found["plan"] == "protected" and found["e-mail"] == "not a word"
     assert words.protected("NASA rocks")[0].why == "id"
-    names = "He met Claudia Augusta. Then three men and Twenty dogs came! Dogs bark"
+    names = "He met Claudia Augusta. Then three men and Twenty dogs came! Dogs bark at Dr. Chen"
     found = {w.core(names): w.why for w in words.protected(names)}
     assert found["Claudia"] == found["Augusta"] == "name" and found["He"] == found["Then"] == found["Dogs"] == ""
     assert found["three"] == found["Twenty"] == "number" and found["men"] == found["dogs"] == ""
+    assert found["Chen"] == "name"  # a title's full stop ends no sentence
     dogs = words.split(text)[0]
     assert text[dogs.start : dogs.end] == "Dogs," and dogs.core(text) == "Dogs"
 

@@ -26,6 +26,8 @@ NUMBER_WORDS = frozenset(
 )
 """English number words: numbers as much as digits are."""
 SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
+TITLES = frozenset("mr mrs ms dr prof st jr sr".split())
+"""Abbreviations whose full stop ends no sentence (``Dr. Alice``: a name follows)."""
 TRIES = 8
 """Draws of a variant's choice of words before it may repeat an earlier variant's (:func:`choose`)."""
 
@@ -96,12 +98,16 @@ def protection(text: str, word: Word, user: Sequence[tuple[int, int]], starts: b
     return ""
 
 
+def _ends_sentence(word: str) -> bool:
+    return bool(SENTENCE_END.search(word)) and word.rstrip(".").casefold() not in TITLES
+
+
 def protected(text: str, compiled: Sequence[re.Pattern] = ()) -> list[Word]:
     """:func:`split`'s words of ``text``, each with why it is protected (:func:`protection`; a word starts a
-    sentence where it is the first or the word before ends in ``.``, ``!`` or ``?``)."""
+    sentence where it is the first or the word before ends in ``.``, ``!`` or ``?``, a title's full stop aside)."""
     user = [m.span() for p in compiled for m in p.finditer(text) if m.end() > m.start()]
     found = split(text)
-    starts = [True] + [bool(SENTENCE_END.search(text[w.start : w.end])) for w in found[:-1]]
+    starts = [True] + [_ends_sentence(text[w.start : w.end]) for w in found[:-1]]
     return [
         Word(w.start, w.end, w.core_start, w.core_end, protection(text, w, user, first))
         for w, first in zip(found, starts)
