@@ -118,6 +118,8 @@ def test_the_choice_is_seeded_by_the_seed_and_the_text():
     spread = words.choose(range(10), 3, 7, 5)
     assert len(set(spread)) == 5 and all(len(c) == 3 and list(c) == sorted(c) for c in spread)
     assert max(sum(i in c for c in spread) for i in range(10)) == 2  # the least used words first: 15 uses of 10
+    assert all(b - a > 1 for c in spread for a, b in zip(c, c[1:]))  # none beside another
+    assert words.spread([4, 5, 3, 9], 3) == [4, 9, 5] and words.spread([1, 2], 3) == [1, 2]
     assert (
         words.choose(range(4), 2, 0, 6) != words.choose(range(4), 2, 1, 6)
         and len(set(words.choose(range(4), 2, 0, 6))) == 6
@@ -211,12 +213,18 @@ def test_bad_input_is_refused_in_one_line(infiller, kwargs, fragment):
 
 
 @pytest.mark.slow
-def test_a_corpus_run_on_the_dev_mlm_keeps_the_text_and_rebuilds_from_edits(dev_model_path):
+def test_a_corpus_run_on_the_dev_mlm_keeps_the_text_rebuilds_from_edits_and_adds_no_number(dev_model_path):
     lines = [line.strip() for line in open(dev_model_path.parents[1] / "corpora/bert-gen/wiki103.5k.txt")][:30]
     found = infill.Infiller(str(dev_model_path)).augment(lines, n=5, change=0.15, seed=0)
     assert len(found) == 30
     for source, variants in zip(lines, found):
         check_variants(source, variants, 5)
+        cores = [w.core(source).casefold() for w in words.split(source)]
+        for e in (e for v in variants for e in v.edits):
+            at = next(i for i, w in enumerate(words.split(source)) if w.core_start == e.source_span[0])
+            assert not words.numeric(e.new), (source, e)  # the model drew ten numbers here before
+            assert len(e.new) > 1 or len(e.old) == 1, (source, e)  # no lone letter for a word
+            assert e.new.casefold() not in cores[max(at - 1, 0) : at + 2], (source, e)  # nor a word beside it
     assert sum(len(v) for v in found) >= 140  # nearly all 150 found
 
 

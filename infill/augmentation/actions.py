@@ -2,7 +2,8 @@
 replaces the word's core (an unprotected word the model spells as one token) with a blank's fill; ``insert`` puts
 a blank's fill and a space before the word (where neither it nor the word before it is protected); ``delete``
 removes the word with the space before it (an unprotected word with no punctuation of its own, not the first), no
-blank drawn."""
+blank drawn. A blank's fill is never a word beside it (``his car car``) nor, unless the word it replaces is one
+letter, a lone letter (``to t``)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ ACTIONS = ("substitute", "insert", "delete")
 @dataclass(frozen=True)
 class Site:
     """``text[start:end]`` (``old``) becomes ``form`` with the blank's fill in place of ``{}`` (no ``{}``: no
-    blank); the blank's draws are kept off the words ``avoid`` (the word it replaces; an insert's neighbours)."""
+    blank); the blank's draws are kept off the words ``avoid`` (the word it replaces and the words beside it) and,
+    where ``old`` is not one letter, off lone letters (:attr:`letters`)."""
 
     start: int
     end: int
@@ -29,18 +31,24 @@ class Site:
     def blank(self) -> bool:
         return "{}" in self.form
 
+    @property
+    def letters(self) -> bool:
+        """Whether the blank may take a lone letter."""
+        return len(self.old) == 1
+
 
 def sites(text: str, words: Sequence[Word], action: str, one_token: Collection[int]) -> dict[int, Site]:
     """Each word index ``action`` may edit, with its site (``one_token``: the unprotected words the model spells
     as one token)."""
+    cores = [w.core(text) for w in words]
     if action == "substitute":
         return {
-            i: Site(words[i].core_start, words[i].core_end, "{}", words[i].core(text), (words[i].core(text),))
+            i: Site(words[i].core_start, words[i].core_end, "{}", cores[i], tuple(cores[max(i - 1, 0) : i + 2]))
             for i in one_token
         }
     if action == "insert":
         return {
-            i: Site(w.start, w.start, "{} ", "", (words[i - 1].core(text), w.core(text)))
+            i: Site(w.start, w.start, "{} ", "", (cores[i - 1], cores[i]))
             for i, w in enumerate(words)
             if i and not w.why + words[i - 1].why
         }

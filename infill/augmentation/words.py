@@ -81,7 +81,7 @@ def protection(text: str, word: Word, user: Sequence[tuple[int, int]], starts: b
     word with no letters at its core or other than letters inside it (``don't``, ``well-known``), or a match of the
     user's patterns (``user``: their spans in ``text``); ``starts``: the word starts a sentence."""
     whole, core = text[word.start : word.end], word.core(text)
-    if any(c.isdigit() for c in whole) or core.casefold() in NUMBER_WORDS:
+    if numeric(whole):
         return "number"
     if "@" in whole:
         return "e-mail"
@@ -96,6 +96,11 @@ def protection(text: str, word: Word, user: Sequence[tuple[int, int]], starts: b
     if any(start < word.end and word.start < end for start, end in user):
         return "protected"
     return ""
+
+
+def numeric(word: str) -> bool:
+    """Whether ``word`` is a number: it holds a digit, or its core is a number word."""
+    return any(c.isdigit() for c in word) or EDGE.match(word).group(1).casefold() in NUMBER_WORDS
 
 
 def _ends_sentence(word: str) -> bool:
@@ -157,16 +162,32 @@ def seed_of(seed: int, text: str) -> int:
 def choose(changeable: Sequence[int], k: int, seed: int, n: int = 1) -> list[tuple[int, ...]]:
     """``n`` choices (one a variant) of ``k`` of the ``changeable`` word indices (all of them where there are
     fewer), each in order, drawn by a generator seeded with ``seed`` (:func:`seed_of`): each choice takes the words
-    the earlier ones used least, ties broken at random, and draws again (up to :data:`TRIES` times) a set an
-    earlier choice took, so the variants change different words while there are sets enough."""
+    the earlier ones used least, ties broken at random, none beside another (:func:`spread`), and draws again (up
+    to :data:`TRIES` times, then beside one another as often) a set an earlier choice took, so the variants change
+    different words while there are sets enough."""
     rng, used, out = random.Random(seed), dict.fromkeys(changeable, 0), []
     for _ in range(n):
-        for _ in range(TRIES):
-            order = sorted(used, key=lambda i: (used[i], rng.random()))
-            chosen = tuple(sorted(order[:k]))
-            if chosen not in out:
-                break
-        out.append(chosen)
-        for i in chosen:
+        out.append(_fresh(rng, used, k, out))
+        for i in out[-1]:
             used[i] += 1
     return out
+
+
+def _fresh(rng: random.Random, used: dict[int, int], k: int, taken: list[tuple[int, ...]]) -> tuple[int, ...]:
+    for pick in (spread, lambda order, k: order[:k]):
+        for _ in range(TRIES):
+            order = sorted(used, key=lambda i: (used[i], rng.random()))
+            chosen = tuple(sorted(pick(order, k)))
+            if chosen not in taken:
+                return chosen
+    return chosen
+
+
+def spread(order: Sequence[int], k: int) -> list[int]:
+    """``k`` of the word indices ``order`` (all where there are fewer), first in order those beside none taken
+    before them, then the first of the others: blanks filled from one pass fit their neighbours, not each other."""
+    taken: list[int] = []
+    for i in order:
+        if len(taken) < k and i - 1 not in taken and i + 1 not in taken:
+            taken.append(i)
+    return taken + [i for i in order if i not in taken][: k - len(taken)]

@@ -7,7 +7,7 @@ and the sentence's text, the words earlier variants used least first); each chos
 token becomes a ``[MASK]`` of that choice's template, and every template of the call is filled in one batched run
 (shared first passes, each template's draws from its own generator, seeded by its sentence and words; free
 draws by inverting each blank's distribution function, one uniform a draw and blank where the Gumbel-max draw
-takes one a category), each blank's draws kept off its source word
+takes one a category), each blank's draws kept off its source word, the words beside it, numbers and lone letters
 (:meth:`~infill.energies.masked_lm.MaskedLMEnergy.exclude`). A template's
 distinct draws, most likely under the order first (their log-probability along it, which costs nothing more),
 are spliced into the sentence as the user wrote it (:mod:`infill.augmentation.edits`, in the source word's
@@ -38,7 +38,7 @@ from ..lm.classifier import hub_classifier
 from ..lm.mlm_draws import ORDERS, Order
 from ..lm.models import category_head
 from ..text.template import fill_text, parse
-from ..text.vocabulary import spelled, token_forms
+from ..text.vocabulary import spelled, token_forms, token_words
 from . import engine
 from .augment_request import METHOD, Request, check_request
 from .config import RunConfig
@@ -81,9 +81,6 @@ class Sentence:
     def template(self, chosen: tuple[int, ...]) -> str:
         """The sentence with a ``[MASK]`` at each ``chosen`` site."""
         return edits.splice(self.text, [self._change(i, "[MASK]") for i in chosen])[0]
-
-    def avoid(self, chosen: tuple[int, ...]) -> list[tuple[str, ...]]:
-        return [self.sites[i].avoid for i in chosen]
 
     def variant(self, chosen: tuple[int, ...], fills: Sequence[str], score: float) -> Optional[Variant]:
         """The variant of ``fills`` (one per ``chosen`` site; ignored where a site has no blank) spliced into the
@@ -235,6 +232,7 @@ class Filler:
         self.embeddings = infiller.model.get_input_embeddings().weight.detach()
         self.texts: dict[int, str] = {}  # a category's fill text
         self.forms: dict[str, torch.Tensor] = {}  # the categories that are a form of a word (casefolded)
+        self.never: Optional[dict[bool, torch.Tensor]] = None  # the categories no blank takes, by Site.letters
 
     def energies(self, sentences: list[Sentence], jobs: list[Job], seed: int) -> Iterator[MaskedLMEnergy]:
         """Each job's PLL energy, in order, its first pass from passes shared by every job, its draws kept off its
@@ -244,7 +242,7 @@ class Filler:
         prepared = infiller.prepare(templates, _config("independent", seed))
         for window in engine.first_passes(infiller, prepared):
             for index, first in window:
-                template, avoid = prepared.templates[index], sentences[index].avoid(jobs[index].chosen)
+                template, sites = prepared.templates[index], [sentences[index].sites[i] for i in jobs[index].chosen]
                 energy = MaskedLMEnergy(
                     infiller.model,
                     template.input_ids,
@@ -255,7 +253,7 @@ class Filler:
                     ConditionalCache(infiller.cache_mib << 20),
                     first=first,
                 )
-                energy.exclude(torch.stack([self._avoided(prepared.categories, words_) for words_ in avoid]))
+                energy.exclude(torch.stack([self._avoided(prepared.categories, site) for site in sites]))
                 yield energy
 
     def __call__(self, job: Job, sentence: Sentence, energy: MaskedLMEnergy, draws: int, round_: int) -> int:
@@ -326,10 +324,17 @@ class Filler:
             self.texts[category] = fill_text(self.infiller.tokenizer, [energy.category_ids[category].item()])
         return self.texts[category]
 
-    def _avoided(self, categories: torch.Tensor, avoid: tuple[str, ...]) -> torch.Tensor:
-        """Which ``categories`` are a form of a word of ``avoid``, bool ``(K,)``."""
-        found = self._forms(categories, avoid[0])
-        for word in avoid[1:]:
+    def _avoided(self, categories: torch.Tensor, site: actions.Site) -> torch.Tensor:
+        """Which ``categories`` ``site``'s blank may not take, bool ``(K,)``: a number (a draw adds none, as none is
+        changed: :func:`~infill.augmentation.words.numeric`), a lone letter where the site's word is longer, a form
+        of a word of the site's ``avoid``."""
+        if self.never is None:
+            texts = token_words(self.infiller.tokenizer)[0]
+            numbers, letters = ([i for i, t in texts.items() if rule(t)] for rule in (words.numeric, _letter))
+            self.never = {False: torch.isin(categories, torch.tensor(numbers + letters))}
+            self.never[True] = torch.isin(categories, torch.tensor(numbers))
+        found = self.never[site.letters]
+        for word in site.avoid:
             found = found | self._forms(categories, word)
         return found
 
@@ -339,6 +344,10 @@ class Filler:
             found = token_forms(self.infiller.tokenizer, word)
             self.forms[word.casefold()] = torch.isin(categories, torch.tensor(sorted(found), dtype=torch.long))
         return self.forms[word.casefold()]
+
+
+def _letter(text: str) -> bool:
+    return len(text) == 1 and text.isalpha()
 
 
 class Scores:
