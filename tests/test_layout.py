@@ -91,6 +91,13 @@ def _body_lines(node: ast.AST) -> int:
     return node.end_lineno - body[0].lineno + 1 if body else 0
 
 
+def test_the_infiller_class_is_at_most_200_lines():
+    from infill.pipeline import infiller
+
+    (node,) = [n for n in ast.parse(Path(infiller.__file__).read_text()).body if isinstance(n, ast.ClassDef)]
+    assert node.end_lineno - node.lineno + 1 <= 200
+
+
 def test_no_function_body_is_over_40_lines():
     long = [
         f"{path.relative_to(PACKAGE)}:{node.name} ({_body_lines(node)} lines)"

@@ -151,7 +151,17 @@ def augment(
     label: Union[int, str, None] = None,
     action: str = "substitute",
 ) -> Union[Variants, list[Variants]]:
-    """:meth:`Infiller.augment <infill.pipeline.infiller.Infiller.augment>`."""
+    """``n`` distinct variants of each sentence of ``texts``, ``change`` of its words (at least ``min_words``, at
+    most ``max_words``) changed (:meth:`Infiller.augment <infill.pipeline.infiller.Infiller.augment>`): a string
+    gives its :class:`~infill.augmentation.variants.Variants` (its ``shortfall``: how many fewer than ``n``
+    exist), a list one per sentence, in order. Numbers, URLs, e-mails, ids, the ``protect`` words and patterns and
+    every character outside the changed words stay as written; a sentence gets the same variants for a ``seed`` in
+    any batch. Every sentence is filled in one batched run of ``sampler``'s draws, the kept ones scored by their
+    PLL unless ``pll`` is False (module docstring). ``keep_close`` weighs each new word's closeness to its old one
+    in the ranking of the draws; a ``classifier`` (a callable of texts to label probabilities, or a sequence
+    classifier's hub id or path) keeps ``label`` (default: each source's own), its log-probability added to the
+    ranking (:mod:`infill.augmentation.terms`). ``action`` ``insert`` puts the new words before chosen words and
+    ``delete`` removes them (:mod:`infill.augmentation.actions`)."""
     check_request(n, change, seed, min_words, max_words, sampler, action)
     check_terms(keep_close, classifier, label)
     check(not keep_close or action == "substitute", "keep_close weighs substituted words: it needs action substitute")

@@ -194,16 +194,10 @@ class Infiller:
         return rewrite(self, text, change, config, terms=terms, progress=progress, on_step=on_step)
 
     def augment(self, texts: Union[str, Sequence[str]], n: int = 5, change: float = 0.15, seed: int = 0, **options):
-        """``n`` distinct variants of each sentence, ``change`` of its words (at least ``min_words``, at most
-        ``max_words``) changed: a string gives its :class:`~infill.augmentation.variants.Variants` (its
-        ``shortfall``: how many fewer than ``n`` exist), a list one per sentence, in order. Numbers, URLs,
-        e-mails, ids, the ``protect`` words and patterns and every character outside the changed words stay as
-        written; a sentence gets the same variants for a ``seed`` in any batch. Every sentence is filled in one
-        batched run of ``sampler``'s draws (:mod:`~infill.pipeline.augment`). ``keep_close`` weighs each new
-        word's closeness to its old one in the ranking of the draws; a ``classifier`` (a callable of texts to label
-        probabilities, or a sequence classifier's hub id or path) keeps ``label`` (default: each source's own),
-        its log-probability added to the ranking (:mod:`infill.augmentation.terms`). ``action`` ``insert`` puts
-        the new words before chosen words and ``delete`` removes them (:mod:`infill.augmentation.actions`)."""
+        """``n`` distinct variants of each sentence, ``change`` of its words changed: a string gives its
+        :class:`~infill.augmentation.variants.Variants`, a list one per sentence, in order; a sentence gets the same
+        variants for a ``seed`` in any batch. ``options``: ``protect``, ``min_words``, ``max_words``, ``sampler``,
+        ``pll``, ``keep_close``, ``classifier``, ``label``, ``action`` (:func:`infill.pipeline.augment.augment`)."""
         from .augment import augment
 
         return augment(self, texts, n, change, seed, **options)
