@@ -3,7 +3,7 @@ diversity and speed, per sentence.
 
     python -m scripts.bench_augment [--model DIR] [--half tune|check] [--sentences 100] [--chunk 10] [--n 5]
                                     [--change 0.15] [--methods independent,independent/no-pll,nlpaug]
-                                    [--nlpaug-p 0.15] [--seed 0] [--out eval/augment-minilm]
+                                    [--nlpaug-p 0.15] [--seed 0] [--device cpu] [--out eval/augment-minilm]
 
 Sentences: lines of ``../shared/corpora/bert-gen/wiki103.5k.txt`` and ``tbc.5k.txt`` taken in turn, line ``i`` of
 each in the ``tune`` half when ``i`` is even and in the ``check`` half when it is odd (:func:`sentences`), kept
@@ -14,7 +14,8 @@ model, through nlpaug's own code (:func:`nlpaug_shim`: its private tokenizer cal
 TextAttack's ``WordSwapMaskedLM`` is not run: it does not import beside transformers 5 (the study's README).
 
 Speed: the sentences in chunks of ``--chunk``; each chunk runs every method, the method that goes first rotating
-from chunk to chunk, in one process on one torch thread (wall seconds, ``time.perf_counter``). Then, per sentence
+from chunk to chunk, in one process on one torch thread (wall seconds, ``time.perf_counter``), every method's
+model on ``--device`` (``scripts.bench_gpu --augment`` runs it on a GPU). Then, per sentence
 and method, with the same code for every method: the PLL of each variant (``Infiller.score``), the share of the
 source's whitespace words changed (:func:`changed_share`: the words whose letters and digits the variant does not
 keep, aligned ignoring case and spacing, so nlpaug's lowercased, re-spaced output counts only its substitutions),
@@ -108,10 +109,12 @@ def changed_share(source: str, variant: str) -> float:
 class Methods:
     """Each method: a list of sentences in, each sentence's variant texts and encoder sequences out."""
 
-    def __init__(self, model: str, names: list[str], n: int, change: float, nlpaug_p: float, seed: int):
+    def __init__(
+        self, model: str, names: list[str], n: int, change: float, nlpaug_p: float, seed: int, device: str = "cpu"
+    ):
         import infill
 
-        self.infiller = infill.Infiller(model)
+        self.infiller = infill.Infiller(model, device)
         self.names, self.n, self.change, self.seed = names, n, change, seed
         if "nlpaug" in names:
             try:
@@ -120,7 +123,7 @@ class Methods:
                 sys.exit("nlpaug is a benchmark dependency: pip install 'infill-mcmc[bench]'")
             nlpaug_shim()
             self.nlpaug = naw.ContextualWordEmbsAug(
-                model_path=model, model_type="bert", action="substitute", aug_p=nlpaug_p, device="cpu"
+                model_path=model, model_type="bert", action="substitute", aug_p=nlpaug_p, device=device
             )
             self.nlpaug_passes = 0
             self.nlpaug.model.model.register_forward_hook(self._count)
@@ -246,6 +249,7 @@ def main(argv=None) -> int:
     parser.add_argument("--methods", default="independent,independent/no-pll,nlpaug")
     parser.add_argument("--nlpaug-p", type=float, default=0.15)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", help="every method's model on it (default cpu)")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--report", action="store_true", help="summarise OUT/<half>.jsonl, measuring nothing")
     args = parser.parse_args(argv)
@@ -255,7 +259,7 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(1)  # the measurement's setting, in the report's signature too
     if not args.report:
-        methods = Methods(args.model, names, args.n, args.change, args.nlpaug_p, args.seed)
+        methods = Methods(args.model, names, args.n, args.change, args.nlpaug_p, args.seed, args.device)
         tokenizer = methods.infiller.tokenizer
         texts = sentences(args.half, args.sentences, tokenizer, set(methods.infiller.category_ids().tolist()))
         methods.run(names[0], texts[:1])  # warm-up, not timed

@@ -5,6 +5,7 @@
     python -m scripts.bench_gpu --device cuda --model PATH    # on a GPU (a float16 checkpoint is widened)
     python -m scripts.bench_gpu --proxy --profile 25          # where one default call's time goes
     python -m scripts.bench_gpu --proxy --host-ops            # the host ops the issue counted, per template
+    python -m scripts.bench_gpu --device cuda --augment 200   # augmentation against nlpaug on the same card
 
 Templates come from ``corpora/calibration/check.jsonl`` (regimes "2-4" and "6-10", taken in turn). One
 process; the two sides of every ratio run one after the other, template by template (A, B, A, B...), and each
@@ -38,6 +39,9 @@ thread barrier. ``--bf16 on`` runs the bfloat16 pair where it is emulated too (t
 ``OUT.json`` and ``OUT.md`` (default ``eval/bench-gpu/<device>-<proxy|devmlm>``); ``--markdown-only``
 re-summarizes a written ``OUT.json``; ``--profile N`` writes instead a cProfile of one default call per regime;
 ``--host-ops`` counts instead the host ops the issue counted (scalar reads, selects, clones, logsumexp calls).
+``--augment N`` runs instead :mod:`scripts.bench_augment` on ``--device``: ``infill.augment`` (scored and
+``--no-pll``) against nlpaug's ``ContextualWordEmbsAug`` on the same model and card, N check sentences, sentences a
+second within each chunk, to ``eval/bench-gpu/<device>-augment/check.jsonl`` with its summary printed.
 """
 
 from __future__ import annotations
@@ -635,8 +639,16 @@ def main(argv=None) -> int:
         metavar="N",
         help="instead: cProfile one default call per regime, its top N functions, to OUT-profile.txt",
     )
+    parser.add_argument("--augment", type=int, metavar="N", help="instead: augmentation on N check sentences")
     args = parser.parse_args(argv)
     device_type = torch.device(args.device).type
+    if args.augment:
+        from scripts import bench_augment
+
+        out = args.out or ROOT / "eval" / "bench-gpu" / f"{device_type}-augment"
+        methods = "independent,independent/no-pll,nlpaug"
+        common = ["--half", "check", "--sentences", str(args.augment), "--nlpaug-p", "0.11", "--methods", methods]
+        return bench_augment.main([*common, "--model", args.model, "--device", args.device, "--out", str(out)])
     out = args.out or ROOT / "eval" / "bench-gpu" / f"{device_type}-{'proxy' if args.proxy else 'devmlm'}"
     if args.markdown_only:
         report = json.loads((out.parent / f"{out.name}.json").read_text())

@@ -91,6 +91,13 @@ def _check_bench_augment(c):
     assert [row["index"] for row in rows] == [0, 1] and all(len(r["methods"]["nlpaug"]["pll"]) for r in rows)
 
 
+def _check_gpu_augment(c):
+    report = json.loads(c.out)
+    assert set(report["methods"]) == {"independent", "independent/no-pll", "nlpaug"}
+    assert report["settings"]["device"] == "cpu" and report["settings"]["half"] == "check"
+    assert len(_lines(c.tmp / "gpu-augment" / "check.jsonl")) == 2
+
+
 def _check_bench_compute(c):
     summary = _json(c.tmp / "report.json")["summary"]
     assert summary["runs"] == 1 and summary["identical_top5"] == 1  # the same tree on both sides
@@ -352,6 +359,12 @@ SMOKES = [
             or pytest.fail()
         ),
         slow=True,
+    ),
+    Smoke(
+        "bench_gpu",
+        [["--augment", "2", "--model", "{tiny}", "--out", "{tmp}/gpu-augment"]],
+        _check_gpu_augment,
+        id="bench_gpu-augment",
     ),
     Smoke(
         "bench_host",
