@@ -153,8 +153,7 @@ def augment(
 ) -> Union[Variants, list[Variants]]:
     """:meth:`Infiller.augment <infill.pipeline.infiller.Infiller.augment>`."""
     check_request(n, change, seed, min_words, max_words, sampler, action)
-    check_terms(keep_close, classifier, label)
-    check(not keep_close or action == "substitute", "keep_close weighs substituted words: it needs action substitute")
+    check_terms(keep_close, classifier, label, action)
     one = isinstance(texts, str)
     check(one or isinstance(texts, (list, tuple)), f"augment takes a string or a list of strings, got {texts!r}")
     request = Request(n, change, seed, words.patterns(protect), min_words, max_words, action)
