@@ -142,6 +142,25 @@ def test_augment_returns_what_the_api_gives_a_few_sentences_at_a_time(url, infil
 
 
 @pytest.mark.parametrize(
+    "options",
+    [
+        {"action": "insert", "pll": False},
+        {"action": "delete"},
+        {"action": "substitute", "keep_close": 2.5},
+    ],
+)
+def test_augment_takes_action_keep_close_and_pll_as_the_api_does(url, infiller, options):
+    texts = ["the old man walked to the market .", "a dog ran in the park ."]
+    status, got = request(url + "/api/augment", {"texts": texts, "n": 3, "change": 0.3, "seed": 4, **options})
+    assert status == 200, got
+    want = [variants.to_dict() for variants in infiller.augment(texts, n=3, change=0.3, seed=4, **options)]
+    assert got == {"augmented": json.loads(json.dumps(want))}
+    edits = [e for record in got["augmented"] for v in record["variants"] for e in v["edits"]]
+    assert edits and all((e["old"] == "") == (options["action"] == "insert") for e in edits)
+    assert all((e["new"] == "") == (options["action"] == "delete") for e in edits)
+
+
+@pytest.mark.parametrize(
     "body, message",
     [
         ({"texts": []}, "give at least one of the texts"),
@@ -157,6 +176,14 @@ def test_augment_returns_what_the_api_gives_a_few_sentences_at_a_time(url, infil
         ({"texts": ["a cat sat ."], "protect": "cat"}, "protect must be a list"),
         ({"texts": ["a cat sat ."], "protect": ["(cat"]}, "is not a regular expression"),
         ({"texts": ["a cat sat ."], "top": 3}, "unknown key 'top'"),
+        ({"texts": ["a cat sat ."], "action": "swap"}, "action must be one of substitute, insert, delete, got 'swap'"),
+        ({"texts": ["a cat sat ."], "keep_close": -1}, "keep_close must be a number >= 0, got -1"),
+        ({"texts": ["a cat sat ."], "keep_close": "near"}, "keep_close must be a number >= 0"),
+        ({"texts": ["a cat sat ."], "action": "delete", "keep_close": 1}, "it needs action substitute"),
+        ({"texts": ["a cat sat ."], "classifier": "org/sst2"}, "use infill augment --classifier or Infiller.augment"),
+        ({"texts": ["a cat sat ."], "label": 1}, "use infill augment --classifier or Infiller.augment"),
+        ({"texts": ["a cat sat ."], "pll": "no"}, "pll must be true or false, got 'no'"),
+        ({"texts": ["a cat sat ."], "pll": 0}, "pll must be true or false, got 0"),
         ({"texts": ["a cat sat .", "42 1999 2000"]}, "sentence 2: nothing to change in '42 1999 2000'"),  # worker
         ({"texts": ["a [MASK] sat ."]}, "has a [MASK] blank"),  # in the worker
     ],
@@ -164,6 +191,23 @@ def test_augment_returns_what_the_api_gives_a_few_sentences_at_a_time(url, infil
 def test_bad_augment_input_is_400_with_one_line(url, body, message):
     status, got = request(url + "/api/augment", body)
     assert status == 400 and message in got["error"] and "\n" not in got["error"], got
+
+
+def test_augment_action_keep_close_pll_and_classifier_are_checked_before_the_run(url, infiller, monkeypatch):
+    def run(*args, **options):
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(infiller, "augment", run)
+    bad = [
+        {"action": "swap"},
+        {"keep_close": -1},
+        {"action": "insert", "keep_close": 1},
+        {"pll": 1},
+        {"classifier": "x"},
+    ]
+    for options in bad:
+        status, got = request(url + "/api/augment", {"texts": ["a cat sat ."], **options})
+        assert status == 400 and "the run started" not in got["error"], (options, got)
 
 
 def test_augment_numbers_a_refused_sentence_in_the_whole_request(url, monkeypatch):

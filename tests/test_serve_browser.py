@@ -2,7 +2,8 @@
 every mode as a user would use it. Fill: fillings, marginals, traces and the baseline beside them; span
 blanks with an include word and the lengths chosen; progress, cancel and errors. Rewrite: variants with
 the changed words marked. Score & rank: a bar per sentence and per option. Augment: variants of each sentence
-with their changed words marked, the protected ones kept, and bad input in one line."""
+with their changed words marked, the protected ones kept, deleted words struck through, keep-close only for
+substitute, and bad input in one line."""
 
 from __future__ import annotations
 
@@ -218,7 +219,8 @@ def test_augment_marks_the_changed_words_of_each_variant(page, tmp_path):
             assert all(m.startswith("was: ") for m in marks.evaluate_all("ms => ms.map(m => m.title)"))
             # each marked word put back to the source's word gives the source: only the marked words changed
             assert filling.evaluate(REVERTED) == source
-            assert f"{marks.count()} changed" in variants.nth(j).inner_text() and "PLL" in variants.nth(j).inner_text()
+            line = variants.nth(j).locator(".energy").inner_text()
+            assert f"{marks.count()} changed" in line and "PLL" in line and "closeness" in line
     shoot(page, "serve-augment.png", tmp_path)
     page.select_option("#au-examples", index=2)  # protected words
     page.click("#au-run")
@@ -244,3 +246,34 @@ def test_augment_bad_input_shows_one_line(page):
     status = page.inner_text("#augment .status")
     assert status.startswith("sentence 1: nothing to change in '42 1999 2000'") and "\n" not in status
     page.wait_for_selector("#au-run:not([disabled])")
+
+
+def test_augment_delete_strikes_the_deleted_words_through(page):
+    page.click("nav button[data-mode=augment]")
+    source = "The old man walked slowly to the market."
+    page.fill("#au-texts", source)
+    page.fill("#au-n", "2")
+    page.select_option("#au-action", "delete")
+    assert page.is_disabled("#au-keep_close")
+    page.click("#au-run")
+    page.wait_for_selector("#au-results ol.fillings li", timeout=60_000)
+    variants = page.locator("#au-results ol.fillings li")
+    assert variants.count() == 2 and page.locator("#au-results mark").count() == 0
+    for j in range(variants.count()):
+        deleted = variants.nth(j).locator("del")
+        assert deleted.count() >= 1
+        assert deleted.first.evaluate("d => getComputedStyle(d).textDecorationLine") == "line-through"
+        assert variants.nth(j).locator(".filling").text_content() == source  # each deleted word shown in its place
+        text = variants.nth(j).get_attribute("title")  # the variant: one word fewer per struck-through one
+        assert len(text.split()) == len(source.split()) - deleted.count()
+    page.select_option("#au-action", "substitute")
+
+
+def test_augment_keep_close_is_disabled_but_for_substitute(page):
+    page.click("nav button[data-mode=augment]")
+    assert page.input_value("#au-action") == "substitute" and page.is_enabled("#au-keep_close")
+    assert page.input_value("#au-keep_close") == "0" and page.is_checked("#au-pll")
+    page.select_option("#au-action", "insert")
+    assert page.is_disabled("#au-keep_close")
+    page.select_option("#au-action", "substitute")
+    assert page.is_enabled("#au-keep_close")

@@ -18,12 +18,13 @@ if TYPE_CHECKING:
 Classifier = Callable[[list[str]], Sequence[Sequence[float]]]
 
 
-def check_terms(keep_close, classifier, label) -> None:
-    """Refuse bad term arguments in one line (before a model loads)."""
+def check_terms(keep_close, classifier, label, action: str = "substitute") -> None:
+    """Refuse bad term arguments in one line (before a model loads); ``keep_close`` only weighs substitutes."""
     check(
         is_number(keep_close) and math.isfinite(keep_close) and keep_close >= 0,
         f"keep_close must be a number >= 0, got {keep_close!r}",
     )
+    check(not keep_close or action == "substitute", "keep_close weighs substituted words: it needs action substitute")
     check(classifier is None or callable(classifier) or isinstance(classifier, str), "a classifier must be callable")
     check(label is None or classifier is not None, "label needs a classifier")
     check(

@@ -163,8 +163,7 @@ def augment(
     ranking (:mod:`infill.augmentation.terms`). ``action`` ``insert`` puts the new words before chosen words and
     ``delete`` removes them (:mod:`infill.augmentation.actions`)."""
     check_request(n, change, seed, min_words, max_words, sampler, action)
-    check_terms(keep_close, classifier, label)
-    check(not keep_close or action == "substitute", "keep_close weighs substituted words: it needs action substitute")
+    check_terms(keep_close, classifier, label, action)
     one = isinstance(texts, str)
     check(one or isinstance(texts, (list, tuple)), f"augment takes a string or a list of strings, got {texts!r}")
     request = Request(n, change, seed, words.patterns(protect), min_words, max_words, action)

@@ -6,7 +6,8 @@
 - ``POST /api/score`` (``texts``, ``mode``) -> ``{"scores"}``, ``POST /api/rank`` (``template``, ``options``,
   ``mode``) -> ``{"ranked"}``, each entry as a line of ``infill score --json`` / ``infill rank --json``;
 - ``POST /api/augment`` (``texts`` or ``text``, ``n``, ``change``, ``seed``, ``protect``, ``min_words``,
-  ``max_words``, ``sampler``) -> ``{"augmented"}``, one record of ``infill augment --json`` per sentence;
+  ``max_words``, ``sampler``, ``action``, ``keep_close``, ``pll``) -> ``{"augmented"}``, one record of
+  ``infill augment --json`` per sentence;
 - ``POST /api/jobs`` (any of those bodies, ``"task"`` naming which; sample by default) -> ``{"id"}`` at once;
   ``GET /api/jobs/ID`` -> its state, progress and, when done, the result with what the page draws (the
   ``trace`` of each chain, the ``lengths`` of span fills); ``DELETE /api/jobs/ID`` cancels it;

@@ -7,8 +7,9 @@
 - ``score``: ``texts`` and ``mode`` (``infill score``);
 - ``rank``: ``template`` with one blank, ``options`` and ``mode`` (``infill rank``);
 - ``augment``: ``texts`` (or one ``text``), ``n``, ``change``, ``seed``, ``protect``, ``min_words``,
-  ``max_words``, ``sampler`` (``infill augment --json``: one record a sentence, run
-  :data:`AUGMENT_CHUNK` sentences at a time, so progress, cancel and the time limit act between them).
+  ``max_words``, ``sampler``, ``action``, ``keep_close``, ``pll`` (``infill augment --json``: one record a
+  sentence, run :data:`AUGMENT_CHUNK` sentences at a time, so progress, cancel and the time limit act between
+  them); no ``classifier``: a server loads no model a request names.
 
 Everything that needs no tokenizer is checked here, before the run queues (the template's syntax, every
 run option); the rest is checked by the :class:`~infill.Infiller` method in the worker. Either way a bad
@@ -24,9 +25,10 @@ from typing import Any, Callable
 
 import torch
 
+from ..augmentation.terms import check_terms
 from ..augmentation.words import patterns
 from ..constraints.rewrite import check_change, source_bleu
-from ..errors import InfillError
+from ..errors import InfillError, check
 from ..lm.scoring import check_mode, splice
 from ..pipeline.augment import SentenceError
 from ..pipeline.augment_request import METHOD, check_request
@@ -46,6 +48,9 @@ AUGMENT_DEFAULTS = {
     "min_words": 1,
     "max_words": None,
     "sampler": METHOD,
+    "action": "substitute",
+    "keep_close": 0.0,
+    "pll": True,
 }
 """What ``infill augment`` uses where a request says nothing."""
 AUGMENT_CHUNK = 8  # sentences per batched run (a sentence gets the same variants in any batch)
@@ -241,10 +246,16 @@ def augment(data: Any) -> Run:
     fields = _body(data, "texts", example)
     texts = _augment_texts(fields, example)
     options = {name: fields.pop(name, default) for name, default in AUGMENT_DEFAULTS.items()}
+    if "classifier" in fields or "label" in fields:
+        raise InfillError(
+            "this server loads no classifier: use infill augment --classifier or Infiller.augment(classifier=...)"
+        )
     if fields:
         known = ", ".join(options)
         raise InfillError(f"unknown key {next(iter(fields))!r} (this request takes texts or text, {known})")
-    check_request(*(options[k] for k in ("n", "change", "seed", "min_words", "max_words", "sampler")))
+    check_request(*(options[k] for k in ("n", "change", "seed", "min_words", "max_words", "sampler", "action")))
+    check_terms(options["keep_close"], None, None, options["action"])
+    check(isinstance(options["pll"], bool), f"pll must be true or false, got {options['pll']!r}")
     if options["n"] > MAX_VARIANTS:
         raise InfillError(f"this server takes at most {MAX_VARIANTS} variants per sentence, got {options['n']}")
     patterns(options["protect"])

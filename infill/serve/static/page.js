@@ -63,7 +63,9 @@ async function init() {
   $("rk-template").value = info.examples.rank.template;
   $("rk-options").value = info.examples.rank.options.join(", ");
   info.examples.augment.forEach((e, i) => $("au-examples").append(el("option", {value: i}, e.texts.join(" | "))));
-  for (const f of ["n", "seed"]) $("au-" + f).value = info.augment[f];
+  for (const f of ["n", "seed", "action", "keep_close"]) $("au-" + f).value = info.augment[f];
+  $("au-pll").checked = info.augment.pll;
+  keepClose();
   showAugmentExample(info.examples.augment[0]);
 }
 function showExample(example) {
@@ -306,40 +308,54 @@ function showAugmentExample(example) {
   $("au-change").value = example.change ?? info.augment.change;
 }
 
+// keep close weighs substituted words only
+const keepClose = () => { $("au-keep_close").disabled = $("au-action").value !== "substitute"; };
+
 function submitAugment(event) {
   event.preventDefault();
   const texts = $("au-texts").value.split("\n").filter((t) => t.trim());  // each as typed: only what changes changes
-  const body = {task: "augment", texts, protect: words($("au-protect").value)};
-  for (const f of ["n", "change", "seed"]) if ($("au-" + f).value !== "") body[f] = Number($("au-" + f).value);
+  const body = {task: "augment", texts, protect: words($("au-protect").value), action: $("au-action").value,
+                pll: $("au-pll").checked};
+  for (const f of ["n", "change", "seed", "keep_close"])
+    if (!$("au-" + f).disabled && $("au-" + f).value !== "") body[f] = Number($("au-" + f).value);
   $("au-results").replaceChildren();
   const panel = panelFor($("au-results"), info.augment.sampler);
-  runJobs("augment", [[body, renderAugment]], [panel], $("au-run"));
+  runJobs("augment", [[body, (p, result) => renderAugment(p, result, body)]], [panel], $("au-run"));
 }
 
 function changedWords(variant) {
-  // the variant's text with each edit's new word marked (hover for the source's word)
+  // the variant's text with each edit marked: a new word (hover for the source's), a deleted one struck through
   const node = el("span", {class: "filling"});
   let at = 0;
   for (const e of variant.edits) {
     const [start, end] = e.variant_span;
-    node.append(variant.text.slice(at, start), el("mark", {class: "changed", title: `was: ${e.old}`}, variant.text.slice(start, end)));
+    // the edit's word, its spaces outside the mark (an insert adds "word ", a delete removes " word")
+    const [, before, word, after] = (e.new || e.old).match(/^(\s*)(.*?)(\s*)$/s);
+    const marked = e.new ? el("mark", {class: "changed", title: e.old ? `was: ${e.old}` : "inserted"}, word)
+      : el("del", {title: "deleted"}, word);
+    node.append(variant.text.slice(at, start), before, marked, after);
     at = end;
   }
   node.append(variant.text.slice(at));
   return node;
 }
 
-function renderAugment(panel, result) {
+function renderAugment(panel, result, body) {
+  const score = body.action === "delete" ? null : body.pll ? "PLL" : "log p";  // a delete fills no blank
+  const line = (v) => `${v.edits.length} changed (${percent(v.changed)} of the words)` +
+    (score ? ` · ${score} ${v.score.toFixed(2)}` : "") + (v.closeness === null ? "" : ` · closeness ${v.closeness.toFixed(2)}`);
   const sentences = result.augmented.map((record) => {
     const list = el("ol", {class: "fillings"}, ...record.variants.map((v) => el("li", {title: v.text}, changedWords(v),
-      el("span", {class: "energy"}, `${v.edits.length} changed (${percent(v.changed)} of the words) · PLL ${v.score.toFixed(2)}`))));
+      el("span", {class: "energy"}, line(v)))));
     const block = el("div", {class: "augmented"}, el("p", {class: "source"}, "source: ", el("b", {}, record.source)), list);
     if (record.shortfall) block.append(el("p", {class: "note shortfall"},
       `${record.shortfall} fewer than asked for: the draws found no more distinct variants`));
     return block;
   });
-  panel.replaceChildren(el("h2", {}, `${info.augment.sampler}: variants of ${result.augmented.length} sentences`), ...sentences,
-    el("p", {class: "note"}, "best PLL (of the changed words, nats) first; the changed words marked, hover for the source's"));
+  const how = body.action === "delete" ? "delete" : `${info.augment.sampler} ${body.action}`;
+  panel.replaceChildren(el("h2", {}, `${how}: variants of ${result.augmented.length} sentences`), ...sentences,
+    el("p", {class: "note"}, score ? `best ${score} (of the changed words, nats) first; the changed words marked, hover for the source's`
+      : "the deleted words struck through"));
 }
 
 $("fill-form").addEventListener("submit", submitFill);
@@ -353,5 +369,6 @@ $("fast").addEventListener("click", () => preset("", {...info.defaults, ...info.
 $("defaults").addEventListener("click", () => preset("", info.defaults));
 $("examples").addEventListener("change", (e) => { if (e.target.value) showExample(info.examples.fill[Number(e.target.value)]); });
 $("rw-examples").addEventListener("change", (e) => { if (e.target.value) $("rw-text").value = e.target.value; });
+$("au-action").addEventListener("change", keepClose);
 $("au-examples").addEventListener("change", (e) => { if (e.target.value) showAugmentExample(info.examples.augment[Number(e.target.value)]); });
 init().catch((e) => setStatus("fill", `cannot reach the server: ${e}`, true));
