@@ -204,6 +204,7 @@ def test_the_module_level_augment_loads_a_model_once(tiny_model_dir):
         ({"texts": "a b", "sampler": "gibbs"}, "one-pass"),
         ({"texts": "a b", "min_words": 3, "max_words": 2}, "min_words"),
         ({"texts": None}, "string"),
+        ({"texts": "a b", "pll": "no"}, "pll must be true or false"),
     ],
 )
 def test_bad_input_is_refused_in_one_line(infiller, kwargs, fragment):

@@ -97,7 +97,7 @@ def run(args) -> int:
     from ..pipeline.augment_request import check_request
 
     check_request(args.n, args.change, args.seed, args.min_words, args.max_words, args.sampler, args.action)
-    check_terms(args.keep_close, args.classifier, _label(args.label))
+    check_terms(args.keep_close, args.classifier, _label(args.label), args.action)
     compiled = patterns(args.protect)
     if args.out:
         stdin = args.file is None and args.text == ["-"]

@@ -162,7 +162,7 @@ def augment(
     classifier's hub id or path) keeps ``label`` (default: each source's own), its log-probability added to the
     ranking (:mod:`infill.augmentation.terms`). ``action`` ``insert`` puts the new words before chosen words and
     ``delete`` removes them (:mod:`infill.augmentation.actions`)."""
-    check_request(n, change, seed, min_words, max_words, sampler, action)
+    check_request(n, change, seed, min_words, max_words, sampler, action, pll)
     check_terms(keep_close, classifier, label, action)
     one = isinstance(texts, str)
     check(one or isinstance(texts, (list, tuple)), f"augment takes a string or a list of strings, got {texts!r}")

@@ -30,9 +30,10 @@ class Request:
     action: str = "substitute"
 
 
-def check_request(n, change, seed, min_words, max_words, sampler, action: str = "substitute") -> None:
+def check_request(n, change, seed, min_words, max_words, sampler, action: str = "substitute", pll=True) -> None:
     """Refuse bad arguments in one line (before a model loads)."""
     positive_integer("n", n)
+    check(isinstance(pll, bool), f"pll must be true or false, got {pll!r}")
     check(action in ACTIONS, f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
     words.check_share(change, min_words, max_words)
     check(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0, f"seed must be >= 0, got {seed!r}")

@@ -28,7 +28,7 @@ import torch
 from ..augmentation.terms import check_terms
 from ..augmentation.words import patterns
 from ..constraints.rewrite import check_change, source_bleu
-from ..errors import InfillError, check
+from ..errors import InfillError
 from ..lm.scoring import check_mode, splice
 from ..pipeline.augment import SentenceError
 from ..pipeline.augment_request import METHOD, check_request
@@ -253,9 +253,8 @@ def augment(data: Any) -> Run:
     if fields:
         known = ", ".join(options)
         raise InfillError(f"unknown key {next(iter(fields))!r} (this request takes texts or text, {known})")
-    check_request(*(options[k] for k in ("n", "change", "seed", "min_words", "max_words", "sampler", "action")))
+    check_request(*(options[k] for k in ("n", "change", "seed", "min_words", "max_words", "sampler", "action", "pll")))
     check_terms(options["keep_close"], None, None, options["action"])
-    check(isinstance(options["pll"], bool), f"pll must be true or false, got {options['pll']!r}")
     if options["n"] > MAX_VARIANTS:
         raise InfillError(f"this server takes at most {MAX_VARIANTS} variants per sentence, got {options['n']}")
     patterns(options["protect"])
