@@ -340,8 +340,8 @@ class Filler:
         if self.never is None:
             texts = token_words(self.infiller.tokenizer)[0]
             numbers, letters = ([i for i, t in texts.items() if rule(t)] for rule in (words.numeric, _letter))
-            self.never = {False: torch.isin(categories, torch.tensor(numbers + letters))}
-            self.never[True] = torch.isin(categories, torch.tensor(numbers))
+            self.never = {False: torch.isin(categories, torch.tensor(numbers + letters, dtype=torch.long))}
+            self.never[True] = torch.isin(categories, torch.tensor(numbers, dtype=torch.long))
         found = self.never[site.letters]
         for word in site.avoid:
             found = found | self._forms(categories, word)
