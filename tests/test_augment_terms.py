@@ -122,6 +122,17 @@ def test_delete_from_the_command_line(tiny_model_dir, capsys):
     assert "keep_close weighs substituted words" in capsys.readouterr().err  # refused before a model loads
 
 
+@pytest.mark.parametrize(
+    "options, fragment",
+    [({"pll": "no"}, "pll must be true or false"), ({"keep_close": 1, "action": "insert"}, "keep_close weighs")],
+)
+def test_the_module_level_augment_refuses_options_before_a_model_loads(options, fragment):
+    with pytest.raises(InfillError, match=fragment):
+        infill.augment("a b c", model="/no/such/model", **options)
+    with pytest.raises(InfillError, match=fragment):
+        infill.AugmentBatches(model="/no/such/model", **options)
+
+
 def test_a_delete_reports_the_label_probability_of_its_own_text(infiller):
     source = "We saw the the old dog run very fast down the long road today."  # two deletions give one text
     for v in infiller.augment(source, n=8, change=0.1, seed=0, action="delete", classifier=parity, label=1):

@@ -8,6 +8,7 @@ from typing import Optional
 
 from ..augmentation import words
 from ..augmentation.actions import ACTIONS
+from ..augmentation.terms import check_terms
 from ..errors import check, positive_integer
 from ..onepass.methods import ONE_PASS
 
@@ -45,8 +46,9 @@ def check_request(n, change, seed, min_words, max_words, sampler, action: str = 
 
 
 def check_options(n, change, seed, options: dict) -> None:
-    """:func:`check_request` on augment's keyword ``options`` (each default where it is absent)."""
-    get = options.get
-    check_request(
-        n, change, seed, get("min_words", 1), get("max_words"), get("sampler", METHOD), get("action", "substitute")
-    )
+    """:func:`check_request` and :func:`~infill.augmentation.terms.check_terms` on augment's keyword ``options``
+    (each default where it is absent)."""
+    get, action = options.get, options.get("action", "substitute")
+    limits = (get("min_words", 1), get("max_words"))
+    check_request(n, change, seed, *limits, get("sampler", METHOD), action, get("pll", True))
+    check_terms(get("keep_close", 0.0), get("classifier"), get("label"), action)

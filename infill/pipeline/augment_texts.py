@@ -23,8 +23,8 @@ def augment_texts(
 ) -> Union[Variants, list[Variants]]:
     """``infill.augment``: :meth:`Infiller.augment <infill.pipeline.infiller.Infiller.augment>` on ``model`` (a hub
     id or local path; default ``$INFILL_MODEL`` or ``bert-base-uncased``), loaded on first use and kept for later
-    calls; ``options`` are that method's (``protect``, ``min_words``, ``max_words``, ``sampler``, ``keep_close``,
-    ``classifier``, ``label``, ``action``)."""
+    calls; ``options`` are that method's (``protect``, ``min_words``, ``max_words``, ``sampler``, ``pll``,
+    ``keep_close``, ``classifier``, ``label``, ``action``), checked before the model loads."""
     from ..lm import default_model
     from .infiller import Infiller
 
