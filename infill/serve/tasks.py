@@ -25,13 +25,12 @@ from typing import Any, Callable
 
 import torch
 
-from ..augmentation.terms import check_terms
 from ..augmentation.words import patterns
 from ..constraints.rewrite import check_change, source_bleu
 from ..errors import InfillError
 from ..lm.scoring import check_mode, splice
 from ..pipeline.augment import SentenceError
-from ..pipeline.augment_request import METHOD, check_request
+from ..pipeline.augment_request import METHOD, check_options
 from ..pipeline.config import REWRITE_SAMPLER, RunConfig
 from ..text.blanks import scan
 
@@ -253,8 +252,7 @@ def augment(data: Any) -> Run:
     if fields:
         known = ", ".join(options)
         raise InfillError(f"unknown key {next(iter(fields))!r} (this request takes texts or text, {known})")
-    check_request(*(options[k] for k in ("n", "change", "seed", "min_words", "max_words", "sampler", "action", "pll")))
-    check_terms(options["keep_close"], None, None, options["action"])
+    check_options(options["n"], options["change"], options["seed"], options)
     if options["n"] > MAX_VARIANTS:
         raise InfillError(f"this server takes at most {MAX_VARIANTS} variants per sentence, got {options['n']}")
     patterns(options["protect"])
