@@ -22,6 +22,7 @@ import dataclasses
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterator, Optional, Sequence, Union
 
 import numpy as np
@@ -338,8 +339,7 @@ class Filler:
         changed: :func:`~infill.augmentation.words.numeric`), a lone letter where the site's word is longer, a form
         of a word of the site's ``avoid``."""
         if self.never is None:
-            texts = token_words(self.infiller.tokenizer)[0]
-            numbers, letters = ([i for i, t in texts.items() if rule(t)] for rule in (words.numeric, _letter))
+            numbers, letters = _never(self.infiller.tokenizer)
             self.never = {False: torch.isin(categories, torch.tensor(numbers + letters, dtype=torch.long))}
             self.never[True] = torch.isin(categories, torch.tensor(numbers, dtype=torch.long))
         found = self.never[site.letters]
@@ -355,8 +355,13 @@ class Filler:
         return self.forms[word.casefold()]
 
 
-def _letter(text: str) -> bool:
-    return len(text) == 1 and text.isalpha()
+@lru_cache(maxsize=8)
+def _never(tokenizer) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The ordinary tokens that are a number (:func:`~infill.augmentation.words.numeric`) and those that are a lone
+    letter: found once a tokenizer, not once a call."""
+    texts = token_words(tokenizer)[0]
+    numbers = tuple(i for i, text in texts.items() if words.numeric(text))
+    return numbers, tuple(i for i, text in texts.items() if len(text) == 1 and text.isalpha())
 
 
 class Scores:
