@@ -107,6 +107,7 @@ def test_words_and_their_protection_without_a_model():
     assert found["Claudia"] == found["Augusta"] == "name" and found["He"] == found["Then"] == found["Dogs"] == ""
     assert found["three"] == found["Twenty"] == "number" and found["men"] == found["dogs"] == ""
     assert found["Chen"] == "name"  # a title's full stop ends no sentence
+    assert found["Dr"] == "title" and words.protected("Dr. Chen paid")[0].why == "title"  # even where it starts
     dogs = words.split(text)[0]
     assert text[dogs.start : dogs.end] == "Dogs," and dogs.core(text) == "Dogs"
 

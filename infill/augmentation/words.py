@@ -27,7 +27,7 @@ NUMBER_WORDS = frozenset(
 """English number words: numbers as much as digits are."""
 SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
 TITLES = frozenset("mr mrs ms dr prof st jr sr".split())
-"""Abbreviations whose full stop ends no sentence (``Dr. Alice``: a name follows)."""
+"""Abbreviations whose full stop ends no sentence (``Dr. Alice``: a name follows); with it, part of the name."""
 TRIES = 8
 """Draws of a variant's choice of words before it may repeat an earlier variant's (:func:`choose`)."""
 
@@ -77,9 +77,10 @@ def patterns(protect: Iterable[str]) -> tuple[re.Pattern, ...]:
 
 def protection(text: str, word: Word, user: Sequence[tuple[int, int]], starts: bool = True) -> str:
     """Why ``word`` of ``text`` stays as written (``""``: it may change): a number (any digit, or a number word), a
-    URL, an e-mail, an id (all capitals, 2 letters or more), a name (Capitalised, not where a sentence starts), a
-    word with no letters at its core or other than letters inside it (``don't``, ``well-known``), or a match of the
-    user's patterns (``user``: their spans in ``text``); ``starts``: the word starts a sentence."""
+    URL, an e-mail, an id (all capitals, 2 letters or more), a title with its full stop (``Dr.``), a name
+    (Capitalised, not where a sentence starts), a word with no letters at its core or other than letters inside it
+    (``don't``, ``well-known``), or a match of the user's patterns (``user``: their spans in ``text``); ``starts``:
+    the word starts a sentence."""
     whole, core = text[word.start : word.end], word.core(text)
     if numeric(whole):
         return "number"
@@ -91,6 +92,8 @@ def protection(text: str, word: Word, user: Sequence[tuple[int, int]], starts: b
         return "not a word"
     if len(core) >= 2 and core.isupper():
         return "id"
+    if whole.endswith(".") and core.casefold() in TITLES:
+        return "title"
     if core[:1].isupper() and not starts:
         return "name"
     if any(start < word.end and word.start < end for start, end in user):
