@@ -9,7 +9,7 @@ import re
 import pytest
 
 import infill
-from infill.augmentation import edits, words
+from infill.augmentation import articles, edits, words
 from infill.augmentation.variants import Variants
 from infill.cli import main
 from infill.errors import InfillError
@@ -214,6 +214,28 @@ def test_bad_input_is_refused_in_one_line(infiller, kwargs, fragment):
     assert "\n" not in str(error.value)
 
 
+ARTICLE_MISFIT = re.compile(r"\b(?:an [bcdfgjklmnpqrstvwz]|a [aeio](?!ne\b|nce\b))[\w'-]*", re.IGNORECASE)
+
+
+def misfit_articles(variant) -> list[str]:
+    """The article pairs of ``variant`` that touch an edit and do not fit (``an storm``, ``a old``)."""
+    return [
+        m.group()
+        for m in ARTICLE_MISFIT.finditer(variant.text)
+        if any(e.variant_span[0] <= m.end() and e.variant_span[1] >= m.start() for e in variant.edits)
+    ]
+
+
+def test_an_article_beside_a_change_fits_the_word_after_it():
+    assert not articles.fits("an", "loss") and not articles.fits("A", "old") and articles.fits("an", "Apple")
+    for article, word in (("an", "hour"), ("a", "unit"), ("an", "FBI"), ("a", "one"), ("a", "euro")):
+        assert articles.fits(article, word)  # where the first letter does not tell, the variant is kept
+    assert not articles.agree("he saw a old man", [(9, 12)])  # the new word after an article
+    assert not articles.agree("he saw an tall man", [(7, 9)])  # the new word is the article
+    assert not articles.agree("a apple", [(1, 1)])  # a word deleted between them
+    assert articles.agree("he saw a old man", [(13, 16)])  # the user's own text elsewhere
+
+
 @pytest.mark.slow
 def test_a_corpus_run_on_the_dev_mlm_keeps_the_text_rebuilds_from_edits_and_adds_no_number(dev_model_path):
     lines = [line.strip() for line in open(dev_model_path.parents[1] / "corpora/bert-gen/wiki103.5k.txt")][:30]
@@ -227,7 +249,29 @@ def test_a_corpus_run_on_the_dev_mlm_keeps_the_text_rebuilds_from_edits_and_adds
             assert not words.numeric(e.new), (source, e)  # the model drew ten numbers here before
             assert len(e.new) > 1 or len(e.old) == 1, (source, e)  # no lone letter for a word
             assert e.new.casefold() not in cores[max(at - 1, 0) : at + 2], (source, e)  # nor a word beside it
+        assert not [misfit_articles(v) for v in variants if misfit_articles(v)]  # the model drew 'an storm'
     assert sum(len(v) for v in found) >= 140  # nearly all 150 found
+
+
+def repeated_words(found: list[Variants]) -> int:
+    """How many of the variants' new words an earlier variant of the same source put at the same place."""
+    repeats = 0
+    for variants in found:
+        places = [(e.source_span, e.new.casefold()) for v in variants for e in v.edits]
+        repeats += len(places) - len(set(places))
+    return repeats
+
+
+@pytest.mark.slow
+def test_a_sentences_variants_rarely_repeat_a_new_word_at_one_place(dev_model_path, monkeypatch):
+    from infill.pipeline import augment
+
+    lines = [line.strip() for line in open(dev_model_path.parents[1] / "corpora/bert-gen/tbc.5k.txt")][:30]
+    infiller = infill.Infiller(str(dev_model_path))
+    found = infiller.augment(lines, n=5, seed=0)
+    monkeypatch.setattr(augment, "VARIETY", 0.0)  # the most likely draw whatever the earlier variants took
+    likeliest = infiller.augment(lines, n=5, seed=0)
+    assert repeated_words(found) <= repeated_words(likeliest) / 2, (repeated_words(found), repeated_words(likeliest))
 
 
 def test_an_excluded_token_is_never_drawn_and_the_pll_is_unchanged(infiller):

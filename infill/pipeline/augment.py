@@ -10,7 +10,9 @@ draws by inverting each blank's distribution function, one uniform a draw and bl
 takes one a category), each blank's draws kept off its source word, the words beside it, numbers and lone letters
 (:meth:`~infill.energies.masked_lm.MaskedLMEnergy.exclude`). A template's
 distinct draws, most likely under the order first (their log-probability along it, which costs nothing more),
-are spliced into the sentence as the user wrote it (:mod:`infill.augmentation.edits`, in the source word's
+less :data:`VARIETY` for each new word an earlier variant of the sentence put at the same place, a draw with an
+article that does not fit dropped (:mod:`infill.augmentation.articles`), are spliced into the sentence as the user
+wrote it (:mod:`infill.augmentation.edits`, in the source word's
 casing) and only those kept are scored by their PLL, their masked copies run in passes shared by the call's
 templates (:class:`Scores`; ``pll=False``: not scored, the score is that log-probability); a template short of
 its variants draws again, :data:`RETRY` times as many, in one more batched run.
@@ -28,7 +30,7 @@ from typing import Iterator, Optional, Sequence, Union
 import numpy as np
 import torch
 
-from ..augmentation import actions, edits, words
+from ..augmentation import actions, articles, edits, words
 from ..augmentation.terms import Classifier, Label, check_terms, closeness
 from ..augmentation.variants import Variant, Variants
 from ..energies.conditionals import MASKED, ConditionalCache
@@ -52,6 +54,9 @@ FREE_DRAWS = 16
 cost no pass)."""
 RETRY = 8
 """A second round, for the sentences still short of ``n`` distinct variants, draws this many times as many."""
+VARIETY = 3.0
+"""What a draw's rank loses (nats) for each new word that an earlier variant of its sentence put at the same
+place: the variants' words differ where their choices overlap."""
 
 
 class SentenceError(InfillError):
@@ -86,7 +91,8 @@ class Sentence:
     def variant(self, chosen: tuple[int, ...], fills: Sequence[str], score: float) -> Optional[Variant]:
         """The variant of ``fills`` (one per ``chosen`` site; ignored where a site has no blank) spliced into the
         sentence, a substitute in its word's casing; None where a fill is empty, holds a mask or whitespace, or is
-        its word again."""
+        its word again, or where an article beside a change does not fit the word after it
+        (:mod:`~infill.augmentation.articles`)."""
         changes = []
         for i, fill in zip(chosen, fills):
             old = self.sites[i].old
@@ -97,6 +103,8 @@ class Sentence:
                 return None
             changes.append(self._change(i, new))
         text, changed = edits.splice(self.text, changes)
+        if not articles.agree(text, [e.variant_span for e in changed]):
+            return None
         return Variant(text, changed, score, len(changed) / len(self.words))
 
     def _change(self, i: int, new: str) -> tuple[int, int, str]:
@@ -206,12 +214,12 @@ def _filled(filler: "Filler", sentences: list[Sentence], jobs: list[Job], seed: 
 
 def _deleted(sentences: list[Sentence], jobs: list[Job], terms: "Terms") -> list[int]:
     """Every job's one variant, its words deleted (score 0: the PLL of no filled blank; no encoder pass), with
-    the label's probability where a classifier is given."""
+    the label's probability where a classifier is given; none where an article would not fit (``a big apple``)."""
     seen = set()
     for job in jobs:
         variant = sentences[job.sentence].variant(job.chosen, [""] * len(job.chosen), 0.0)
-        job.found = {} if (job.sentence, variant.text) in seen else {variant.text: variant}
-        seen.add((job.sentence, variant.text))
+        job.found = {} if variant is None or (job.sentence, variant.text) in seen else {variant.text: variant}
+        seen.add((job.sentence, variant and variant.text))
     found = [(job, v) for job in jobs for v in job.found.values()]  # a job whose text another gave has none
     if terms.label is not None and found:
         p = terms.label.probabilities([v.text for _, v in found]).tolist()
@@ -243,6 +251,7 @@ class Filler:
         self.texts: dict[int, str] = {}  # a category's fill text
         self.forms: dict[str, torch.Tensor] = {}  # the categories that are a form of a word (casefolded)
         self.never: Optional[dict[bool, torch.Tensor]] = None  # the categories no blank takes, by Site.letters
+        self.used: dict[int, set] = {}  # a sentence's new words so far, (source span, casefolded word) pairs
 
     def energies(self, sentences: list[Sentence], jobs: list[Job], seed: int) -> Iterator[MaskedLMEnergy]:
         """Each job's PLL energy, in order, its first pass from passes shared by every job, its draws kept off its
@@ -286,32 +295,45 @@ class Filler:
             self.scores.run(engine.pass_rows(self.infiller))
 
     def _ranked(self, job: Job, sentence: Sentence, energy: MaskedLMEnergy, x: list, log_q: list, need: int) -> list:
-        """The ``need`` best distinct new variants of the draws ``x`` with their rows: by log-probability under
-        the order (the first draw of a text its likeliest), with terms by that plus :class:`Terms`'."""
-        terms, found = self.terms, {}
+        """The ``need`` best distinct new variants of the draws ``x`` with their rows, one at a time: by
+        log-probability under the order (the first draw of a text its likeliest), plus :class:`Terms`', less
+        :data:`VARIETY` for each new word an earlier variant of the sentence put at its place."""
+        terms, found, fresh = self.terms, {}, False
+        used = self.used.setdefault(job.sentence, set())
         ranking = terms.label is not None or terms.keep_close > 0
         for r in sorted(range(len(x)), key=lambda r: (-log_q[r], x[r])):
-            if len(found) == need and not ranking:
-                break
+            if fresh and need == 1 and not ranking:
+                break  # the rest rank lower: less likely than a draw that repeats no word
             variant = sentence.variant(job.chosen, [self._text(energy, c) for c in x[r]], log_q[r])
             if variant is not None and variant.text not in job.found and variant.text not in found:
                 found[variant.text] = (variant, x[r])
+                fresh = fresh or not _words(variant) & used
         if not found:
             return []
-        ranked = list(found.values())
+        ranked = self._with_terms(job, sentence, energy, list(found.values()))
+        gain = [v.score for v, _ in ranked]
+        if terms.keep_close > 0:
+            gain = [g + terms.keep_close * len(job.chosen) * (v.closeness or 0.0) for g, (v, _) in zip(gain, ranked)]
+        if terms.label is not None:
+            gain = [g + math.log(max(v.label_probability, 1e-300)) for g, (v, _) in zip(gain, ranked)]
+        kept = []
+        for _ in range(min(need, len(ranked))):
+            k = max(range(len(ranked)), key=lambda k: (gain[k] - VARIETY * len(_words(ranked[k][0]) & used), -k))
+            kept.append(ranked.pop(k))
+            gain.pop(k)
+            used |= _words(kept[-1][0])
+        return kept
+
+    def _with_terms(self, job: Job, sentence: Sentence, energy: MaskedLMEnergy, ranked: list) -> list:
+        """The candidates ``ranked`` (variant, row) with their closeness (substitutes) and label probability."""
         if sentence.action == "substitute":
             old = [sentence.tokens[i] for i in job.chosen]
             near = closeness(self.embeddings, old, energy.category_ids[torch.tensor([row for _, row in ranked])])
             ranked = [(dataclasses.replace(v, closeness=c), row) for (v, row), c in zip(ranked, near.tolist())]
-        if not ranking:
-            return ranked
-        gain = [terms.keep_close * len(job.chosen) * (v.closeness or 0.0) for v, _ in ranked]
-        if terms.label is not None:
-            p = terms.label.probabilities([v.text for v, _ in ranked])[:, terms.targets[job.sentence]].tolist()
-            ranked = [(dataclasses.replace(v, label_probability=q), row) for (v, row), q in zip(ranked, p)]
-            gain = [g + math.log(max(q, 1e-300)) for g, q in zip(gain, p)]
-        order = sorted(range(len(ranked)), key=lambda k: (-(ranked[k][0].score + gain[k]), ranked[k][1]))
-        return [ranked[k] for k in order[:need]]
+        if self.terms.label is not None:
+            p = self.terms.label.probabilities([v.text for v, _ in ranked])[:, self.terms.targets[job.sentence]]
+            ranked = [(dataclasses.replace(v, label_probability=q), row) for (v, row), q in zip(ranked, p.tolist())]
+        return ranked
 
     def _draws(self, energy: MaskedLMEnergy, m: int, generator: torch.Generator) -> tuple[list, list]:
         """``m`` draws of the order, as category index lists, with their log-probabilities under it."""
@@ -353,6 +375,11 @@ class Filler:
             found = token_forms(self.infiller.tokenizer, word)
             self.forms[word.casefold()] = torch.isin(categories, torch.tensor(sorted(found), dtype=torch.long))
         return self.forms[word.casefold()]
+
+
+def _words(variant: Variant) -> set:
+    """A variant's new words with their places: (source span, casefolded word) pairs."""
+    return {(e.source_span, e.new.casefold()) for e in variant.edits}
 
 
 @lru_cache(maxsize=8)
