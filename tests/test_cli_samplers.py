@@ -68,3 +68,12 @@ def test_the_registry_has_every_method_once_with_its_kind_options_and_sampler():
     assert dmala.kind == "chains" and dmala.untaken == () and dmala.options() == sampler_options("dmala")
     assert dmala.sampler is SAMPLERS["dmala"] and make_sampler("dmala", step_size=0.3).sampler.step_size == 0.3
     assert registry["smc"].options() == options_of(SMC()) and registry["argmax"].options() == {}
+
+
+def test_the_samplers_named_before_torch_loads_are_the_ones_the_package_registers():
+    """The registry names the package's samplers without importing them (an unknown name costs no torch): the
+    same names, in the order importing :mod:`infill.samplers` registers them."""
+    from infill.lm.registry import BUILT_IN_SAMPLERS, sampler_names
+
+    assert tuple(name for name, cls in SAMPLERS.items() if cls.__module__.startswith("infill.")) == BUILT_IN_SAMPLERS
+    assert sampler_names() == sorted(SAMPLERS)  # once imported, the names are the registry's

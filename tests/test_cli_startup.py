@@ -41,6 +41,7 @@ def _heavy_imports(argv: list[str]) -> str:
         ["eval", "protocol.toml"],  # --out missing
         ["sample", "--help"],
         ["sample", "--steps", "many", "a [MASK] day ."],
+        ["sample", "--sampler", "nope", "a [MASK] day ."],
         ["summarize", "--help"],
         ["summarize", "--chains", "0", "-"],
         ["eval-summarization", "--help"],
@@ -49,6 +50,24 @@ def _heavy_imports(argv: list[str]) -> str:
 )
 def test_help_and_argument_errors_do_not_import_torch(argv):
     assert _heavy_imports(argv) == ""
+
+
+UNKNOWN_SAMPLER = """\
+import sys
+from infill.cli import main
+code = main(["sample", "a [MASK] day .", "--sampler", "nope"])
+print("torch" in sys.modules)
+sys.exit(code)
+"""
+
+
+def test_an_unknown_sampler_is_refused_in_one_line_before_torch_loads():
+    """The samplers register when imported (torch); their names are known without it (the registry's
+    ``BUILT_IN_SAMPLERS``), so a wrong ``--sampler`` is refused at once."""
+    done = subprocess.run([sys.executable, "-c", UNKNOWN_SAMPLER], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == "False\n"
+    assert done.stderr.startswith("infill: error: unknown sampler 'nope'; choose from auto, avg, block-mh,")
+    assert done.stderr.count("\n") == 1 and "gibbs-mh" in done.stderr and "or a baseline: independent" in done.stderr
 
 
 MISSING = """\

@@ -69,8 +69,8 @@ def test_a_budget_that_cannot_pay_the_float32_re_scoring_is_refused_by_the_plan_
 
 
 def test_the_request_is_checked_without_torch():
-    """``RunConfig`` is built and checked where torch is not installed (the CLI validates before loading a model);
-    a sampler's name and options are then checked where the sampler is built."""
+    """``RunConfig`` is built and checked where torch is not installed (the CLI validates before loading a model):
+    a sampler's name there too, its options then where the sampler is built."""
     import subprocess
     import sys
 
@@ -79,6 +79,9 @@ def test_the_request_is_checked_without_torch():
         "from infill.pipeline.config import RunConfig\n"
         "RunConfig(); RunConfig.create(method='gibbs', num_samples=4, top=2, step_size=0.5)\n"
         "RunConfig.create(method='left-to-right', top=3, budget=200)\n"
+        "try:\n    RunConfig.create(method='nope')\n"
+        "except ValueError as exc:\n    assert str(exc).startswith(\"unknown sampler 'nope'; choose from auto, avg,\")\n"
+        "else:\n    raise SystemExit('an unknown sampler was accepted')\n"
         "assert sys.modules['torch'] is None\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

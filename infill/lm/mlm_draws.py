@@ -98,6 +98,18 @@ def scaled(logits: Tensor, temperature: float) -> Tensor:
     return logits if temperature == 1 else logits / temperature
 
 
+@dataclass(frozen=True)
+class Drawing:
+    """How each step of an order fills a blank: the still-masked blank whose conditional is most peaked where
+    ``confident``, else the first read; its category drawn from that conditional at ``temperature`` with
+    ``generator``, or, given ``values (N, d)``, replayed from them (what :func:`fill`'s steps share)."""
+
+    confident: bool
+    generator: Optional[torch.Generator]
+    temperature: float = 1.0
+    values: Optional[Tensor] = None
+
+
 def fill(
     logits: Logits,
     z: Tensor,
@@ -114,12 +126,13 @@ def fill(
     replays them. Returns the filled ``z``, the log-probability ``(N,)`` of the fills under the tempered
     conditionals along the order, and the first step's logits (``first`` if given: it is that step's)."""
     n, m = blanks.shape
+    drawing = Drawing(confident, generator, temperature, values)
     z = z.clone()
     masked = torch.zeros_like(z, dtype=torch.bool)
     masked[torch.arange(n, device=z.device)[:, None], blanks] = True
     log_q = torch.zeros(n, device=z.device)
     for t in range(m):
-        log_p, step_logits = fill_next(logits, z, masked, blanks, t, confident, generator, temperature, values, first)
+        log_p, step_logits = fill_next(logits, z, masked, blanks, t, drawing, first)
         first = step_logits if t == 0 else first
         log_q = log_q + log_p
     return z, log_q, first
@@ -131,20 +144,17 @@ def fill_next(
     masked: Tensor,
     blanks: Optional[Tensor],
     t: int,
-    confident: bool,
-    generator: Optional[torch.Generator],
-    temperature: float = 1.0,
-    values: Optional[Tensor] = None,
+    drawing: Drawing,
     first: Optional[Tensor] = None,
 ) -> tuple[Tensor, Tensor]:
     """Step ``t`` of an order (:func:`fill`) over the rows of ``z (N, d)``, in place: reads :func:`to_read`'s blanks
     from ``logits(z, masked, read)`` (at ``t = 0`` from ``first`` where given: :func:`first_step_logits`), fills one
-    blank a row (:func:`step`) and unmasks it in ``masked (N, d)``. Returns the fill's log-probability ``(N,)`` and
-    the logits read."""
+    blank a row as ``drawing`` says (:func:`step`) and unmasks it in ``masked (N, d)``. Returns the fill's
+    log-probability ``(N,)`` and the logits read."""
     rows = torch.arange(z.shape[0], device=z.device)
-    read = to_read(blanks, masked, t, confident)
+    read = to_read(blanks, masked, t, drawing.confident)
     step_logits = first if t == 0 and first is not None else logits(z, masked, read)
-    j, v, log_p = step(step_logits, read, rows, confident, temperature, generator, values)
+    j, v, log_p = step(step_logits, read, rows, drawing)
     z[rows, j], masked[rows, j] = v, False
     return log_p, step_logits
 
@@ -163,26 +173,21 @@ def to_read(blanks: Optional[Tensor], masked: Tensor, t: int, confident: bool) -
     return still_masked(blanks, masked, (masked if blanks is None else blanks).shape[1] - t)
 
 
-def step(
-    logits: Tensor,
-    read: Tensor,
-    rows: Tensor,
-    confident: bool,
-    temperature: float,
-    generator: Optional[torch.Generator],
-    values: Optional[Tensor] = None,
-) -> tuple[Tensor, Tensor, Tensor]:
+def step(logits: Tensor, read: Tensor, rows: Tensor, drawing: Drawing) -> tuple[Tensor, Tensor, Tensor]:
     """One step of an order over ``N`` rows (``rows``: ``arange(N)``): given the logits ``(N or 1, S, K)`` at the
-    blanks ``read (N, S)``, the blank ``j (N,)`` it fills (the most peaked where ``confident``, else the first
-    read), the category ``v (N,)`` drawn from its tempered conditional (or replayed from ``values (N, d)``), and
-    that draw's log-probability ``(N,)``."""
-    n = read.shape[0]
+    blanks ``read (N, S)``, the blank ``j (N,)`` it fills (the most peaked where ``drawing.confident``, else the
+    first read), the category ``v (N,)`` drawn from its tempered conditional (or replayed from ``drawing.values
+    (N, d)``), and that draw's log-probability ``(N,)``."""
+    n, temperature = read.shape[0], drawing.temperature
     log_p = torch.log_softmax(scaled(logits, temperature), dim=-1)
-    col = most_peaked(log_p) if confident else torch.zeros_like(rows)
+    col = most_peaked(log_p) if drawing.confident else torch.zeros_like(rows)
     if logits.shape[0] != n:  # one row for every chain (a shared first pass)
         logits, log_p, col = logits.expand(n, -1, -1), log_p.expand(n, -1, -1), col.expand(n)
     j = read[rows, col]
-    v = sample_categorical(scaled(logits[rows, col], temperature), generator) if values is None else values[rows, j]
+    if drawing.values is None:
+        v = sample_categorical(scaled(logits[rows, col], temperature), drawing.generator)
+    else:
+        v = drawing.values[rows, j]
     return j, v, log_p[rows, col, v]
 
 

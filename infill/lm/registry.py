@@ -26,6 +26,28 @@ KINDS = ("chains", "one-pass", "particles", "search")
 RESERVED = ("auto",)
 """Names no entry takes: :data:`infill.pipeline.config.AUTO`, which picks a method by the blanks."""
 
+BUILT_IN_SAMPLERS = (
+    "avg",
+    "pavg",
+    "dula",
+    "dmala",
+    "ncg",
+    "una",
+    "mana",
+    "dlmc",
+    "dlmcf",
+    "gwg",
+    "pas",
+    "lb",
+    "gibbs",
+    "gibbs-mh",
+    "block-mh",
+    "mlm-independence",
+)
+"""The MCMC samplers that importing :mod:`infill.samplers` registers, in that order (a test holds the two equal):
+named here, so that a sampler's name is known, and an unknown one refused, before torch loads
+(:func:`sampler_names`)."""
+
 
 @dataclass(frozen=True)
 class Method:
@@ -86,3 +108,9 @@ SAMPLERS = View(KINDS[:1], "sampler")
 """The MCMC samplers' classes by name."""
 ONE_PASS = View(KINDS[1:])
 """The one-pass methods (one-pass orders, particles, search) by name, in the order registered."""
+
+
+def sampler_names() -> list[str]:
+    """Every MCMC sampler's name, sorted: the package's (:data:`BUILT_IN_SAMPLERS`, imported or not) and any
+    registered since (``docs/own-sampler.md``). Imports nothing."""
+    return sorted({*BUILT_IN_SAMPLERS, *SAMPLERS})

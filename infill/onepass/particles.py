@@ -135,13 +135,12 @@ def smc(
     # random-order: an order per particle, resampled with it; confident-first reads every blank still masked
     blanks = None if confident else order.blanks(n, d, generator, device)
     opening = mlm_draws.first_step_logits(first, blanks, confident)
+    drawing = mlm_draws.Drawing(confident, generator, temperature)
     log_gamma = np.zeros(n, np.float32)  # the intermediate target of each particle's partial filling
     log_weight = np.zeros((runs, particles), np.float32)  # weights live on the host: (R, N) numbers a step
     for t in range(d):
         opened = opening if t == 0 else None  # the first pass, shared: (1, d, K) until a particle's own row is taken
-        log_q, _ = mlm_draws.fill_next(
-            energy.blank_logits, z, masked, blanks, t, confident, generator, temperature, first=opened
-        )
+        log_q, _ = mlm_draws.fill_next(energy.blank_logits, z, masked, blanks, t, drawing, first=opened)
         log_q = log_q.numpy(force=True)
         if t == d - 1:
             new_gamma = _energy(energy, z, k) / temperature

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
 from ..errors import InfillError, finite_number, one_of, positive_integer
+from ..lm.registry import sampler_names
 from ..onepass.methods import ONE_PASS, OnePass
 from ..text.blanks import UNITS
 
@@ -400,22 +401,24 @@ class RunConfig(MethodSettings):
             )
 
     def _check_method(self) -> None:
-        """The method's name and hyperparameters; without torch, which the samplers need, only its options'
-        numbers: nothing can run, and a sampler's name and options are checked where it is built."""
+        """The method's name, from the registry's names before torch loads (an unknown one costs no import), and
+        its hyperparameters; without torch, which the samplers need, only its options' numbers: nothing can run,
+        and a sampler's options are checked where it is built."""
         for key, value in self.options.items():  # checked before the sampler registry (torch) is imported
             if isinstance(value, float):
                 finite_number(f"{self.method} option {key}", value)
+        samplers = sampler_names()
+        if not isinstance(self.method, str) or self.method not in (*samplers, *ONE_PASS, AUTO):
+            raise InfillError(
+                f"unknown sampler {self.method!r}; choose from {AUTO}, "
+                f"{', '.join(samplers)} or a baseline: {', '.join(ONE_PASS)}"
+            )
         try:
-            from ..samplers import SAMPLERS, sampler_options
+            from ..samplers import sampler_options
         except ModuleNotFoundError as exc:
             if exc.name != "torch":
                 raise
             return
-        if not isinstance(self.method, str) or self.method not in (*SAMPLERS, *ONE_PASS, AUTO):
-            raise InfillError(
-                f"unknown sampler {self.method!r}; choose from {AUTO}, "
-                f"{', '.join(sorted(SAMPLERS))} or a baseline: {', '.join(ONE_PASS)}"
-            )
         if self.one_pass is not None:
             defaults = self.one_pass.options()
         else:
