@@ -40,7 +40,11 @@ def order_probability(energy, blanks, confident):
     states = all_states(D, K)
     order = torch.as_tensor(blanks).expand(len(states), D)
     zeros = torch.zeros_like(states)
-    return mlm_draws.fill(energy.blank_logits, zeros, order, confident, None, values=states)[1].exp().double()
+    return (
+        mlm_draws.fill(energy.blank_logits, zeros, order, mlm_draws.Drawing(confident, None, values=states))[1]
+        .exp()
+        .double()
+    )
 
 
 def exact_order(energy, method):

@@ -33,7 +33,6 @@ DEFAULT_METHODS = "lead,greedy,lexrank,textrank,luhn,lsa,lb,una,mana"
 def add_parser(subparsers, name: str) -> None:
     parser = subparsers.add_parser(
         name,
-        help="summarization benchmark (ACLSum): F(S), ROUGE, peers, runtime",
         description=plain(__doc__.split("\n\n")[0]),
     )
     parser.add_argument("--dataset", choices=["aclsum"], default="aclsum", help="the corpus (default aclsum)")

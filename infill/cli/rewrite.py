@@ -45,7 +45,6 @@ HELP = {  # the flags whose sample help (auto's, templates', word blanks') is no
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         name,
-        help="diverse variants of a sentence, a fraction of its words changed",
         description=plain(__doc__.split("\n\n")[1]),
     )
     parser.add_argument("sentence", help="the sentence to rewrite")

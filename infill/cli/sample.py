@@ -43,7 +43,6 @@ def parse_value(text: str) -> object:
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         name,
-        help="fill the [MASK] blanks of templates with diverse samples",
         description="Fill the blanks of a template by MCMC on a masked LM (or by drawing from the masked LM "
         "itself). [MASK] is one token (one word with --blank-unit word), [MASK*3] three, "
         "[MASK*1-3] one to three words, [MASK*?] one to four. Prints one filled sentence per line.",

@@ -22,7 +22,6 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     if name == "rank":
         parser = subparsers.add_parser(
             name,
-            help="rank given fills of a [MASK] blank by the PLL of the sentence each makes",
             description="Put each option (a word, several words or word pieces) in the template's one [MASK] "
             "blank and print the options best first with the PLL of the whole sentence (nats).",
         )
@@ -37,7 +36,6 @@ def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     else:
         parser = subparsers.add_parser(
             name,
-            help="pseudo-log-likelihood (PLL) of sentences",
             description="Print the PLL (Salazar et al. 2020) of each sentence, one per line: the sum over tokens "
             "of log p(token | the rest), in nats. Sentences are the arguments, or the lines of stdin "
             "(-) or of --file (empty lines skipped). A sentence longer than the model takes is scored in "

@@ -14,7 +14,6 @@ from . import add_model_flags
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         name,
-        help="a local web page and JSON API: fill, rewrite, score and rank",
         description="Serve a page (fill templates and see marginals and traces, rewrite sentences, score "
         "sentences and rank options) and a JSON API (POST /api/sample, /api/rewrite, /api/score, "
         "/api/rank; see docs/serve.md) over one loaded model. Runs go one at a time through a queue.",

@@ -120,7 +120,6 @@ def chain_settings(args, sampler: str):
 def add_parser(subparsers, name: str) -> None:
     parser = subparsers.add_parser(
         name,
-        help="extractive summary of a text file",
         description=plain(__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[2]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -111,22 +111,14 @@ class Drawing:
 
 
 def fill(
-    logits: Logits,
-    z: Tensor,
-    blanks: Tensor,
-    confident: bool,
-    generator: Optional[torch.Generator],
-    temperature: float = 1.0,
-    values: Optional[Tensor] = None,
-    first: Optional[Tensor] = None,
+    logits: Logits, z: Tensor, blanks: Tensor, drawing: Drawing, first: Optional[Tensor] = None
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Fill the blanks ``blanks (N, m)`` of ``z (N, d)`` one at a time, each from ``logits(z, masked, read)``
-    (``(N, S, K)`` at the blanks ``read (N, S)``) with the blanks not yet filled masked: in the column order of
-    ``blanks``, or most peaked first where ``confident``. Draws from ``generator``, or, given ``values (N, d)``,
-    replays them. Returns the filled ``z``, the log-probability ``(N,)`` of the fills under the tempered
-    conditionals along the order, and the first step's logits (``first`` if given: it is that step's)."""
+    (``(N, S, K)`` at the blanks ``read (N, S)``) with the blanks not yet filled masked, as ``drawing`` says: in
+    the column order of ``blanks`` or most peaked first, drawn or replayed. Returns the filled ``z``, the
+    log-probability ``(N,)`` of the fills under the tempered conditionals along the order, and the first step's
+    logits (``first`` if given: it is that step's)."""
     n, m = blanks.shape
-    drawing = Drawing(confident, generator, temperature, values)
     z = z.clone()
     masked = torch.zeros_like(z, dtype=torch.bool)
     masked[torch.arange(n, device=z.device)[:, None], blanks] = True
@@ -220,4 +212,4 @@ def _draw(energy, order: Order, first: Tensor, generator: Optional[torch.Generat
     blanks = order.blanks(n, d, generator, first.device)
     x = torch.zeros(n, d, dtype=torch.long, device=first.device)
     opening = first_step_logits(energy.first_pass(), blanks, order.confident)
-    return fill(energy.blank_logits, x, blanks, order.confident, generator, temperature, first=opening)[0]
+    return fill(energy.blank_logits, x, blanks, Drawing(order.confident, generator, temperature), opening)[0]

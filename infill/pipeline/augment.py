@@ -348,7 +348,9 @@ class Filler:
         blanks = order.blanks(m, d, generator, first.device)
         start = mlm_draws.first_step_logits(first, blanks, order.confident)
         empty = torch.zeros(m, d, dtype=torch.long, device=first.device)
-        x, log_q, _ = mlm_draws.fill(energy.blank_logits, empty, blanks, order.confident, generator, first=start)
+        x, log_q, _ = mlm_draws.fill(
+            energy.blank_logits, empty, blanks, mlm_draws.Drawing(order.confident, generator), start
+        )
         return x.tolist(), log_q.tolist()
 
     def _text(self, energy: MaskedLMEnergy, category: int) -> str:

@@ -120,7 +120,7 @@ class BlockMH(Sampler):
         if BLOCK_ORDERS[self.order]:
             blocks = blocks.sort(-1).values
         logits = proposal_logits(energy, k)
-        y, log_q_fwd, first = mlm_draws.fill(logits, x, blocks, False, generator)
+        y, log_q_fwd, first = mlm_draws.fill(logits, x, blocks, mlm_draws.Drawing(False, generator))
         log_q_rev = self.reverse(logits, x, y, blocks, first if is_masked_lm(energy) else None)
         reverse_passes = int(m > 1 or not is_masked_lm(energy))
         return accept(energy, state, y, log_q_fwd, log_q_rev, m + reverse_passes + 1, generator)
@@ -159,7 +159,7 @@ class MLMIndependence(Sampler):
             first = energy.first_pass().expand(b, -1, -1)
             first = first if confident else first.gather(1, blanks[:, :1, None].expand(-1, -1, first.shape[-1]))
         logits = proposal_logits(energy, state.num_categories)
-        y, log_q_fwd, _ = mlm_draws.fill(logits, x, blanks, confident, generator, first=first)
+        y, log_q_fwd, _ = mlm_draws.fill(logits, x, blanks, mlm_draws.Drawing(confident, generator), first)
         log_q_rev = self.reverse(logits, x, y, blanks, confident, first)
         return accept(energy, state, y, log_q_fwd, log_q_rev, 2 * d + (first is None), generator)
 
@@ -167,5 +167,5 @@ class MLMIndependence(Sampler):
         """``log q(x | y)``: ``x`` replayed along its own order from ``y`` (step by step where the order
         depends on the tokens, else in one batch)."""
         if confident:
-            return mlm_draws.fill(logits, y, blanks, True, None, values=x, first=first)[1]
+            return mlm_draws.fill(logits, y, blanks, mlm_draws.Drawing(True, None, values=x), first)[1]
         return replay_batched(logits, x, y, blanks, first)
