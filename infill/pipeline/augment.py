@@ -218,8 +218,10 @@ def _deleted(sentences: list[Sentence], jobs: list[Job], terms: "Terms") -> list
     seen = set()
     for job in jobs:
         variant = sentences[job.sentence].variant(job.chosen, [""] * len(job.chosen), 0.0)
-        job.found = {} if variant is None or (job.sentence, variant.text) in seen else {variant.text: variant}
-        seen.add((job.sentence, variant and variant.text))
+        if variant is None or (job.sentence, variant.text) in seen:
+            continue  # job.found stays empty
+        job.found = {variant.text: variant}
+        seen.add((job.sentence, variant.text))
     found = [(job, v) for job in jobs for v in job.found.values()]  # a job whose text another gave has none
     if terms.label is not None and found:
         p = terms.label.probabilities([v.text for _, v in found]).tolist()
