@@ -110,8 +110,8 @@ class SymmetricInsert(SpanSampler):
 class StaleEnergy(SpanSampler):
     """Stale: an accepted state keeps the energy cached for the state it left."""
 
-    def transition(self, state, *proposals):
-        new, info = super().transition(state, *proposals)
+    def step(self, energy, state, generator):
+        new, info = super().step(energy, state, generator)
         return type(state)(new.x, state.energy, num_categories=state.num_categories), info
 
 

@@ -9,7 +9,6 @@ energy, cache and budget (:func:`run_batch`), and its fillings are chosen (:func
 
 from __future__ import annotations
 
-import functools
 import secrets
 import sys
 import time
@@ -108,9 +107,25 @@ def run_batch(
     if excluded is not None and not KINDS[plan.kind].excludes:
         raise InfillError(f"only a one-pass order's draws can exclude a blank's words, not {plan.settings.method}")
     meter = Meter(plan.spend.limit)
-    energy = functools.partial(
-        _energy, loaded, template=template, prepared=prepared, meter=meter, plan=plan, first=first, excluded=excluded
-    )
+
+    def energy(model: nn.Module) -> MaskedLMEnergy:
+        """The PLL energy of the template on ``model``, charged to ``meter``, its first pass ``first``."""
+        pll = MaskedLMEnergy(
+            model,
+            template.input_ids,
+            template.blank_positions,
+            prepared.categories,
+            loaded.tokenizer.mask_token_id,
+            chunk_size=loaded.chunk_size,
+            cache=ConditionalCache(loaded.cache_mib << 20),
+            meter=meter,
+            mask_repeats=plan.settings.mask_repeats,
+            first=first,
+        )
+        if excluded is not None:
+            pll.exclude(excluded)
+        return pll
+
     context = Context(
         template=template,
         prepared=prepared,
@@ -162,33 +177,3 @@ def _first_model(loaded, template: Template, plan: Plan) -> Optional[nn.Module]:
 def pass_rows(loaded) -> int:
     """Sequences a shared pass holds at most: as the energies' passes without gradient."""
     return pass_sequences(loaded.device, loaded.chunk_size)
-
-
-def _energy(
-    loaded,
-    model: nn.Module,
-    *,
-    template: Template,
-    prepared: Prepared,
-    meter: Meter,
-    plan: Plan,
-    first: Optional[Tensor] = None,
-    excluded: Optional[Tensor] = None,
-) -> MaskedLMEnergy:
-    """The PLL energy of ``template`` on ``model`` charged to ``meter``, taking ``first`` as its first pass, its
-    draws kept off ``excluded`` where given."""
-    energy = MaskedLMEnergy(
-        model,
-        template.input_ids,
-        template.blank_positions,
-        prepared.categories,
-        loaded.tokenizer.mask_token_id,
-        chunk_size=loaded.chunk_size,
-        cache=ConditionalCache(loaded.cache_mib << 20),
-        meter=meter,
-        mask_repeats=plan.settings.mask_repeats,
-        first=first,
-    )
-    if excluded is not None:
-        energy.exclude(excluded)
-    return energy

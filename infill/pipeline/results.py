@@ -40,14 +40,9 @@ class Sample:
     terms: Optional[dict] = None
 
     def to_dict(self) -> dict:
-        return {
-            "text": self.text,
-            "fills": self.fills,
-            "energy": self.energy,
-            "chain": self.chain,
-            "tokens": self.tokens,
-            **({"terms": self.terms} if self.terms is not None else {}),
-        }
+        """The JSON record: every field but ``token_ids``; ``terms`` where it is not None."""
+        record = {name: getattr(self, name) for name in ("text", "fills", "energy", "chain", "tokens")}
+        return record if self.terms is None else {**record, "terms": self.terms}
 
 
 @dataclass(frozen=True)

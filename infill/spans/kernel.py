@@ -166,26 +166,19 @@ class SpanSampler(Sampler):
         if bool(new.any()):
             energy_y[new] = energy(y.select(new)).double()
         reverse = torch.where(valid, reverse, float("-inf"))  # an invalid fill is refused
-        return self.transition(state, a, y.pack(), energy_y, forward, reverse, generator)
+        moved, info = mh_transition(state.select(a), y.pack(), energy_y, None, forward, reverse, 1, generator)
+        return every_chain(state, a, moved, info)
 
-    def transition(
-        self,
-        state: State,
-        a: Tensor,
-        y: Tensor,
-        energy_y: Tensor,
-        forward: Tensor,
-        reverse: Tensor,
-        generator: Optional[torch.Generator],
-    ) -> tuple[State, StepInfo]:
-        """The MH test (:func:`~infill.samplers.base.mh_transition`) of the proposals ``y`` (packed) of the chains
-        ``a``, drawn with log-probability ``forward``, ``reverse`` that of the reverse move; the other chains stay."""
-        moved, info = mh_transition(state.select(a), y, energy_y, None, forward, reverse, 1, generator)
-        x, values = state.x.clone(), state.energy.clone()
-        x[a], values[a] = moved.x, moved.energy
-        accepted = torch.zeros(len(state.x), dtype=torch.bool, device=state.x.device)
-        accept_prob = torch.zeros(len(state.x), dtype=torch.float64, device=state.x.device)
-        proposed_hops = torch.zeros(len(state.x), dtype=info.proposed_hops.dtype, device=state.x.device)
-        accepted[a], accept_prob[a], proposed_hops[a] = info.accepted, info.accept_prob, info.proposed_hops
-        info = StepInfo(accepted, (x != state.x).sum(-1), 1, proposed_hops, accept_prob)
-        return dataclasses.replace(state, x=x, energy=values), info
+
+def every_chain(state: State, chains: Tensor, moved: State, info: StepInfo) -> tuple[State, StepInfo]:
+    """The step ``moved``, ``info`` of the chains ``chains`` of ``state`` as a step of all of them: the others stay,
+    having proposed nothing."""
+    x, energy = state.x.clone(), state.energy.clone()
+    x[chains], energy[chains] = moved.x, moved.energy
+
+    def spread(values: Tensor) -> Tensor:
+        return values.new_zeros(len(state.x)).index_copy_(0, chains, values)
+
+    proposed = spread(info.proposed_hops)
+    info = StepInfo(spread(info.accepted), (x != state.x).sum(-1), 1, proposed, spread(info.accept_prob))
+    return dataclasses.replace(state, x=x, energy=energy), info
