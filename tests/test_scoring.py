@@ -171,6 +171,7 @@ def test_cli_score_and_rank_print_the_library_scores(tiny_model_dir, tmp_path, c
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     from infill.cli import main
+    from infill.cli.score import DECIMALS
 
     model = AutoModelForMaskedLM.from_pretrained(tiny_model_dir)
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
@@ -200,7 +201,7 @@ def test_cli_score_and_rank_print_the_library_scores(tiny_model_dir, tmp_path, c
     rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
     want = rank(model, tokenizer, "the [MASK] sat .", ["cat", "ice cream", "dog"])
     assert [(r[1], r[2]) for r in rows] == [(w.option, w.text) for w in want]
-    assert [float(r[0]) for r in rows] == pytest.approx([w.score.total for w in want], abs=1e-3)
+    assert [r[0] for r in rows] == [f"{w.score.total:.{DECIMALS}f}" for w in want]
 
 
 def test_cli_score_takes_sentences_as_arguments_or_stdin_as_sample_takes_templates(tiny_model_dir, monkeypatch, capsys):

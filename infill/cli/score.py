@@ -16,6 +16,9 @@ from . import add_model_flags
 from .sample import read_lines
 
 BATCH = 64  # sentences tokenized and printed together
+DECIMALS = 2
+"""Decimals of a printed score: another CPU's float32 encoder moves a score's 5th significant figure, so a 4th
+decimal printed here may be one off there; ``--json`` prints every digit."""
 
 
 def add_parser(subparsers, name: str) -> argparse.ArgumentParser:
@@ -147,7 +150,7 @@ def _rank(args, model, tokenizer, options: list[str]) -> None:
             record = {"option": r.option, "text": r.text, "score": r.score.total, "mode": args.mode}
             print(json.dumps({**record, "tokens": _tokens(r.score)}, ensure_ascii=False))
         else:
-            print(f"{r.score.total:.4f}\t{r.option}\t{r.text}")
+            print(f"{r.score.total:.{DECIMALS}f}\t{r.option}\t{r.text}")
 
 
 def _score(args, model, tokenizer, sentences: list[tuple[str, str]]) -> None:
@@ -160,7 +163,7 @@ def _score(args, model, tokenizer, sentences: list[tuple[str, str]]) -> None:
             batch = texts[start : start + BATCH]
             scores = scoring.score(model, tokenizer, batch, args.mode, args.chunk_size, bar.update, window=args.window)
             for text, result in zip(batch, scores):
-                line = f"{result.total:.4f}\t{text}"
+                line = f"{result.total:.{DECIMALS}f}\t{text}"
                 if args.json:
                     record = {"text": text, "score": result.total, "mode": args.mode, "tokens": _tokens(result)}
                     line = json.dumps(record, ensure_ascii=False)
