@@ -107,7 +107,6 @@ def capture(kind: str, blanks: range, half: str, seeds: list[int], shard: str) -
             task["template"],
             top=TOP,
             seed=seed,
-            temperature=1.0,
             budget=BUDGET_PER_BLANK * d,
             sampler=SPECS[kind],
             target="repeat-masked",

@@ -43,6 +43,7 @@ from infill.evaluation.report import EVAL_PACKAGES
 from infill.evaluation.tables import fmt, mean_defined, signature_block, table
 from infill.evaluation.tasks import make_tasks, references
 from infill.metrics import ReferenceCorpus, corpus_bleu, self_bleu
+from infill.onepass.methods import ONE_PASS
 from infill.pipeline.config import RunConfig
 from infill.pipeline.signature import library_versions
 
@@ -59,7 +60,8 @@ def parse_row(spec: str, temperature: float) -> tuple[str, RunConfig]:
     for item in filter(None, settings.split(";")):
         key, _, value = item.partition("=")
         options[key] = json.loads(value) if value[:1].isdigit() or value[:1] in "-[{" else value
-    options.setdefault("temperature", temperature)
+    if name not in ONE_PASS or "temperature" not in ONE_PASS[name].untaken:  # argmax takes none
+        options.setdefault("temperature", temperature)
     return f"{spec}@T={temperature:g}", RunConfig.create(top=TOP, seed=0, **options)
 
 

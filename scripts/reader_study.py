@@ -13,7 +13,7 @@ made at different times, on a shared machine).
 
 A SPEC is a method with ``+key=value`` settings (``scripts/particles.py``'s syntax), e.g.
 ``product-search+target=repeat-masked+decode=diverse+diversity=2``. Every row runs
-``Infiller(...).sample(..., top=5, temperature=1)`` on the dev MLM at a budget of 100 encoder sequences per blank
+``Infiller(...).sample(..., top=5)`` (temperature 1) on the dev MLM at a budget of 100 encoder sequences per blank
 token; a one-pass order (``confident-first``, ``left-to-right``, ``random-order``) is given what a perfect cache
 charges for it (:func:`infill.evaluation.compute.matched`: that budget, never less than its ``top`` draws need),
 re-ranked by the target its spec names. Regimes by blank tokens: 2, 3, 4, 5, 6-7, 8-10, 11-16, from
@@ -75,7 +75,7 @@ def run(infiller, task: dict, seed: int, spec: str) -> dict:
 
     def once(b: int) -> dict:
         start = time.perf_counter()
-        result = infiller.sample(task["template"], top=TOP, seed=seed, temperature=1.0, budget=b, **settings)
+        result = infiller.sample(task["template"], top=TOP, seed=seed, budget=b, **settings)
         seconds = time.perf_counter() - start
         fills = [list(s.fills) for s in result.samples]
         texts = [fill(task["template"], f) for f in fills]

@@ -107,6 +107,10 @@ CLI_CASES = {
     "sample-top-2-to-argmax": _sample(
         "a [MASK] [MASK] b", "--sampler", "argmax", "--top", "2", expect="argmax gives one filling on 2 blank"
     ),
+    "sample-temperature-to-argmax": _sample(T, "--sampler", "argmax", "--temperature", "0.5", expect="no temperature"),
+    "sample-num-samples-to-search": _sample(
+        T, "--sampler", "product-search", "--top", "2", "-n", "4", expect="takes no num_samples"
+    ),
     "sample-temperature-to-search": _sample(
         T, "--sampler", "product-search", "--top", "2", "--temperature", "0.5", expect="takes no temperature"
     ),

@@ -281,7 +281,8 @@ CASES: dict[str, tuple[str, object, dict]] = {
         {
             **ONE_PASS,
             "sampler": "product-search",
-            "temperature": None,  # the search looks for the most likely fillings
+            "temperature": None,  # the search looks for the top most likely fillings
+            "num_samples": None,
             "top": 5,
             "decode": "diverse",
             "diversity": 2.0,

@@ -141,10 +141,15 @@ def test_templates_of_one_length_each_get_what_they_get_alone(infiller):
         ({"sampler": "dmala", "step_size": "abc"}, "step_size must be a finite number, got 'abc'"),
         ({"sampler": "dmala", "adapt_steps": 1.5}, "adapt_steps must be 0 or more"),
         ({"sampler": "argmax", "steps": None, "step_size": 0.1}, "'argmax' has no option 'step_size'"),
-        # a one-pass method takes no chain settings (and the search no temperature): refused, not dropped
+        # a one-pass method takes no chain settings (argmax and the search no temperature): refused, not dropped
         ({"sampler": "argmax"}, "argmax is a one-pass method: it takes no steps; drop it"),
         ({"sampler": "smc", "steps": None, "init": "uniform"}, "smc is a one-pass method: it takes no init"),
         ({"sampler": "product-search", "steps": None, "temperature": 0.5}, "it takes no temperature"),
+        ({"sampler": "product-search", "steps": None, "num_samples": 4}, "it takes no num_samples"),
+        (
+            {"sampler": "argmax", "steps": None, "temperature": 0.5},
+            "argmax is a one-pass method: it takes no temperature",
+        ),
         ({"sampler": "argmax", "steps": None, "top": 2}, "argmax gives one filling on 3 blank tokens"),
         ({"forbid": ["ice cream"]}, "cannot forbid"),
         ({"forbid": "day"}, "forbid must be a list of words"),

@@ -11,16 +11,24 @@ import argparse
 import json
 import re
 
+from ..lm.registry import CHAIN_SETTINGS
 from . import plain
+
+
+def _none_of(settings) -> str:
+    """Run settings refused, as their flags: ``no --steps, --init or --anneal-from``."""
+    flags = [f"--{name.replace('_', '-')}" for name in settings]
+    return "no " + (f"{', '.join(flags[:-1])} or {flags[-1]}" if len(flags) > 1 else flags[0])
+
 
 GROUPS = {
     "auto": "the default: it sets its own target, chains, steps and budget",
     "MCMC samplers": "chains of --steps steps from --init; options by -o KEY=VALUE (--step-size and --adapt-steps "
     "also as flags)",
-    "one-pass orders": "draws from the masked LM without chains (no --steps, --init or --anneal-from): -n draws, or "
-    "as many as --budget buys; no options",
-    "particles and search": "one-pass methods of their own, without chains (no --steps, --init or --anneal-from; "
-    "product-search no --temperature either); options by -o KEY=VALUE",
+    "one-pass orders": f"draws from the masked LM without chains ({_none_of(CHAIN_SETTINGS)}): -n draws, or as many as "
+    "--budget buys; no options",
+    "particles and search": f"one-pass methods of their own, without chains ({_none_of(CHAIN_SETTINGS)}); options by "
+    "-o KEY=VALUE",
 }
 """The groups of methods, in the order listed, each with what its methods share."""
 
@@ -59,7 +67,10 @@ def methods() -> list[dict]:
         group = GROUP_OF[m.kind]
         summary = summaries.get(m.name if m.kind == "one-pass" else m.kind)
         docstring = m.sampler if m.kind == "chains" else m.draw  # a sampler's, or a registered draw's
-        rows.append(_row(m.name, group, m.options(), summary or _first(docstring.__doc__ if docstring else "")))
+        summary = summary or _first(docstring.__doc__ if docstring else "")
+        own = [name for name in m.untaken if name not in CHAIN_SETTINGS]  # beyond its group's
+        summary = f"{summary.rstrip('.')} ({_none_of(own)})" if own else summary
+        rows.append(_row(m.name, group, m.options(), summary))
     return rows
 
 

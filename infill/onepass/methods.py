@@ -4,7 +4,8 @@ methods (:data:`ONE_PASS`), each with its name, its kind of run, its options wit
 settings it refuses, what one draw of it costs and what it draws.
 
 A one-pass method draws (or searches for) fillings without chains, so it takes no ``steps``, chain ``init`` or
-``anneal_from``; the product search looks for the most likely fillings, so it takes no ``temperature`` either.
+``anneal_from``; ``argmax`` draws the most likely token at each blank, so it takes no ``temperature`` either; the
+product search finds the ``top`` most likely fillings, so it takes neither ``temperature`` nor ``num_samples``.
 A new method of draws is one :func:`register` call of its :class:`OnePass` entry with its ``draw`` function
 (``docs/own-sampler.md``); a new kind of run is a branch in :func:`infill.pipeline.runs.draws.draw`. Nothing here
 imports torch at module level: the configuration reads the names and what each takes before a model loads.
@@ -82,12 +83,17 @@ class OnePass(Method):
 
 BUILT_IN = (
     OnePass("independent"),
-    OnePass("argmax", greedy=True),
+    OnePass("argmax", greedy=True, untaken=(*CHAIN_SETTINGS, "temperature")),
     OnePass("left-to-right"),
     OnePass("random-order"),
     OnePass("confident-first"),
     OnePass("smc", kind="particles"),
-    OnePass("product-search", kind="search", untaken=(*CHAIN_SETTINGS, "temperature"), needs_top=True),
+    OnePass(
+        "product-search",
+        kind="search",
+        untaken=(*CHAIN_SETTINGS, "temperature", "num_samples"),
+        needs_top=True,
+    ),
 )
 """The package's one-pass methods, registered in the order ``infill samplers`` lists them."""
 for method in BUILT_IN:
