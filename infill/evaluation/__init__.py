@@ -105,7 +105,7 @@ def evaluate(
 ) -> Optional[dict]:
     """Run (or resume) an evaluation into ``out`` and return the report of every unit ``out`` holds, earlier
     commands' rows and sentences included (None on ranks other than 0 of a ``torchrun`` launch, see
-    :mod:`.distributed`).
+    :mod:`infill.pipeline.distributed`).
 
     ``samplers`` defaults to the protocol's; ``bleu`` is the report's BLEU definition (``"nltk"``, the
     papers', or ``"sacrebleu"``: see :mod:`infill.metrics`), checked before anything runs; ``limit`` keeps

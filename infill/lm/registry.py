@@ -48,6 +48,10 @@ BUILT_IN_SAMPLERS = (
 named here, so that a sampler's name is known, and an unknown one refused, before torch loads
 (:func:`sampler_names`)."""
 
+SPAN_METHODS = ("rjmcmc", "per-length")
+"""How word blanks are filled (``--span-method``, :mod:`infill.spans`): reversible-jump MH that changes lengths, or
+chains pinned at every combination of the blanks' lengths, the best chosen by the same energy."""
+
 
 @dataclass(frozen=True)
 class Method:

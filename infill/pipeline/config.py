@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
 from ..errors import InfillError, finite_number, one_of, positive_integer
-from ..lm.registry import sampler_names
+from ..lm.registry import SPAN_METHODS, sampler_names
 from ..onepass.methods import ONE_PASS, OnePass
 from ..text.blanks import UNITS
 
@@ -22,9 +22,6 @@ INITS = ("uniform", "independent", "left-to-right", "confident-first", "random-o
 """Chain starts: uniform tokens, or draws from the masked LM (see :mod:`infill.lm.mlm_draws`)."""
 INIT = "left-to-right"
 """The chains' start unless ``init`` says (``auto``'s chains: :data:`AUTO_CHAINS`)."""
-SPAN_METHODS = ("rjmcmc", "per-length")
-"""How word blanks are filled (:mod:`infill.spans`): reversible-jump MH that changes lengths, or chains pinned
-at every combination of the blanks' lengths, the best chosen by the same energy."""
 REWRITE_SAMPLER = "gibbs-mh"
 """Rewrite mode's default sampler: the one that reached a given PLL at a given change fraction with the
 fewest encoder sequences in ``scripts/constraints.py`` (figures: ``eval/constraints-minilm/``)."""

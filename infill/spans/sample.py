@@ -17,6 +17,7 @@ from ..energies.tempered import Tempered
 from ..errors import InfillError, check, is_integer, one_of, positive_integer
 from ..lm.mlm_draws import ORDERS
 from ..lm.models import max_length
+from ..lm.registry import SPAN_METHODS
 from ..samplers import State, StepInfo, Trace, run_annealed, sample_categorical
 from ..text.template import Template
 from ..text.vocabulary import piece_kinds, token_words
@@ -25,7 +26,6 @@ from .include import Form, SpanInclude, plant
 from .kernel import SpanEnergy, SpanSampler
 from .mlm import MaskedLMSpanEnergy
 
-METHODS = ("rjmcmc", "per-length")
 INITS = ("left-to-right", "independent", "argmax", "uniform")
 """The orders of :data:`infill.lm.mlm_draws.ORDERS` that span chains start from (:func:`draw_starts`)."""
 MAX_COMBINATIONS = 64  # length combinations the per-length method runs at once
@@ -200,7 +200,7 @@ def span_run(
 
 def check_options(method: str, init: str, chains: int, max_pieces: int) -> None:
     """Refuse, in one line, a span method, start or size that does not exist."""
-    one_of("span method", method, METHODS)
+    one_of("span method", method, SPAN_METHODS)
     check(init in INITS, f"span chains start from one of {', '.join(INITS)}, got {init!r}")
     positive_integer("chains", chains)
     check(is_integer(max_pieces, 1), f"a word takes at least one piece: max_pieces must be >= 1, got {max_pieces}")
