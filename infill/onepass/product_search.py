@@ -16,7 +16,7 @@ however many fillings the product holds, each read through the energy's cache of
 
 With the repeat-masked PLL (``energy.mask_repeats``) a filling that holds one token at two blanks needs other
 sequences (both blanks masked at once): the best of those by the plain PLL are scored through the energy while
-the budget lasts, the rest are left out. The search ignores the temperature: it looks for the most likely
+the budget lasts, the rest are left out. The search takes no temperature: it looks for the most likely
 fillings. The energy must offer ``blank_logits``, ``first_pass`` and a ``meter`` with a limit
 (:class:`~infill.energies.masked_lm.MaskedLMEnergy`).
 """

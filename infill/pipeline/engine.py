@@ -4,7 +4,7 @@ fillings chosen, one template at a time, in order.
 Templates share their first encoder pass, with the floats each gets alone, :data:`PACK` templates at a time
 (:func:`first_passes`); then each runs alone from its own generator seeded with the request's seed, with its own
 energy, cache and budget (:func:`run_batch`), and its fillings are chosen (:func:`~.postprocess.postprocess`).
-``loaded`` is the :class:`~.infiller.Infiller` whose model, tokenizer and settings a run uses.
+``loaded`` is the :class:`~.infiller.Infiller` whose model, tokenizer and settings a run uses (:class:`Loaded`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 import sys
 import time
-from typing import Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Protocol, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -31,13 +31,30 @@ from .prepare import Prepared
 from .results import InfillResult
 from .runs import Context, execute
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
 PACK = 256
 """Templates whose first passes share encoder passes (:func:`first_passes`): more find more of one length;
 their logits are held until their runs."""
 
 
+class Loaded(Protocol):
+    """What a run reads of the :class:`~.infiller.Infiller` that loaded the model (``loaded`` below)."""
+
+    model: nn.Module
+    chain_model: nn.Module
+    tokenizer: PreTrainedTokenizerBase
+    model_name: str
+    device: torch.device
+    chunk_size: Optional[int]
+    cache_mib: int
+
+    def lower_precision(self) -> bool: ...
+
+
 def stream(
-    loaded,
+    loaded: Loaded,
     prepared: Prepared,
     progress: bool = False,
     on_step: Optional[Callable[[int, int], None]] = None,
@@ -78,7 +95,7 @@ def stream(
                 yield index, _chosen(loaded, batch, seed, bar)
 
 
-def _chosen(loaded, batch: Batch, seed: int, bar) -> InfillResult:
+def _chosen(loaded: Loaded, batch: Batch, seed: int, bar) -> InfillResult:
     """``batch``'s fillings chosen (:func:`~.postprocess.postprocess`); a budget spent there refused in one line."""
     try:
         return postprocess(batch, loaded.tokenizer, loaded.model_name, seed, bar)
@@ -87,7 +104,7 @@ def _chosen(loaded, batch: Batch, seed: int, bar) -> InfillResult:
 
 
 def run_batch(
-    loaded,
+    loaded: Loaded,
     prepared: Prepared,
     index: int,
     generator: torch.Generator,
@@ -143,7 +160,7 @@ def run_batch(
     return execute(plan, context)
 
 
-def first_passes(loaded, prepared: Prepared) -> Iterator[list[tuple[int, Optional[Tensor]]]]:
+def first_passes(loaded: Loaded, prepared: Prepared) -> Iterator[list[tuple[int, Optional[Tensor]]]]:
     """Windows of :data:`PACK` templates, each template's index with its all-masked logits ``(d, K)`` (None
     where it takes none), computed for the window in shared passes (:func:`infill.lm.packed.all_masked_logits`):
     for token blanks whose run reads that sequence first, the one-pass methods (chains compute their starts'
@@ -169,11 +186,11 @@ def first_passes(loaded, prepared: Prepared) -> Iterator[list[tuple[int, Optiona
         yield [(index, firsts.get(index)) for index in window]
 
 
-def _first_model(loaded, template: Template, plan: Plan) -> Optional[nn.Module]:
+def _first_model(loaded: Loaded, template: Template, plan: Plan) -> Optional[nn.Module]:
     """The model whose all-masked pass ``plan`` takes from a shared pass on ``template`` (None: it takes none)."""
     return loaded.model if plan.shares_first and template.fixed and loaded.cache_mib else None
 
 
-def pass_rows(loaded) -> int:
+def pass_rows(loaded: Loaded) -> int:
     """Sequences a shared pass holds at most: as the energies' passes without gradient."""
     return pass_sequences(loaded.device, loaded.chunk_size)

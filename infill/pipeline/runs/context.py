@@ -32,7 +32,7 @@ class Context:
     model: nn.Module
     chain_model: nn.Module
     tokenizer: PreTrainedTokenizerBase
-    energy: Callable[..., MaskedLMEnergy]
+    energy: Callable[[nn.Module], MaskedLMEnergy]
     meter: Meter
     generator: torch.Generator
     callback: Optional[Callable] = None
