@@ -53,13 +53,22 @@ def test_eval_holds_study_folders_and_its_index_only():
 
 @pytest.mark.parametrize("study", studies(), ids=lambda p: p.name)
 def test_every_study_opens_with_its_question_answer_table_and_command(study):
+    """The question, then the answer, then a table, then the command that reproduces it (in a code block)."""
     readme = study / "README.md"
     assert readme.is_file(), f"{study.name}/ has no README.md"
     text = readme.read_text(encoding="utf-8")
     opening = "\n".join(text.splitlines()[:12]).lower()
-    assert text.startswith("# ") and "question" in opening and "answer" in opening, study.name
-    assert re.search(r"^\|[-| :]+\|$", text, re.M), f"{study.name}: no table"
-    assert re.search(r"python -m scripts\.|python scripts/|infill ", text), f"{study.name}: no command"
+    assert text.startswith("# ") and opening.index("question") < opening.index("answer"), study.name
+    table = re.search(r"^\|[-| :]+\|$", text, re.M)
+    blocks = re.finditer(r"^ *```.*?\n(.*?)^ *```", text, re.M | re.S)
+    command = next((b for b in blocks if re.search(r"python -m scripts\.|python scripts/|infill ", b.group(1))), None)
+    assert table and command, f"{study.name}: no table or no command in a code block"
+    assert text.lower().index("answer") < table.start() < command.start(), f"{study.name}: answer, table, command"
+
+
+def test_every_study_is_cited_by_the_docs():
+    cited = {path.split("/")[1] for page in PAGES for path in CITED.findall(page.read_text(encoding="utf-8"))}
+    assert not [study.name for study in studies() if study.name not in cited]
 
 
 def test_every_relative_link_of_eval_resolves():
