@@ -22,6 +22,8 @@ then chosen again on a larger grid (the search at 2 blank tokens, particles at t
 pair of blank tokens among every particle: re-recorded then: only ``auto-4blanks``, ``auto-6blanks``,
 ``auto-8blanks``, ``auto-budget-3blanks`` and ``auto-batch-3``); ``auto``'s particles then stopped drawing rounds
 of fewer particles than ``top`` below the whole range (re-recorded: the same five cases, the particles' cases).
+The product search then refused ``num_samples``, which it never read: ``product-search-3blanks`` names None (its
+recorded definition edited, its results as they were).
 ``tests/golden/fillings.json`` holds, per case and seed, every returned sample's ``text`` and
 ``fills`` (compared exactly), its ``energy`` and ``terms`` (within 1e-4 absolute), and the run's
 ``diagnostics.encoder_sequences`` (exactly).
