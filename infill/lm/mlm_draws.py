@@ -206,10 +206,18 @@ def draw(
 
 def _draw(energy, order: Order, first: Tensor, generator: Optional[torch.Generator], temperature: float) -> Tensor:
     """One chunk of :func:`draw`, ``first (n, d, K)`` the all-masked logits."""
-    n, d = first.shape[:2]
     if order.blanks is None:
         return sample_categorical(first / temperature, generator)
-    blanks = order.blanks(n, d, generator, first.device)
-    x = torch.zeros(n, d, dtype=torch.long, device=first.device)
-    opening = first_step_logits(energy.first_pass(), blanks, order.confident)
-    return fill(energy.blank_logits, x, blanks, Drawing(order.confident, generator, temperature), opening)[0]
+    return sequential(energy, order, first.shape[0], generator, temperature)[0]
+
+
+def sequential(
+    energy, order: Order, n: int, generator: Optional[torch.Generator], temperature: float = 1.0
+) -> tuple[Tensor, Tensor]:
+    """``n`` draws ``(n, d)`` of a sequential ``order`` (one with ``blanks``) on ``energy``'s blanks, the first step
+    read from its first pass, with their log-probabilities ``(n,)`` under the order."""
+    first = energy.first_pass()
+    blanks = order.blanks(n, first.shape[0], generator, first.device)
+    x = torch.zeros(n, first.shape[0], dtype=torch.long, device=first.device)
+    opening = first_step_logits(first, blanks, order.confident)
+    return fill(energy.blank_logits, x, blanks, Drawing(order.confident, generator, temperature), opening)[:2]

@@ -346,13 +346,7 @@ class Filler:
                 x = torch.multinomial(torch.softmax(first, -1), m, replacement=True, generator=generator).T
             log_q = torch.log_softmax(first, -1).gather(-1, x.T).sum(0)
             return x.tolist(), log_q.tolist()
-        d = first.shape[0]
-        blanks = order.blanks(m, d, generator, first.device)
-        start = mlm_draws.first_step_logits(first, blanks, order.confident)
-        empty = torch.zeros(m, d, dtype=torch.long, device=first.device)
-        x, log_q, _ = mlm_draws.fill(
-            energy.blank_logits, empty, blanks, mlm_draws.Drawing(order.confident, generator), start
-        )
+        x, log_q = mlm_draws.sequential(energy, order, m, generator)
         return x.tolist(), log_q.tolist()
 
     def _text(self, energy: MaskedLMEnergy, category: int) -> str:

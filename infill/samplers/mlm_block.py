@@ -154,10 +154,7 @@ class MLMIndependence(Sampler):
         b, d = x.shape
         order = mlm_draws.ORDERS[self.order]
         blanks, confident = order.blanks(b, d, generator, x.device), order.confident
-        first = None
-        if is_masked_lm(energy):
-            first = energy.first_pass().expand(b, -1, -1)
-            first = first if confident else first.gather(1, blanks[:, :1, None].expand(-1, -1, first.shape[-1]))
+        first = mlm_draws.first_step_logits(energy.first_pass(), blanks, confident) if is_masked_lm(energy) else None
         logits = proposal_logits(energy, state.num_categories)
         y, log_q_fwd, _ = mlm_draws.fill(logits, x, blanks, mlm_draws.Drawing(confident, generator), first)
         log_q_rev = self.reverse(logits, x, y, blanks, confident, first)
