@@ -17,7 +17,7 @@ from itertools import groupby
 from typing import Iterable, Iterator, NamedTuple, Optional
 
 from ..errors import InfillError
-from ..pipeline.config import settings
+from ..pipeline.config import flag, settings
 from ..pipeline.progress import Lines
 from ..text.blanks import scan
 from . import add_model_flags
@@ -84,7 +84,7 @@ def _add_setting_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...], h
         if setting.name in skip:
             continue
         meta = setting.metadata
-        flags = [meta.get("flag") or "--" + setting.name.replace("_", "-"), *filter(None, [meta.get("short")])]
+        flags = [flag(setting.name), *filter(None, [meta.get("short")])]
         if setting.type in (bool, "bool"):
             parser.add_argument(*flags, dest=setting.name, action="store_true", default=None, help=meta["help"])
         elif setting.name in ("forbid", "include"):

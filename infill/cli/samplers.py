@@ -12,12 +12,13 @@ import json
 import re
 
 from ..lm.registry import CHAIN_SETTINGS
+from ..pipeline.config import flag
 from . import plain
 
 
 def _none_of(settings) -> str:
     """Run settings refused, as their flags: ``no --steps, --init or --anneal-from``."""
-    flags = [f"--{name.replace('_', '-')}" for name in settings]
+    flags = [flag(name) for name in settings]
     return "no " + (f"{', '.join(flags[:-1])} or {flags[-1]}" if len(flags) > 1 else flags[0])
 
 

@@ -463,3 +463,8 @@ def settings() -> list:
     ``--name-with-dashes``), ``short``, and argparse ``type``/``metavar``; ``key`` is the name in JSON lines
     and protocols (default the field's name)."""
     return [f for f in fields(RunConfig) if f.name != "options"]
+
+
+def flag(name: str) -> str:
+    """The CLI flag of the run setting ``name``: its metadata's ``flag``, else ``--name-with-dashes``."""
+    return RunConfig.__dataclass_fields__[name].metadata.get("flag") or "--" + name.replace("_", "-")
